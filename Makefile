@@ -1,0 +1,40 @@
+# shepherd: coordination on Apache ZooKeeper.
+GO       ?= go
+PKGS     ?= ./...
+TESTFLAGS ?=
+
+.PHONY: all setup setup-bench test test-short lint demo bench bench-quick chaos build fuzz
+
+all: lint test
+
+setup:
+	@scripts/setup.sh
+
+setup-bench:
+	@scripts/setup.sh bench
+
+build:
+	$(GO) build ./...
+
+## test: install what is missing, then run the whole suite with the race detector.
+test: setup lint
+	$(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKGS)
+
+test-short: setup
+	$(GO) test -race -short -count=1 $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## demo: install what is missing, start a local ZooKeeper, run the main job.
+demo: setup
+	$(GO) run ./cmd/shepherd-demo
+
+## bench: shepherd against Curator, Kazoo and go-zookeeper on one ZooKeeper.
+bench: setup-bench
+	$(GO) run ./bench/cmd/zkbench
+
+bench-quick: setup-bench
+	$(GO) run ./bench/cmd/zkbench -quick

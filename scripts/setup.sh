@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what shepherd's tests, demo and benchmarks need and is missing.
+# Usage: scripts/setup.sh [bench]   ("bench" adds Curator and Kazoo for the peers)
+set -euo pipefail
+
+need=()
+[ -n "${ZOOKEEPER_CLASSPATH:-}" ] || [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+if [ "${1:-}" = bench ]; then
+  [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+  python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
+  command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+fi
+[ ${#need[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo="sudo -n"
+  else
+    echo "shepherd: missing Debian packages: ${need[*]}" >&2
+    echo "install them as root:  apt-get install ${need[*]}" >&2
+    echo "(or set ZOOKEEPER_CLASSPATH to a classpath holding ZooKeeper's jars)" >&2
+    exit 1
+  fi
+fi
+echo "shepherd: installing ${need[*]} ..." >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "shepherd: installed ${need[*]}" >&2

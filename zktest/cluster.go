@@ -1,0 +1,403 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Cluster is a running ZooKeeper standalone server (size 1) or ensemble. Nodes
+// are indexed from 0. Methods are safe for concurrent use.
+type Cluster struct {
+	cfg     config
+	dir     string
+	ownDir  bool
+	sp      *spawner
+	mu      sync.Mutex
+	nodes   []*node
+	closed  bool
+	started time.Duration
+}
+
+// Start starts a cluster of size nodes for a test (1 for a standalone server, 3
+// or 5 for an ensemble), fails tb if it cannot, and stops it when the test ends.
+// If the test failed, the tail of each server's log is written to the test log.
+func Start(tb testing.TB, size int, opts ...Option) *Cluster {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := StartCluster(ctx, size, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			for i := range c.Size() {
+				tb.Logf("zktest: server %d log tail:\n%s", i, c.LogTail(i, 40))
+			}
+		}
+		if err := c.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return c
+}
+
+// StartCluster starts a cluster of size nodes and waits until every node serves
+// and, for an ensemble, a leader is elected. The caller must Close it (in
+// TestMain: defer before m.Run's result is returned).
+func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("zktest: cluster size %d: need at least 1", size)
+	}
+	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.tick <= 0 || cfg.heapMB < 16 {
+		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB", cfg.tick, cfg.heapMB)
+	}
+	if cfg.classpath == "" {
+		cp, err := Classpath()
+		if err != nil {
+			return nil, err
+		}
+		cfg.classpath = cp
+	}
+	c := &Cluster{cfg: cfg}
+	if cfg.baseDir != "" {
+		c.dir = cfg.baseDir
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("zktest: %w", err)
+		}
+	} else {
+		base := ""
+		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 2) == nil {
+			base = "/dev/shm"
+		}
+		d, err := os.MkdirTemp(base, "zktest-")
+		if err != nil {
+			return nil, fmt.Errorf("zktest: %w", err)
+		}
+		c.dir, c.ownDir = d, true
+	}
+	ports, err := freePorts(3 * size)
+	if err != nil {
+		c.removeDir()
+		return nil, err
+	}
+	for i := range size {
+		n := &node{
+			id:         i + 1,
+			clientPort: ports[3*i],
+			peerPort:   ports[3*i+1],
+			electPort:  ports[3*i+2],
+			dir:        filepath.Join(c.dir, fmt.Sprintf("node%d", i)),
+		}
+		n.logPath = filepath.Join(n.dir, "zookeeper.log")
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if err := n.writeConfig(&c.cfg, c.nodes); err != nil {
+			c.removeDir()
+			return nil, fmt.Errorf("zktest: config: %w", err)
+		}
+	}
+	c.sp = newSpawner()
+	t0 := time.Now()
+	for _, n := range c.nodes {
+		if err := n.start(c.sp, &c.cfg); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.startWait)
+	defer cancel()
+	if err := c.WaitServing(wctx); err != nil {
+		tail := c.LogTail(0, 20)
+		_ = c.Close()
+		return nil, fmt.Errorf("%w\nserver 0 log tail:\n%s", err, tail)
+	}
+	c.started = time.Since(t0)
+	return c, nil
+}
+
+// freePorts reserves n distinct free loopback ports. They are released before
+// ZooKeeper binds them, so a port can in principle be taken in between.
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("zktest: free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Size is the number of nodes.
+func (c *Cluster) Size() int { return len(c.nodes) }
+
+// StartupTime is how long the cluster took to start serving.
+func (c *Cluster) StartupTime() time.Duration { return c.started }
+
+// TickTime is the servers' tickTime.
+func (c *Cluster) TickTime() time.Duration { return c.cfg.tick }
+
+// Addr is node i's client address, "127.0.0.1:port".
+func (c *Cluster) Addr(i int) string { return c.nodes[i].addr() }
+
+// Servers lists every node's client address.
+func (c *Cluster) Servers() []string {
+	s := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		s[i] = n.addr()
+	}
+	return s
+}
+
+// ConnectString is the comma-separated list of client addresses.
+func (c *Cluster) ConnectString() string { return strings.Join(c.Servers(), ",") }
+
+// Dir is the directory holding the nodes' data, configs and logs.
+func (c *Cluster) Dir() string { return c.dir }
+
+// LogPath is the file that captures node i's output.
+func (c *Cluster) LogPath(i int) string { return c.nodes[i].logPath }
+
+// LogTail returns the last lines of node i's output.
+func (c *Cluster) LogTail(i, lines int) string {
+	b, err := os.ReadFile(c.nodes[i].logPath)
+	if err != nil {
+		return err.Error()
+	}
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+func (c *Cluster) node(i int) (*node, error) {
+	if i < 0 || i >= len(c.nodes) {
+		return nil, fmt.Errorf("zktest: no node %d in a cluster of %d", i, len(c.nodes))
+	}
+	if c.closed {
+		return nil, errors.New("zktest: cluster closed")
+	}
+	return c.nodes[i], nil
+}
+
+// Kill ends node i with SIGKILL (a crash) and waits until it is gone.
+func (c *Cluster) Kill(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	n.signal(syscall.SIGKILL, 10*time.Second)
+	return nil
+}
+
+// Stop ends node i with SIGTERM, then SIGKILL after 5s, and waits until it is
+// gone.
+func (c *Cluster) Stop(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	n.signal(syscall.SIGTERM, 5*time.Second)
+	return nil
+}
+
+// Running reports whether node i's process is running.
+func (c *Cluster) Running(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return i >= 0 && i < len(c.nodes) && c.nodes[i].running()
+}
+
+// Restart starts node i again with its data (stopping it first if it runs) and
+// waits until it serves.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	c.mu.Lock()
+	n, err := c.node(i)
+	if err == nil {
+		n.signal(syscall.SIGTERM, 5*time.Second)
+		err = n.start(c.sp, &c.cfg)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.waitNode(ctx, i)
+}
+
+// RestartAll stops every node, then starts them all again and waits until the
+// ensemble serves: a whole-ensemble restart. Sessions survive it if it is done
+// within their timeout.
+func (c *Cluster) RestartAll(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errors.New("zktest: cluster closed")
+	}
+	for _, n := range c.nodes {
+		n.signal(syscall.SIGKILL, 5*time.Second)
+	}
+	var err error
+	for _, n := range c.nodes {
+		if err = n.start(c.sp, &c.cfg); err != nil {
+			break
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.WaitServing(ctx)
+}
+
+// WaitServing waits until every running node serves and, for an ensemble, one
+// of them is the leader.
+func (c *Cluster) WaitServing(ctx context.Context) error {
+	for i := range c.nodes {
+		if !c.Running(i) {
+			continue
+		}
+		if err := c.waitNode(ctx, i); err != nil {
+			return err
+		}
+	}
+	if len(c.nodes) > 1 {
+		return c.waitFor(ctx, func() bool { _, err := c.Leader(ctx); return err == nil })
+	}
+	return nil
+}
+
+func (c *Cluster) waitNode(ctx context.Context, i int) error {
+	exited := false
+	err := c.waitFor(ctx, func() bool {
+		if !c.Running(i) {
+			exited = true
+			return true
+		}
+		return c.Mode(ctx, i) != ""
+	})
+	if exited {
+		return fmt.Errorf("zktest: server %d exited before serving (see %s)", i, c.LogPath(i))
+	}
+	if err != nil {
+		return fmt.Errorf("zktest: server %d (%s) not serving: %w", i, c.Addr(i), err)
+	}
+	return nil
+}
+
+// waitFor polls cond every 25ms until it holds or ctx ends. (The only polling
+// in the project: a server's readiness can only be asked for.)
+func (c *Cluster) waitFor(ctx context.Context, cond func() bool) error {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Mode is node i's "Mode:" from srvr: "standalone", "leader", "follower", or ""
+// when it is down or not serving.
+func (c *Cluster) Mode(ctx context.Context, i int) string {
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	out, err := FourLetterWord(actx, c.Addr(i), "srvr")
+	if err != nil {
+		return ""
+	}
+	return serverMode(out)
+}
+
+// Leader returns the index of the node that is ZooKeeper's leader (0 for a
+// standalone server that serves).
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	for i := range c.nodes {
+		switch c.Mode(ctx, i) {
+		case "leader", "standalone":
+			return i, nil
+		}
+	}
+	return -1, errors.New("zktest: no leader")
+}
+
+// FourLetter sends a four-letter word to node i.
+func (c *Cluster) FourLetter(ctx context.Context, i int, word string) (string, error) {
+	if i < 0 || i >= len(c.nodes) {
+		return "", fmt.Errorf("zktest: no node %d", i)
+	}
+	return FourLetterWord(ctx, c.Addr(i), word)
+}
+
+// Mntr returns node i's monitoring counters (zk_packets_received,
+// zk_watch_count, ...).
+func (c *Cluster) Mntr(ctx context.Context, i int) (map[string]string, error) {
+	out, err := c.FourLetter(ctx, i, "mntr")
+	if err != nil {
+		return nil, err
+	}
+	m := ParseMntr(out)
+	if len(m) == 0 {
+		return nil, fmt.Errorf("zktest: mntr: unexpected answer %q", out)
+	}
+	return m, nil
+}
+
+// Close kills every node, removes the data it created, and is idempotent.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	for _, n := range c.nodes {
+		n.signal(syscall.SIGKILL, 10*time.Second)
+	}
+	if c.sp != nil {
+		c.sp.stop()
+	}
+	return c.removeDir()
+}
+
+func (c *Cluster) removeDir() error {
+	if !c.ownDir {
+		return nil
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+// Package zktest starts real Apache ZooKeeper servers for tests, the way
+// Curator's TestingServer and TestingCluster do for Java: a standalone server or
+// an ensemble on loopback with free ports, data in a temporary directory (tmpfs
+// where available), and the server's output captured to a file a failing test
+// can show.
+//
+// It also injects faults on purpose: per-node Stop, Kill and Restart, session
+// expiry on demand (ExpireSession), a stolen connection (DisconnectSession), and
+// a fault Proxy that severs, refuses and stalls client connections.
+//
+// ZooKeeper is found through the ZOOKEEPER_CLASSPATH environment variable, else
+// Debian's /usr/share/java/zookeeper.jar (package "zookeeper"). Every process
+// started here is killed when the test (or TestMain's Close) ends, and, on
+// Linux, when the test binary itself dies.
+package zktest
