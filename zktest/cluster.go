@@ -41,7 +41,7 @@ func Start(tb testing.TB, size int, opts ...Option) *Cluster {
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			for i := range c.Size() {
-				tb.Logf("zktest: server %d log tail:\n%s", i, c.LogTail(i, 40))
+				tb.Logf("zktest: server %d log tail:\n%s", i, c.LogTail(i, 20))
 			}
 		}
 		if err := c.Close(); err != nil {

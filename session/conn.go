@@ -1,0 +1,158 @@
+package session
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// handle is one *zk.Conn and what the manager knows of it. go-zookeeper may
+// call the event callback before zk.Connect has returned, so the callback is
+// bound to the handle, not to the conn.
+type handle struct {
+	s      *Session
+	conn   *zk.Conn       // set once Connect returns (under s.mu)
+	events <-chan zk.Event // closed when go-zookeeper's loop has ended
+
+	// Guarded by s.mu.
+	sid     int64 // the session this handle was opened for (first HasSession)
+	up      bool  // HasSession and not Disconnected since
+	expired bool
+	ready   chan struct{} // closed at the first HasSession
+	failed  chan struct{} // closed when the handle can no longer become ready
+
+	lastHeard atomic.Int64 // s.mono() of the last byte received
+	timeoutNs atomic.Int64 // the negotiated session timeout
+	helloSID  atomic.Int64 // session id of the last ConnectResponse
+	dialErr   atomic.Pointer[error]
+	closeOnce sync.Once
+}
+
+// close closes the conn and waits until go-zookeeper's goroutines have ended.
+func (h *handle) close() {
+	h.closeOnce.Do(func() {
+		if h.conn == nil {
+			return
+		}
+		h.conn.Close()
+		for range h.events {
+		}
+	})
+}
+
+func (h *handle) timeout() time.Duration { return time.Duration(h.timeoutNs.Load()) }
+
+// dial makes a connection through the configured dialer and wraps it so that
+// the connect handshake is bounded by the connect timeout (go-zookeeper allows
+// a server that accepts TCP but never answers 10 × 2/3 of the session timeout)
+// and so that the manager learns the negotiated timeout and when it last heard
+// from a server.
+func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error) {
+	cfg := &h.s.cfg
+	var c net.Conn
+	var err error
+	if cfg.dialer != nil {
+		c, err = cfg.dialer(network, address, cfg.connectTimeout)
+	} else {
+		c, err = net.DialTimeout(network, address, cfg.connectTimeout)
+	}
+	if err != nil {
+		h.dialErr.Store(&err)
+		return nil, err
+	}
+	return &trackedConn{Conn: c, h: h, limit: cfg.connectTimeout}, nil
+}
+
+// trackedConn caps deadlines until the first reply and parses the
+// ConnectResponse (int32 length, int32 protocolVersion, int32 timeOut,
+// int64 sessionId, ...).
+type trackedConn struct {
+	net.Conn
+	h       *handle
+	limit   time.Duration
+	replied atomic.Bool
+	hello   [20]byte
+	helloN  int // bytes of hello collected; only the reading goroutine touches it
+}
+
+func (c *trackedConn) capped(t time.Time) time.Time {
+	if c.replied.Load() {
+		return t
+	}
+	limit := time.Now().Add(c.limit)
+	if t.IsZero() || t.After(limit) {
+		return limit
+	}
+	return t
+}
+
+func (c *trackedConn) SetDeadline(t time.Time) error     { return c.Conn.SetDeadline(c.capped(t)) }
+func (c *trackedConn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.capped(t)) }
+func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+	return c.Conn.SetWriteDeadline(c.capped(t))
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.h.lastHeard.Store(c.h.s.mono())
+		if c.helloN < len(c.hello) {
+			k := copy(c.hello[c.helloN:], p[:n])
+			c.helloN += k
+			if c.helloN == len(c.hello) {
+				c.h.timeoutNs.Store(int64(binary.BigEndian.Uint32(c.hello[8:12])) * int64(time.Millisecond))
+				c.h.helloSID.Store(int64(binary.BigEndian.Uint64(c.hello[12:20])))
+				c.replied.Store(true)
+			}
+		}
+	}
+	return n, err
+}
+
+// hostProvider tries the servers in turn and reports a "retry start" (after
+// which go-zookeeper sleeps one second) only after a full pass in which no
+// server could be connected: go-zookeeper's own provider sleeps before the first
+// reconnect attempt when there is a single server.
+type hostProvider struct {
+	mu      sync.Mutex
+	servers []string
+	next    int
+	tries   int
+}
+
+func (p *hostProvider) Init(servers []string) error {
+	p.servers = append([]string(nil), servers...)
+	return nil
+}
+
+func (p *hostProvider) Len() int { return len(p.servers) }
+
+func (p *hostProvider) Next() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.servers[p.next]
+	p.next = (p.next + 1) % len(p.servers)
+	p.tries++
+	retry := p.tries > len(p.servers)
+	if retry {
+		p.tries = 1
+	}
+	return s, retry
+}
+
+func (p *hostProvider) Connected() {
+	p.mu.Lock()
+	p.tries = 0
+	p.mu.Unlock()
+}
+
+// zkLogger sends go-zookeeper's messages to the manager's logger.
+type zkLogger struct{ s *Session }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	l.s.log.Debug("go-zookeeper: " + sprintf(format, args...))
+}

@@ -1,0 +1,53 @@
+// Package session is shepherd's session manager: it owns one ZooKeeper session
+// at a time — connects, reconnects, expiry — and tells recipes and listeners
+// about every change, in Curator's vocabulary:
+//
+//   - Connected: a new session is established (a new session ID).
+//   - Suspended: the connection is lost; the session may still be alive.
+//   - Reconnected: the same session is back; its ephemeral nodes survived.
+//   - Lost: the session is gone, or must be assumed gone; its ephemeral nodes
+//     are (or will be) deleted by the server. A new session follows.
+//   - Closed: Close was called.
+//
+// # Holds and the loss signal
+//
+// Each connected stretch of a session is an Epoch. Its Context is cancelled the
+// moment the connection is lost (Suspended), the session is lost, or the
+// session is closed — synchronously, on go-zookeeper's own event path, not
+// behind a queue or a listener. A recipe derives the context of every hold
+// (lock, lease, leadership) from it, so the holder learns it may have lost its
+// hold within microseconds of the disconnect. When the server ends a session
+// (expiry, or a session closed from elsewhere) it drops the connection and
+// deletes the session's ephemeral nodes together, and another client is granted
+// the freed resource some milliseconds later: the holder is told first.
+// Treating Suspended as a loss is deliberate — a disconnected client cannot
+// know whether its session still exists, and keeping a hold through a
+// disconnect "for a grace period" is how two holders happen.
+//
+// # Declaring Lost locally
+//
+// Lost is declared when a server reports the session expired, and also, without
+// waiting to hear from an ensemble that may be unreachable, when the client has
+// heard nothing from any server for one negotiated session timeout (measured on
+// the local monotonic clock from the last byte received). A server expires a
+// session no earlier than one session timeout after it last heard from the
+// client, and the client last spoke to it no later than it last heard from it,
+// up to one request's round trip; this assumes the client's and the server's
+// clocks advance at the same rate. When Lost is declared the old connection is
+// closed (ending the session on the server if it still existed) and a new
+// session is established with the configured backoff. The manager never lets a
+// connection silently replace an expired session behind its listeners.
+//
+// # Listeners
+//
+// Every listener sees every transition after it registered, in order, on a
+// goroutine of its own: a slow listener delays only itself, never the
+// connection, the loss signal or other listeners. Events queue without bound
+// while a listener is busy.
+//
+// # Operations
+//
+// Do runs ZooKeeper operations against the current session, retrying only when
+// the outcome is unknown because the connection failed, and never across a
+// session boundary (it returns ErrLost instead).
+package session

@@ -1,0 +1,53 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Epoch is one connected stretch of one ZooKeeper session: it begins at
+// Connected or Reconnected and ends at the next Suspended, Lost or Closed.
+// Recipes bind each hold to the epoch it was granted in.
+type Epoch struct {
+	conn    *zk.Conn
+	sid     int64
+	sctx    context.Context // ends with the session (Lost, Closed)
+	scancel context.CancelFunc
+	ctx     context.Context // ends with this epoch
+	cancel  context.CancelFunc
+	n       uint64
+	started time.Time
+}
+
+// Conn is the connection of this epoch's session. Never call it from a
+// go-zookeeper event callback.
+func (e *Epoch) Conn() *zk.Conn { return e.conn }
+
+// SessionID is the ZooKeeper session this epoch belongs to; it is the
+// ephemeralOwner of the nodes the session creates.
+func (e *Epoch) SessionID() int64 { return e.sid }
+
+// Seq numbers the epochs of a manager: 1, 2, ... in the order they began.
+func (e *Epoch) Seq() uint64 { return e.n }
+
+// Started is when the epoch began.
+func (e *Epoch) Started() time.Time { return e.started }
+
+// Context is cancelled the moment this epoch ends: the connection is lost
+// (Suspended), the session is lost, or the manager is closed. It is the loss
+// signal of every hold granted in this epoch; it is cancelled synchronously on
+// go-zookeeper's event path.
+func (e *Epoch) Context() context.Context { return e.ctx }
+
+// Done is Context().Done().
+func (e *Epoch) Done() <-chan struct{} { return e.ctx.Done() }
+
+// SessionContext is cancelled when this epoch's session is lost or the manager
+// is closed: from then on the session's ephemeral nodes are, or must be assumed,
+// gone, and nothing may be done in the session's name.
+func (e *Epoch) SessionContext() context.Context { return e.sctx }
+
+// SessionDone is SessionContext().Done().
+func (e *Epoch) SessionDone() <-chan struct{} { return e.sctx.Done() }

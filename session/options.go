@@ -1,0 +1,136 @@
+package session
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+)
+
+// Defaults.
+const (
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultConnectTimeout = time.Second
+)
+
+type config struct {
+	timeout        time.Duration
+	connectTimeout time.Duration
+	backoff        func() backoff.BackOff
+	namespace      string
+	acl            []zk.ACL
+	auth           []authInfo
+	log            *slog.Logger
+	dialer         zk.Dialer
+	err            error
+}
+
+type authInfo struct {
+	scheme string
+	cred   []byte
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithSessionTimeout asks for a session timeout (default 10s). The server must
+// grant it: if it raises the timeout (its minimum is two ticks), Open fails
+// with ErrTimeoutRejected rather than silently detect losses later than asked.
+// A lower timeout granted by the server (its maximum) is used as granted.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Millisecond || d > 24*time.Hour {
+			c.setErr(fmt.Errorf("%w: session timeout %v out of range [1ms, 24h]", ErrInvalidArgument, d))
+		}
+		c.timeout = d
+	}
+}
+
+// WithConnectTimeout bounds each TCP connect and the connect handshake with a
+// server (default 1s). A server that accepts connections but does not answer
+// costs at most this long before the next server is tried.
+func WithConnectTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.setErr(fmt.Errorf("%w: connect timeout %v must be positive", ErrInvalidArgument, d))
+		}
+		c.connectTimeout = d
+	}
+}
+
+// WithBackoff sets the policy for establishing a new session after Lost and
+// for retrying operations whose outcome was unknown (default: exponential from
+// 50ms to 2s, with jitter, no time limit). It is called once per retry series.
+func WithBackoff(policy func() backoff.BackOff) Option {
+	return func(c *config) {
+		if policy == nil {
+			c.setErr(fmt.Errorf("%w: nil backoff policy", ErrInvalidArgument))
+		}
+		c.backoff = policy
+	}
+}
+
+// WithNamespace puts every recipe path under ns (e.g. "/myapp"). Its nodes are
+// created on demand.
+func WithNamespace(ns string) Option {
+	return func(c *config) {
+		if err := zkpath.Validate(ns); err != nil {
+			c.setErr(fmt.Errorf("%w: namespace: %w", ErrInvalidArgument, err))
+		}
+		c.namespace = ns
+	}
+}
+
+// WithACL sets the ACL of every node the recipes create (default: open to all).
+func WithACL(acl []zk.ACL) Option {
+	return func(c *config) {
+		if len(acl) == 0 {
+			c.setErr(fmt.Errorf("%w: empty ACL", ErrInvalidArgument))
+		}
+		c.acl = append([]zk.ACL(nil), acl...)
+	}
+}
+
+// WithAuth adds credentials (e.g. scheme "digest", "user:password"), sent when
+// each session is established and again after every reconnect. They never
+// appear in logs or errors.
+func WithAuth(scheme string, credentials []byte) Option {
+	return func(c *config) {
+		if scheme == "" {
+			c.setErr(fmt.Errorf("%w: empty auth scheme", ErrInvalidArgument))
+		}
+		c.auth = append(append([]authInfo(nil), c.auth...), authInfo{scheme, append([]byte(nil), credentials...)})
+	}
+}
+
+// WithLogger logs the manager's transitions and go-zookeeper's messages to l
+// (default: nothing is logged).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithDialer makes connections with d (e.g. zktest's Tap, or a proxy). The
+// manager still bounds the handshake and watches what it receives.
+func WithDialer(d zk.Dialer) Option { return func(c *config) { c.dialer = d } }
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+func defaultBackoff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0
+	return b
+}

@@ -1,0 +1,506 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Session is a managed ZooKeeper session. It is safe for concurrent use.
+type Session struct {
+	cfg     config
+	servers []string
+	log     *slog.Logger
+	base    time.Time // the monotonic clock's origin
+
+	mu        sync.Mutex
+	state     State
+	cur       *handle // the connection of the current session; nil while establishing
+	epoch     *Epoch  // the current (or last) epoch
+	ready     chan struct{}
+	listeners map[*listener]struct{}
+	closed    bool
+	retire    []*handle // connections the run loop must close
+	epochs    uint64    // epochs begun so far
+
+	wake    chan struct{}
+	closeCh chan struct{}
+	runDone chan struct{}
+	done    chan struct{}
+	connWG  sync.WaitGroup
+	lisWG   sync.WaitGroup
+	once    sync.Once
+}
+
+// SplitServers parses a connect string "host:port,host:port" into a server
+// list, checking each address.
+func SplitServers(connect string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(connect, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	if err := checkServers(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func checkServers(servers []string) error {
+	if len(servers) == 0 {
+		return fmt.Errorf("%w: empty server list", ErrInvalidArgument)
+	}
+	for _, s := range servers {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			return fmt.Errorf("%w: server %q: want host:port", ErrInvalidArgument, s)
+		}
+		p, err := strconv.Atoi(port)
+		if host == "" || err != nil || p < 1 || p > 65535 || strings.ContainsAny(host, "/ ") {
+			return fmt.Errorf("%w: server %q: want host:port with a port in 1-65535", ErrInvalidArgument, s)
+		}
+	}
+	return nil
+}
+
+// Open establishes a ZooKeeper session with one of servers ("host:port") and
+// returns once it is usable (credentials sent), or fails when ctx ends, the
+// input is invalid, the server rejects the session timeout or the credentials.
+// Nothing is left running after a failed Open.
+func Open(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
+	cfg := config{
+		timeout:        DefaultSessionTimeout,
+		connectTimeout: DefaultConnectTimeout,
+		backoff:        defaultBackoff,
+		acl:            zk.WorldACL(zk.PermAll),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if err := checkServers(servers); err != nil {
+		return nil, err
+	}
+	if cfg.log == nil {
+		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{
+		cfg:       cfg,
+		servers:   append([]string(nil), servers...),
+		log:       cfg.log,
+		base:      time.Now(),
+		ready:     make(chan struct{}),
+		listeners: make(map[*listener]struct{}),
+		wake:      make(chan struct{}, 1),
+		closeCh:   make(chan struct{}),
+		runDone:   make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	h, err := s.connect(ctx)
+	if err != nil {
+		close(s.runDone)
+		close(s.done)
+		return nil, err
+	}
+	s.mu.Lock()
+	s.adoptLocked(h, time.Now())
+	s.mu.Unlock()
+	go s.run()
+	return s, nil
+}
+
+func (s *Session) mono() int64 { return int64(time.Since(s.base)) }
+
+// connect opens a new *zk.Conn and waits for its session (or ctx's end).
+func (s *Session) connect(ctx context.Context) (*handle, error) {
+	h := &handle{s: s, ready: make(chan struct{}), failed: make(chan struct{})}
+	conn, events, err := zk.Connect(s.servers, s.cfg.timeout,
+		zk.WithDialer(h.dial),
+		zk.WithHostProvider(&hostProvider{}),
+		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(h, ev) }),
+		zk.WithLogger(zkLogger{s}),
+		zk.WithLogInfo(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	s.mu.Lock()
+	h.conn, h.events = conn, events
+	s.mu.Unlock()
+	fail := func(err error) (*handle, error) {
+		h.close()
+		return nil, err
+	}
+	select {
+	case <-h.ready:
+	case <-h.failed:
+		return fail(fmt.Errorf("session: the new session expired at once"))
+	case <-s.closeCh:
+		return fail(ErrClosed)
+	case <-ctx.Done():
+		why := "no server answered"
+		if e := h.dialErr.Load(); e != nil {
+			why = "last error: " + (*e).Error()
+		}
+		return fail(fmt.Errorf("session: no session with %s (%s): %w",
+			strings.Join(s.servers, ","), why, ctx.Err()))
+	}
+	if got := h.timeout(); got > s.cfg.timeout {
+		return fail(fmt.Errorf("%w: asked for %v, the server's minimum is %v (2 ticks)",
+			ErrTimeoutRejected, s.cfg.timeout, got))
+	} else if got < s.cfg.timeout {
+		s.log.Info("session timeout lowered by the server", "asked", s.cfg.timeout, "granted", got)
+	}
+	for _, a := range s.cfg.auth {
+		err := call(ctx, func() error { return conn.AddAuth(a.scheme, a.cred) })
+		if err != nil {
+			return fail(fmt.Errorf("%w (scheme %q): %w", ErrAuthFailed, a.scheme, err))
+		}
+	}
+	return h, nil
+}
+
+// onEvent runs on go-zookeeper's goroutines. It must not block and must never
+// call the Conn: it updates state under s.mu (held briefly everywhere) and
+// cancels contexts, which calls no connection.
+func (s *Session) onEvent(h *handle, ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	current := s.cur == h && !s.closed
+	switch ev.State {
+	case zk.StateHasSession:
+		sid := h.helloSID.Load()
+		switch {
+		case h.sid == 0:
+			h.sid, h.up = sid, true
+			close(h.ready)
+		case sid != h.sid:
+			// go-zookeeper replaced an expired session by a new one on
+			// the same Conn. That session is not ours to use.
+			h.up = false
+			if current {
+				s.loseLocked(now, "server replaced the session")
+			}
+		default:
+			h.up = true
+			if current && s.state == Suspended {
+				s.beginEpochLocked(Reconnected, now, "")
+			}
+		}
+	case zk.StateDisconnected:
+		h.up = false
+		if current && s.state.Live() {
+			s.suspendLocked(now, "disconnected from "+ev.Server)
+		}
+	case zk.StateExpired:
+		h.up, h.expired = false, true
+		if h.sid == 0 {
+			select {
+			case <-h.failed:
+			default:
+				close(h.failed)
+			}
+		}
+		if current && (s.state.Live() || s.state == Suspended) {
+			s.loseLocked(now, "expired")
+		}
+	}
+}
+
+// adoptLocked makes h the current connection: a new session begins.
+func (s *Session) adoptLocked(h *handle, now time.Time) {
+	s.cur = h
+	sctx, scancel := context.WithCancel(context.Background())
+	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel}
+	s.beginEpochLocked(Connected, now, "")
+	switch {
+	case h.expired:
+		s.loseLocked(now, "expired")
+	case !h.up:
+		s.suspendLocked(now, "disconnected")
+	}
+}
+
+// beginEpochLocked starts a connected stretch of the current session.
+func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
+	prev := s.epoch
+	ctx, cancel := context.WithCancel(prev.sctx)
+	s.epochs++
+	e := &Epoch{conn: s.cur.conn, sid: s.cur.sid, sctx: prev.sctx, scancel: prev.scancel,
+		ctx: ctx, cancel: cancel, n: s.epochs, started: now}
+	s.epoch = e
+	s.setStateLocked(st, now, reason)
+	close(s.ready)
+}
+
+func (s *Session) suspendLocked(now time.Time, reason string) {
+	s.epoch.cancel() // the loss signal: synchronous
+	s.ready = make(chan struct{})
+	s.setStateLocked(Suspended, now, reason)
+	s.kick()
+}
+
+func (s *Session) loseLocked(now time.Time, reason string) {
+	s.epoch.scancel() // cancels the epoch's context too
+	if s.state.Live() {
+		s.ready = make(chan struct{})
+	}
+	s.setStateLocked(Lost, now, reason)
+	if s.cur != nil {
+		s.retire = append(s.retire, s.cur)
+		s.cur = nil
+	}
+	s.kick()
+}
+
+func (s *Session) setStateLocked(st State, now time.Time, reason string) {
+	ev := Event{State: st, Previous: s.state, SessionID: s.epoch.sid, Time: now, Reason: reason}
+	s.state = st
+	s.log.Info("session "+st.String(), "session", fmt.Sprintf("0x%x", ev.SessionID), "reason", reason)
+	for l := range s.listeners {
+		l.push(ev)
+	}
+}
+
+func (s *Session) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run owns the session's life: it declares Lost when a suspension outlasts the
+// session timeout, retires dead connections and establishes new sessions.
+func (s *Session) run() {
+	defer close(s.runDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		retire := s.retire
+		s.retire = nil
+		st, cur := s.state, s.cur
+		var deadline time.Duration
+		if st == Suspended && cur != nil {
+			deadline = time.Duration(cur.lastHeard.Load()+int64(cur.timeout())) - time.Duration(s.mono())
+		}
+		s.mu.Unlock()
+		for _, h := range retire {
+			s.connWG.Add(1)
+			go func() { defer s.connWG.Done(); h.close() }()
+		}
+		select {
+		case <-s.closeCh:
+			return
+		default:
+		}
+		if st == Lost {
+			s.establish()
+			continue
+		}
+		timer.Stop()
+		if st == Suspended {
+			if deadline <= 0 {
+				s.mu.Lock()
+				if s.state == Suspended && s.cur == cur {
+					s.loseLocked(time.Now(), "no answer from any server for the session timeout")
+				}
+				s.mu.Unlock()
+				continue
+			}
+			timer.Reset(deadline)
+		}
+		select {
+		case <-s.closeCh:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// establish opens a new session, with backoff, until it succeeds or the
+// manager is closed.
+func (s *Session) establish() {
+	b := s.cfg.backoff()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.timeout+s.cfg.connectTimeout*time.Duration(len(s.servers)))
+		go func() {
+			select {
+			case <-s.closeCh:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		h, err := s.connect(ctx)
+		cancel()
+		if err == nil {
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				h.close()
+				return
+			}
+			s.adoptLocked(h, time.Now())
+			s.mu.Unlock()
+			return
+		}
+		s.log.Warn("session: establishing a new session failed", "err", err)
+		d := b.NextBackOff()
+		if d < 0 {
+			d = s.cfg.timeout
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-s.closeCh:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// State returns the current state.
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// SessionID returns the ID of the current (or last) ZooKeeper session.
+func (s *Session) SessionID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch.sid
+}
+
+// Timeout returns the session timeout the server granted.
+func (s *Session) Timeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil {
+		return s.cur.timeout()
+	}
+	return s.cfg.timeout
+}
+
+// Namespace returns the namespace prefix ("" for none).
+func (s *Session) Namespace() string { return s.cfg.namespace }
+
+// Path returns p under the session's namespace.
+func (s *Session) Path(p string) string { return s.cfg.namespace + p }
+
+// ACL returns a copy of the ACL for created nodes.
+func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
+
+// Logger returns the session's logger (never nil).
+func (s *Session) Logger() *slog.Logger { return s.log }
+
+// Done is closed once Close has finished: the session is closed on the server,
+// every goroutine of the manager has ended, and every listener has been given
+// Closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Current returns the current epoch and true while the session is usable
+// (Connected or Reconnected).
+func (s *Session) Current() (*Epoch, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.state.Live() {
+		return nil, false
+	}
+	return s.epoch, true
+}
+
+// Wait returns the current epoch once the session is usable. It fails with
+// ErrClosed once the manager is closed, or ctx.Err().
+func (s *Session) Wait(ctx context.Context) (*Epoch, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if s.state.Live() {
+			e := s.epoch
+			s.mu.Unlock()
+			return e, nil
+		}
+		ready := s.ready
+		s.mu.Unlock()
+		select {
+		case <-ready:
+		case <-s.closeCh:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Close closes the ZooKeeper session (the server deletes its ephemeral nodes at
+// once), stops every goroutine of the manager and reports Closed to listeners.
+// Holds are signalled lost before the session is closed. It is idempotent and
+// safe to call from any goroutine, including a listener.
+func (s *Session) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.epoch.scancel()
+		if s.state.Live() {
+			s.ready = make(chan struct{})
+		}
+		cur := s.cur
+		s.cur = nil
+		s.mu.Unlock()
+		close(s.closeCh)
+		<-s.runDone
+		if cur != nil {
+			cur.close()
+		}
+		s.connWG.Wait()
+		s.mu.Lock()
+		s.setStateLocked(Closed, time.Now(), "closed by the application")
+		for l := range s.listeners {
+			l.end()
+			delete(s.listeners, l)
+		}
+		s.mu.Unlock()
+		go func() {
+			s.lisWG.Wait()
+			close(s.done)
+		}()
+	})
+	return nil
+}
+
+// call runs fn, returning early when ctx ends (fn's request then finishes or
+// fails on its own when its connection ends): go-zookeeper has no per-request
+// timeout.
+func call(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fn() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,69 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is the state of a Session.
+type State int32
+
+// The states, as Curator users know them.
+const (
+	Connected   State = iota + 1 // a new session is established
+	Suspended                    // the connection is lost; the session may be alive
+	Reconnected                  // the same session is back, its nodes intact
+	Lost                         // the session is gone or assumed gone; a new one follows
+	Closed                       // Close was called
+)
+
+func (s State) String() string {
+	switch s {
+	case Connected:
+		return "Connected"
+	case Suspended:
+		return "Suspended"
+	case Reconnected:
+		return "Reconnected"
+	case Lost:
+		return "Lost"
+	case Closed:
+		return "Closed"
+	}
+	return fmt.Sprintf("State(%d)", int32(s))
+}
+
+// Live reports whether the state is one in which the session is usable.
+func (s State) Live() bool { return s == Connected || s == Reconnected }
+
+// Event is a state transition.
+type Event struct {
+	State     State
+	Previous  State
+	SessionID int64     // the session the event is about
+	Time      time.Time // when the manager saw it
+	Reason    string    // why, for Suspended, Lost and Closed
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("%v (session 0x%x)", e.State, e.SessionID)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Errors, matched with errors.Is.
+var (
+	// ErrClosed: the session manager was closed.
+	ErrClosed = errors.New("session: closed")
+	// ErrLost: the ZooKeeper session an operation was bound to is gone.
+	ErrLost = errors.New("session: lost")
+	// ErrInvalidArgument: bad input to Open or an option.
+	ErrInvalidArgument = errors.New("session: invalid argument")
+	// ErrTimeoutRejected: the server raised the requested session timeout.
+	ErrTimeoutRejected = errors.New("session: session timeout rejected by the server")
+	// ErrAuthFailed: the server rejected the credentials.
+	ErrAuthFailed = errors.New("session: authentication failed")
+)
