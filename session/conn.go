@@ -15,7 +15,7 @@ import (
 // bound to the handle, not to the conn.
 type handle struct {
 	s      *Session
-	conn   *zk.Conn       // set once Connect returns (under s.mu)
+	conn   *zk.Conn        // set once Connect returns (under s.mu)
 	events <-chan zk.Event // closed when go-zookeeper's loop has ended
 
 	// Guarded by s.mu.
