@@ -1,39 +1,276 @@
-// Command shepherd-demo is what `make demo` runs: it starts a local ZooKeeper on
-// loopback in a temporary directory and shows shepherd at work against it.
+// Command shepherd-demo is what `make demo` runs. It starts a local ZooKeeper
+// on loopback in a temporary directory, three replicas of examples/failover as
+// separate processes, and shows who leads; then it crashes the leader
+// (SIGKILL) and stops the next one gracefully (SIGTERM), printing a timeline
+// with the failover times measured; then it runs examples/workers, a pool of
+// processes sharing a semaphore of 3 leases. Every process it started is
+// stopped when it ends, also on Ctrl-C.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
 func main() {
+	sessionTimeout := flag.Duration("session-timeout", 2*time.Second, "replicas' ZooKeeper session timeout (a crashed leader is replaced after it)")
+	skipWorkers := flag.Bool("skip-workers", false, "only run the failover part")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // the whole demo is bounded
+	defer cancel()
+	d := &demo{start: time.Now(), out: os.Stdout, sessionTimeout: *sessionTimeout}
+	err := d.run(ctx, !*skipWorkers)
+	d.cleanup()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
-	fmt.Println("starting a local ZooKeeper on loopback ...")
-	c, err := zktest.StartCluster(ctx, 1)
+type demo struct {
+	start          time.Time
+	out            io.Writer
+	sessionTimeout time.Duration
+	zk             *zktest.Cluster
+	bin            string
+	procs          []*exec.Cmd
+}
+
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.out, "%7.2fs  %s\n", time.Since(d.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (d *demo) note(format string, args ...any) {
+	fmt.Fprintf(d.out, "          %s\n", fmt.Sprintf(format, args...))
+}
+
+func (d *demo) cleanup() {
+	for _, p := range d.procs {
+		if p.ProcessState == nil {
+			_ = p.Process.Kill()
+			_, _ = p.Process.Wait()
+		}
+	}
+	if d.zk != nil {
+		d.zk.Close()
+	}
+	if d.bin != "" {
+		os.RemoveAll(d.bin)
+	}
+}
+
+// build compiles the examples into a temporary directory.
+func (d *demo) build(ctx context.Context, names ...string) error {
+	dir, err := os.MkdirTemp("", "shepherd-demo-")
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	fmt.Printf("ZooKeeper is serving at %s (started in %v)\n", c.ConnectString(), c.StartupTime().Round(time.Millisecond))
-	out, err := c.FourLetter(ctx, 0, "srvr")
+	d.bin = dir
+	for _, n := range names {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, n), "./examples/"+n)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building examples/%s (run the demo from the repository root): %w", n, err)
+		}
+	}
+	return nil
+}
+
+// spawn starts a process; its output goes to a log file in the temp dir.
+func (d *demo) spawn(name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(filepath.Join(d.bin, name), args...)
+	logf, err := os.Create(filepath.Join(d.bin, fmt.Sprintf("%s-%d.log", name, len(d.procs))))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d.procs = append(d.procs, cmd)
+	go func() { _ = cmd.Wait(); logf.Close() }()
+	return cmd, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+type replica struct {
+	id, addr string
+	cmd      *exec.Cmd
+}
+
+func (d *demo) run(ctx context.Context, workers bool) error {
+	fmt.Fprintln(d.out, "shepherd demo: leader election with failover, then a bounded worker pool")
+	names := []string{"failover"}
+	if workers {
+		names = append(names, "workers")
+	}
+	if err := d.build(ctx, names...); err != nil {
+		return err
+	}
+	zk, err := zktest.StartCluster(ctx, 1)
 	if err != nil {
 		return err
 	}
-	fmt.Print(out)
+	d.zk = zk
+	d.say("ZooKeeper serving at %s (started in %v, data in a temp dir)", zk.ConnectString(), zk.StartupTime().Round(time.Millisecond))
+
+	sess, err := session.Open(ctx, zk.Servers())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	const path = "/shepherd/examples/failover"
+	leaders, err := election.Observe(ctx, sess, path)
+	if err != nil {
+		return err
+	}
+	<-leaders // nobody yet
+
+	var reps []*replica
+	for _, id := range []string{"a", "b", "c"} {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		cmd, err := d.spawn("failover", "-id", id, "-listen", addr, "-zk", zk.ConnectString(),
+			"-path", path, "-session-timeout", d.sessionTimeout.String())
+		if err != nil {
+			return err
+		}
+		reps = append(reps, &replica{id: id, addr: addr, cmd: cmd})
+		d.say("started replica %s (pid %d) on http://%s/", id, cmd.Process.Pid, addr)
+	}
+	next := func(what string) (election.Leader, error) {
+		for {
+			select {
+			case l, ok := <-leaders:
+				if !ok {
+					return election.Leader{}, ctx.Err()
+				}
+				if l.ID != "" {
+					return l, nil
+				}
+			case <-ctx.Done():
+				return election.Leader{}, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			}
+		}
+	}
+	l, err := next("the first leader")
+	if err != nil {
+		return err
+	}
+	d.say("leader: %s (term %d)", l.ID, int64(l.Term))
+	if err := d.showHTTP(ctx, reps, l.ID); err != nil {
+		return err
+	}
+	byID := map[string]*replica{}
+	for _, r := range reps {
+		byID[r.id] = r
+	}
+	type failover struct {
+		how      string
+		from, to string
+		took     time.Duration
+		fromTerm election.Term
+		toTerm   election.Term
+	}
+	var results []failover
+	for _, how := range []string{"SIGKILL", "SIGTERM"} {
+		old := l
+		sig, why := syscall.SIGKILL, "a crash: the others wait for its session to expire"
+		if how == "SIGTERM" {
+			sig, why = syscall.SIGTERM, "a graceful stop: it resigns first"
+		}
+		t0 := time.Now()
+		if err := byID[old.ID].cmd.Process.Signal(sig); err != nil {
+			return err
+		}
+		d.say("%s to leader %s (%s)", how, old.ID, why)
+		if l, err = next("a new leader"); err != nil {
+			return err
+		}
+		took := time.Since(t0)
+		d.say("leader: %s (term %d), failover took %v", l.ID, int64(l.Term), took.Round(time.Millisecond))
+		results = append(results, failover{how, old.ID, l.ID, took, old.Term, l.Term})
+		alive := reps[:0:0]
+		for _, r := range reps {
+			if r.id != old.ID {
+				alive = append(alive, r)
+			}
+		}
+		reps = alive
+		if err := d.showHTTP(ctx, reps, l.ID); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(d.out, "\nfailover summary:")
+	for _, r := range results {
+		fmt.Fprintf(d.out, "  %-8s %s → %s in %8v   term %d → %d\n", r.how, r.from, r.to, r.took.Round(time.Millisecond), int64(r.fromTerm), int64(r.toTerm))
+	}
+	fmt.Fprintf(d.out, "  (a crash costs about one session timeout, %v; a graceful handover milliseconds)\n\n", d.sessionTimeout)
+	if workers {
+		return d.runWorkers(ctx)
+	}
+	return nil
+}
+
+// showHTTP asks every replica what it is. A replica learns it leads (or who
+// leads) a moment after ZooKeeper shows it, so each answer is awaited until it
+// agrees with leader, for up to two seconds.
+func (d *demo) showHTTP(ctx context.Context, reps []*replica, leader string) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	for _, r := range reps {
+		want := fmt.Sprintf("503 standby %s: the leader is %q", r.id, leader)
+		if r.id == leader {
+			want = "200 active " + r.id
+		}
+		var line string
+		for i := 0; i < 40; i++ {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/", nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				line = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+				if strings.HasPrefix(line, want) {
+					break
+				}
+			} else {
+				line = err.Error()
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		d.note("GET http://%s/ (%s) → %s", r.addr, r.id, line)
+	}
 	return nil
 }

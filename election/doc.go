@@ -1,0 +1,50 @@
+// Package election is leader election on ZooKeeper, as a controller with
+// leadership callbacks (client-go's leaderelection, Curator's LeaderLatch and
+// LeaderSelector, etcd's concurrency.Election, in one Go API).
+//
+//	e, err := election.New(sess, "/services/billing/leader", "replica-a")
+//	err = e.Run(ctx, election.Callbacks{
+//		OnElected: func(ctx context.Context, term election.Term) {
+//			// lead until ctx is cancelled; pass term to what you write
+//		},
+//		OnLeader: func(l election.Leader) { log.Println("leader is", l.ID) },
+//	})
+//
+// # Modes
+//
+// Fair (the default): candidates queue as EPHEMERAL_SEQUENTIAL nodes named in
+// Apache Curator's LeaderLatch format (_c_<guid>-latch-<seq>, the candidate's
+// id as data), so shepherd candidates and Curator LeaderLatch participants can
+// share one election path. The head of the line leads; each candidate watches
+// only its predecessor (and the head, to report leader changes), so a handoff
+// wakes the next candidate with one notification. NonFair: candidates race to
+// create one ephemeral node, "leader", under the path; every candidate watches
+// it, so each leader change wakes them all — fastest for a few candidates.
+//
+// # Guarantees
+//
+// Leadership is bound to a ZooKeeper session: OnElected's ctx is cancelled the
+// moment the session's connection is lost (Suspended), before another candidate
+// can be elected by the session's expiry (the server drops the connection and
+// deletes the node together; another candidate learns of it milliseconds
+// later). It is also cancelled on Resign, when Run's ctx ends, and when Run
+// learns the node is gone. When the same session reconnects with its node still
+// at the head, leadership is granted again at once with the same Term: a
+// ZooKeeper rolling restart does not move leadership to another process.
+// A candidate never trusts a node from an earlier session: each node is bound
+// to the session that created it.
+//
+// Term is the leadership's fencing token: the creation zxid of the leader's
+// node, strictly growing from one leadership to the next across the ensemble.
+//
+// # What is not guaranteed
+//
+// Leadership is advisory: a leader that is paused (GC, SIGSTOP) after its last
+// check may act while another has been elected. Pass Term to the resources the
+// leader writes and have them reject lower terms (fencing), or check
+// (*Election).Validate right before a critical step. OnElected's ctx is
+// cancelled promptly, but the callback must return on its own: Run reports a
+// callback that has not returned within the stop deadline and never starts a
+// new leadership in this process while it runs. Clocks are assumed to advance
+// at the same rate on client and servers (see package session).
+package election

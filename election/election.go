@@ -1,0 +1,183 @@
+package election
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Errors, matched with errors.Is.
+var (
+	ErrInvalidPath     = zkpath.ErrInvalid
+	ErrInvalidID       = errors.New("election: invalid candidate id")
+	ErrInvalidArgument = errors.New("election: invalid argument")
+	ErrNotLeader       = errors.New("election: not the leader")
+	ErrBusy            = errors.New("election: already campaigning")
+	ErrNoLeader        = errors.New("election: no leader")
+	ErrStopDeadline    = errors.New("election: OnElected did not return within the stop deadline")
+	ErrClosed          = session.ErrClosed
+	ErrLost            = session.ErrLost
+)
+
+// MaxIDLen bounds a candidate id (it is stored as the node's data).
+const MaxIDLen = 1024
+
+// Term identifies one leadership: the creation zxid of the leader's node. Terms
+// grow strictly from one leadership to the next; use them as fencing tokens.
+type Term int64
+
+func (t Term) String() string { return fmt.Sprintf("0x%x", int64(t)) }
+
+// Leader describes the current leader.
+type Leader struct {
+	ID        string // the candidate id
+	Term      Term
+	Node      string // the leader's node
+	SessionID int64  // the leader's ZooKeeper session
+}
+
+// Participant is one candidate in line.
+type Participant struct {
+	ID        string
+	Node      string
+	Seq       int64
+	SessionID int64
+	Leader    bool
+}
+
+// Callbacks are what Run calls. Only OnElected is required.
+type Callbacks struct {
+	// OnElected runs when this candidate becomes leader. Its ctx is cancelled
+	// the moment leadership may be lost; it must then return promptly.
+	// Returning early gives leadership up (the candidate re-enters the line).
+	OnElected func(ctx context.Context, term Term)
+	// OnRevoked runs after OnElected has returned, each time.
+	OnRevoked func()
+	// OnLeader runs when the leader seen by this candidate changes (ID "" when
+	// there is none). It runs on Run's goroutine and must not block.
+	OnLeader func(Leader)
+}
+
+// Option configures an Election.
+type Option func(*Election)
+
+// NonFair makes candidates race for a single ephemeral node instead of queueing.
+func NonFair() Option { return func(e *Election) { e.fair = false } }
+
+// WithStopDeadline sets how long OnElected may take to return after its ctx is
+// cancelled before it is reported (default 10s).
+func WithStopDeadline(d time.Duration) Option { return func(e *Election) { e.stopDeadline = d } }
+
+// WithStuckHandler sets a function called (once per leadership) when OnElected
+// has not returned within the stop deadline — for example one that exits the
+// process, as a leader that cannot stop must not go on.
+func WithStuckHandler(f func(term Term)) Option { return func(e *Election) { e.onStuck = f } }
+
+// Election is one candidate in one election. Its methods are safe for
+// concurrent use; Run and Campaign are exclusive.
+type Election struct {
+	sess         *session.Session
+	path         string // full path, namespace included
+	id           string
+	fair         bool
+	stopDeadline time.Duration
+	onStuck      func(Term)
+	log          *slog.Logger
+
+	mu       sync.Mutex
+	mode     int
+	node     *candidate // our node in line, if any
+	leading  *leadership
+	stuck    bool
+	resignCh chan struct{}
+}
+
+// candidate is our node, bound to the session that created it.
+type candidate struct {
+	path  string // full path
+	name  string
+	seq   int64
+	sid   int64
+	czxid int64
+}
+
+// leadership is a held leadership.
+type leadership struct {
+	term   Term
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// New returns a candidate with the given id for the election at path. It does
+// no I/O. The id must be non-empty valid UTF-8 without "/" and at most
+// MaxIDLen bytes.
+func New(sess *session.Session, path, id string, opts ...Option) (*Election, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("%w: nil session", ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: true,
+		stopDeadline: 10 * time.Second, log: sess.Logger()}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.stopDeadline <= 0 {
+		return nil, fmt.Errorf("%w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
+	}
+	e.log = e.log.With("election", e.path, "id", id)
+	return e, nil
+}
+
+// ValidateID reports why id cannot be a candidate id.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidID, MaxIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidID)
+	}
+	for _, r := range id {
+		if r == '/' || r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w %q: contains %q", ErrInvalidID, id, r)
+		}
+	}
+	return nil
+}
+
+// ID is this candidate's id.
+func (e *Election) ID() string { return e.id }
+
+// IsLeader reports whether this candidate holds leadership now (granted and
+// not yet possibly lost).
+func (e *Election) IsLeader() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading != nil && e.leading.ctx.Err() == nil
+}
+
+func newGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// isNoNode reports ZooKeeper's "no node".
+func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }

@@ -1,0 +1,132 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+var zk *zktest.Cluster // the package's shared standalone server
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c, err := zktest.StartCluster(ctx, 1)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	zk = c
+	code := m.Run()
+	c.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var pathN atomic.Int64
+
+func uniquePath(t *testing.T) string {
+	return fmt.Sprintf("/election-test/%s-%d", t.Name(), pathN.Add(1))
+}
+
+func open(t *testing.T, servers []string, opts ...session.Option) *session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := session.Open(ctx, servers, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(); <-s.Done() })
+	return s
+}
+
+// checker proves single leadership on one clock: when a leader's OnElected
+// starts, the previous leader's ctx must already be cancelled.
+type checker struct {
+	mu         sync.Mutex
+	cur        context.Context
+	curID      string
+	violations []string
+	terms      []election.Term
+	order      []string
+	elected    chan string
+}
+
+func newChecker() *checker { return &checker{elected: make(chan string, 1000)} }
+
+func (c *checker) onElected(id string, ctx context.Context, term election.Term) {
+	c.mu.Lock()
+	if c.cur != nil && c.cur.Err() == nil {
+		c.violations = append(c.violations, fmt.Sprintf("%s elected (term %v) while %s still leads", id, term, c.curID))
+	}
+	c.cur, c.curID = ctx, id
+	c.terms = append(c.terms, term)
+	c.order = append(c.order, id)
+	c.mu.Unlock()
+	c.elected <- id
+}
+
+func (c *checker) check(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Empty(t, c.violations)
+}
+
+func (c *checker) waitElected(t *testing.T, d time.Duration) string {
+	t.Helper()
+	select {
+	case id := <-c.elected:
+		return id
+	case <-time.After(d):
+		t.Fatalf("no leader elected within %v", d)
+		return ""
+	}
+}
+
+// candidate runs one Election.Run in the background.
+type candidate struct {
+	e      *election.Election
+	sess   *session.Session
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startCandidate(t *testing.T, c *checker, sess *session.Session, path, id string, opts ...election.Option) *candidate {
+	t.Helper()
+	e, err := election.New(sess, path, id, opts...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cd := &candidate{e: e, sess: sess, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		cd.done <- e.Run(ctx, election.Callbacks{
+			OnElected: func(ctx context.Context, term election.Term) {
+				c.onElected(id, ctx, term)
+				<-ctx.Done()
+			},
+		})
+	}()
+	t.Cleanup(cd.stop)
+	return cd
+}
+
+func (cd *candidate) stop() {
+	cd.cancel()
+	<-cd.done
+	cd.done <- nil // later stops return at once
+}

@@ -1,0 +1,205 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Leader returns the current leader of the election at the candidate's path,
+// or ErrNoLeader.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	return leaderAt(ctx, e.sess, e.path)
+}
+
+// Participants lists the candidates in line order (the leader first). In
+// non-fair mode only the leader is known.
+func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+	var out []Participant
+	err := e.sess.Do(ctx, func(ep *session.Epoch) error {
+		out = out[:0]
+		if !e.fair {
+			l, err := readLeader(ep, e.path)
+			if errors.Is(err, ErrNoLeader) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, Participant{ID: l.ID, Node: l.Node, SessionID: l.SessionID, Leader: true})
+			return nil
+		}
+		ms, _, err := e.list(ep)
+		if err != nil {
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		}
+		for _, m := range ms {
+			data, st, err := ep.Conn().Get(e.path + "/" + m.name)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, Participant{ID: string(data), Node: e.path + "/" + m.name, Seq: m.seq,
+				SessionID: st.EphemeralOwner, Leader: len(out) == 0})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Validate confirms, after a sync with the leader of the ensemble, that this
+// candidate still leads: its node exists, belongs to its current session and
+// heads the line. Call it right before a critical step.
+func (e *Election) Validate(ctx context.Context) error {
+	e.mu.Lock()
+	l, n := e.leading, e.node
+	e.mu.Unlock()
+	if l == nil || n == nil || l.ctx.Err() != nil {
+		return ErrNotLeader
+	}
+	return e.sess.Do(ctx, func(ep *session.Epoch) error {
+		if ep.SessionID() != n.sid {
+			return ErrLost
+		}
+		if _, err := ep.Conn().Sync(e.path); err != nil {
+			return err
+		}
+		cur, err := readLeader(ep, e.path)
+		if err != nil {
+			return err
+		}
+		if cur.Node != n.path || cur.SessionID != n.sid {
+			return fmt.Errorf("%w: %s leads", ErrNotLeader, cur.ID)
+		}
+		return nil
+	})
+}
+
+func leaderAt(ctx context.Context, sess *session.Session, path string) (Leader, error) {
+	var l Leader
+	err := sess.Do(ctx, func(ep *session.Epoch) error {
+		var err error
+		l, err = readLeader(ep, path)
+		return err
+	})
+	return l, err
+}
+
+// readLeader reads who leads at path, in either mode.
+func readLeader(ep *session.Epoch, path string) (Leader, error) {
+	for range 10 {
+		names, _, err := ep.Conn().Children(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return Leader{}, ErrNoLeader
+		}
+		if err != nil {
+			return Leader{}, err
+		}
+		head, best := "", int64(0)
+		for _, n := range names {
+			if n == leaderChild {
+				head = n
+				break
+			}
+			if m, ok := parseLatch(n); ok && (head == "" || m.seq < best) {
+				head, best = n, m.seq
+			}
+		}
+		if head == "" {
+			return Leader{}, ErrNoLeader
+		}
+		data, st, err := ep.Conn().Get(path + "/" + head)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // it just left: look again
+		}
+		if err != nil {
+			return Leader{}, err
+		}
+		return Leader{ID: string(data), Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, nil
+	}
+	return Leader{}, fmt.Errorf("election: leader of %s keeps changing", path)
+}
+
+// Observe reports the leader of the election at path (in either mode) each
+// time it changes, for processes that watch without taking part: first the
+// current leader, then every change (Leader{} when there is none). The channel
+// is closed when ctx ends or the session is closed. Watches, not polling.
+func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Leader, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("%w: nil session", ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+	full := sess.Path(path)
+	out := make(chan Leader)
+	go func() {
+		defer close(out)
+		last, first := Leader{}, true
+		for {
+			ep, err := sess.Wait(ctx)
+			if err != nil {
+				return
+			}
+			// Watch the children: every leader change changes them.
+			_, _, w, err := ep.Conn().ChildrenW(full)
+			if errors.Is(err, zk.ErrNoNode) {
+				_, _, w, err = ep.Conn().ExistsW(full)
+			}
+			if err != nil {
+				if waitRetry(ctx, ep) != nil {
+					return
+				}
+				continue
+			}
+			l, err := readLeader(ep, full)
+			if err != nil && !errors.Is(err, ErrNoLeader) {
+				if waitRetry(ctx, ep) != nil {
+					return
+				}
+				continue
+			}
+			if first || l != last {
+				select {
+				case out <- l:
+				case <-ctx.Done():
+					return
+				}
+				first, last = false, l
+			}
+			select {
+			case <-w:
+			case <-ep.Done():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// waitRetry pauses after a failed read: until the connection drops, a short
+// delay passes, or ctx ends.
+func waitRetry(ctx context.Context, ep *session.Epoch) error {
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ep.Done():
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
