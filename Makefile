@@ -17,7 +17,7 @@ build:
 	$(GO) build ./...
 
 ## test: install what is missing, then run the whole suite with the race detector.
-test: setup lint
+test: setup-bench lint
 	$(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKGS)
 
 test-short: setup

@@ -94,7 +94,10 @@ func (c *checker) waitElected(t *testing.T, d time.Duration) string {
 	case id := <-c.elected:
 		return id
 	case <-time.After(d):
-		t.Fatalf("no leader elected within %v", d)
+		c.mu.Lock()
+		order, terms := c.order, c.terms
+		c.mu.Unlock()
+		t.Fatalf("no leader elected within %v (elections so far: %v, terms %v)", d, order, terms)
 		return ""
 	}
 }

@@ -8,7 +8,7 @@ need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 if [ "${1:-}" = bench ]; then
   [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
-  python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
+  /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
   command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0

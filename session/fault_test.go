@@ -1,0 +1,158 @@
+package session_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// TestExpireIsLostThenNewSession: a session ended by the server is reported
+// Suspended (the connection drops first), then Lost, then Connected with a new
+// session ID; the old epoch's contexts are cancelled and never revived.
+func TestExpireIsLostThenNewSession(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	tap := zktest.NewTap()
+	s := open(t, c.Servers(), session.WithSessionTimeout(4*time.Second), session.WithDialer(tap.Dialer(nil)))
+	r := record(s)
+	old := s.SessionID()
+	e, _ := s.Current()
+	cred, ok := tap.Credentials(old)
+	require.True(t, ok)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, zktest.ExpireSession(ctx, c.Servers(), cred))
+	// The expirer's attach disconnects the client first; the client may take
+	// its still-live session back (Reconnected) before the session is
+	// closed. Then: Lost, and Connected with a new session.
+	evs := r.expect(t, 10*time.Second, session.Suspended)
+	for evs[len(evs)-1].State != session.Connected && len(evs) < 12 {
+		ev := r.next(t, 10*time.Second)
+		if ev.State != session.Connected {
+			require.Equal(t, old, ev.SessionID, "%v", ev)
+		}
+		evs = append(evs, ev)
+	}
+	require.Equal(t, session.Lost, evs[len(evs)-2].State, "%v", evs)
+	last := evs[len(evs)-1]
+	require.NotEqual(t, old, last.SessionID)
+	require.Equal(t, last.SessionID, s.SessionID())
+	require.Error(t, e.SessionContext().Err())
+	t.Logf("events: %v", evs)
+
+	// Do never crosses the session boundary.
+	err := s.Do(ctx, func(*session.Epoch) error { return zk.ErrSessionExpired })
+	require.ErrorIs(t, err, session.ErrLost)
+}
+
+// TestLossSignalPrecedesGrant: when the server ends a session, the session's
+// epoch context is cancelled before another client sees the session's
+// ephemeral node deleted — the ordering every hold's safety rests on. Checked on
+// one clock, repeatedly. The session is closed through the server the holder is
+// connected to (standalone): in an ensemble, a session closed through another
+// server is applied by the servers independently, and another client may hear
+// of it ~1ms before the holder's server drops the holder (see package docs).
+func TestLossSignalPrecedesGrant(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	observer := open(t, c.Servers())
+	const rounds = 5
+	for i := range rounds {
+		tap := zktest.NewTap()
+		holder := open(t, c.Servers(), session.WithSessionTimeout(4*time.Second), session.WithDialer(tap.Dialer(nil)))
+		e, _ := holder.Current()
+		signalled := make(chan time.Time, 1)
+		stop := context.AfterFunc(e.Context(), func() { signalled <- time.Now() })
+		defer stop()
+		// The event time is taken on the event path, just before the cancel.
+		var suspendedAt time.Time
+		got := make(chan struct{})
+		holder.Listen(func(ev session.Event) {
+			if ev.State == session.Suspended && suspendedAt.IsZero() {
+				suspendedAt = ev.Time
+				close(got)
+			}
+		})
+		node := "/held-" + string(rune('a'+i))
+		_, err := e.Conn().Create(node, nil, zk.FlagEphemeral, holder.ACL())
+		require.NoError(t, err)
+		oe, err := observer.Wait(ctx)
+		require.NoError(t, err)
+		_, _, w, err := oe.Conn().GetW(node)
+		require.NoError(t, err)
+
+		cred, ok := tap.Credentials(holder.SessionID())
+		require.True(t, ok)
+		require.NoError(t, zktest.ExpireSession(ctx, c.Servers(), cred))
+		var deletedAt time.Time
+		select {
+		case ev := <-w:
+			deletedAt = time.Now()
+			require.Equal(t, zk.EventNodeDeleted, ev.Type)
+		case <-ctx.Done():
+			t.Fatal("node not deleted")
+		}
+		select {
+		case <-got:
+		case <-ctx.Done():
+			t.Fatal("holder never suspended")
+		}
+		require.True(t, suspendedAt.Before(deletedAt),
+			"round %d: holder told at %v, another client saw the node deleted at %v", i, suspendedAt, deletedAt)
+		t.Logf("round %d: loss signal %v before the deletion was seen elsewhere", i, deletedAt.Sub(suspendedAt))
+		holder.Close()
+	}
+}
+
+// TestStallDeclaresLostLocally: with the network stalled (no server
+// reachable), Lost is declared on the local clock within one session timeout of
+// the last byte received — before the network heals — and a new session is
+// established after it heals.
+func TestStallDeclaresLostLocally(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	p, err := zktest.NewProxy(c.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	const timeout = 1500 * time.Millisecond
+	s := open(t, p.Addrs(), session.WithSessionTimeout(timeout))
+	r := record(s)
+	old := s.SessionID()
+
+	stalledAt := time.Now()
+	p.Stall()
+	evs := r.expect(t, 5*time.Second, session.Suspended, session.Lost)
+	lostAfter := evs[1].Time.Sub(stalledAt)
+	t.Logf("stall → Suspended %v, → Lost %v", evs[0].Time.Sub(stalledAt), lostAfter)
+	require.LessOrEqual(t, lostAfter, timeout+500*time.Millisecond, "Lost declared late")
+	require.GreaterOrEqual(t, lostAfter, timeout*2/3, "Lost declared before the server could have expired the session")
+	p.Heal()
+	ev := r.expect(t, 15*time.Second, session.Connected)[0]
+	require.NotEqual(t, old, ev.SessionID)
+}
+
+// TestShortStallKeepsSession: a stall shorter than the session timeout ends in
+// Reconnected with the same session when the connection is cut and re-made.
+func TestShortStallKeepsSession(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	p, err := zktest.NewProxy(c.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := open(t, p.Addrs(), session.WithSessionTimeout(4*time.Second))
+	r := record(s)
+	sid := s.SessionID()
+	p.Sever()
+	evs := r.expect(t, 10*time.Second, session.Suspended, session.Reconnected)
+	require.Equal(t, sid, evs[1].SessionID)
+	t.Logf("severed: suspended for %v", evs[1].Time.Sub(evs[0].Time))
+}
