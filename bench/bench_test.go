@@ -1,0 +1,121 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shepherdzk/shepherd/bench"
+	"github.com/shepherdzk/shepherd/bench/internal/gopeers"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// TestPeers runs W1 and W2 for a few cycles on every peer, one peer at a time
+// against one server, and checks what the suite relies on: every cycle
+// completes, the in-process exclusion checker sees no violation, and the
+// server-side request counts parse into plausible per-operation numbers.
+// The Go peers need only ZooKeeper; Curator and Kazoo are skipped, with the
+// reason, when Java/Curator or Kazoo is not installed.
+func TestPeers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and subprocess peers")
+	}
+	c := zktest.Start(t, 1)
+	ctx := t.Context()
+	r, err := bench.NewRunner(ctx, c, bench.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Meter().PerRead(); n < 0 || n > 1 {
+		t.Fatalf("one mntr read costs %d packets on a standalone server; want 0 or 1", n)
+	}
+
+	subprocess := func(mk func(context.Context, string) (*bench.Subprocess, error)) func(t *testing.T) bench.Peer {
+		return func(t *testing.T) bench.Peer {
+			p, err := mk(ctx, t.TempDir())
+			if errors.Is(err, bench.ErrUnavailable) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := p.Close(); err != nil {
+					t.Error(err)
+				}
+				if t.Failed() {
+					b, _ := os.ReadFile(p.LogPath())
+					t.Logf("%s's stderr:\n%s", p.Name(), b)
+				}
+			})
+			return p
+		}
+	}
+	peers := []struct {
+		name string
+		peer func(t *testing.T) bench.Peer
+		// Requests per W1 cycle: create + getChildren + delete; Kazoo's Lock
+		// also lists the children once per acquire to look for a node of
+		// its own left by an earlier try.
+		w1 float64
+	}{
+		{"raw", func(*testing.T) bench.Peer { return gopeers.Peer(gopeers.Raw()) }, 3},
+		{"go-zk", func(*testing.T) bench.Peer { return gopeers.Peer(gopeers.GoZookeeper()) }, 3},
+		{"curator", subprocess(bench.NewCurator), 3},
+		{"kazoo", subprocess(bench.NewKazoo), 4},
+	}
+	for _, pc := range peers {
+		t.Run(pc.name, func(t *testing.T) {
+			p := pc.peer(t)
+			w1 := spec(bench.W1, 1, 40)
+			rec := run(t, r, p, w1)
+			if got := rec.Metrics[bench.MRequestsPerOp]; math.Abs(got-pc.w1) > 0.15 {
+				t.Errorf("W1: %.3f requests per cycle (%d packets / %d cycles); want %.0f", got, rec.Packets, rec.Ops, pc.w1)
+			}
+			if rec.Metrics[bench.MOpsPerS] <= 0 || rec.Metrics[bench.MLatencyP50] <= 0 {
+				t.Errorf("W1: no throughput or latency in %v", rec.Metrics)
+			}
+
+			w2 := spec(bench.W2, 4, 60)
+			rec = run(t, r, p, w2)
+			if v, ok := rec.Metrics[bench.MViolations]; !ok || v != 0 {
+				t.Errorf("W2: violations = %v (reported: %t); want 0", v, ok)
+			}
+			// A contended acquisition: create, getChildren, a watch on the
+			// predecessor, getChildren again when woken, delete: 5, fewer for
+			// an acquisition that did not wait, one more for Kazoo.
+			if got := rec.Metrics[bench.MRequestsPerOp]; got < 3 || got > 6.3 {
+				t.Errorf("W2: %.3f requests per acquisition (%d packets / %d); want 3..6", got, rec.Packets, rec.Ops)
+			}
+			if got := rec.Metrics[bench.MNotifsPerOp]; got > 1.05 {
+				t.Errorf("W2: %.3f watch notifications per acquisition; a fair lock fires at most 1", got)
+			}
+		})
+	}
+}
+
+func spec(w string, sessions, cycles int) bench.Spec {
+	s := bench.Params(true)[w]
+	s.Sessions, s.Cycles = sessions, cycles
+	s.Seconds = 20 // count-bound: every cycle must complete
+	s.GraceS = 10
+	return s
+}
+
+func run(t *testing.T, r *bench.Runner, p bench.Peer, s bench.Spec) bench.Record {
+	t.Helper()
+	start := time.Now()
+	rec := r.RunOne(t.Context(), p, s, 1)
+	t.Logf("%s %s: %d ops in %v, %d packets, %d notifications, metrics %v",
+		s.Workload, p.Name(), rec.Ops, time.Since(start).Round(time.Millisecond), rec.Packets, rec.Notifications, rec.Metrics)
+	if rec.Error != "" {
+		t.Fatalf("%s: %s", s.Workload, rec.Error)
+	}
+	if rec.Ops != s.Cycles {
+		t.Fatalf("%s: %d operations; want all %d", s.Workload, rec.Ops, s.Cycles)
+	}
+	return rec
+}

@@ -1,0 +1,49 @@
+// Package bench is shepherd's benchmark suite: shepherd against its peers —
+// Apache Curator (Java), Kazoo (Python), go-zookeeper's zk.Lock, and a
+// minimal lock on raw go-zookeeper (the floor) — on the same ZooKeeper, in
+// one run. `make bench` (or `go run ./bench/cmd/zkbench`) runs it;
+// `make bench-quick` runs a shorter version.
+//
+// # Workloads
+//
+//   - W1: one session, uncontended mutex acquire+release cycles: cycles/s,
+//     acquire p50/p99, requests per cycle.
+//   - W2: 16 sessions contend for one mutex; each acquisition checks with an
+//     in-process holder counter that nobody else holds it: acquisitions/s,
+//     wait p50/p99, violations, requests per acquisition.
+//   - W3: a semaphore with maxLeases 4 shared by 16 sessions that hold a
+//     lease for 10 ms: acquisitions/s, time-weighted mean leases in use
+//     (4 is the ideal), over-limit events, requests per acquisition.
+//   - W4: 5 election candidates; the leader resigns gracefully and rejoins:
+//     handoff p50/p99 (from the resignation to the next leader being told),
+//     requests and watch notifications per handoff (the rejoin included).
+//   - W5: 50 waiters queued on a held mutex; the holder releases and each
+//     waiter in turn takes and releases it: first-handoff latency (every
+//     waiter queued), handoff p50/p99, watch notifications per release (1 for
+//     a herd-free lock, up to the number of waiters for a herd).
+//
+// Every load loop is bounded in count (Spec.Cycles) and time (Spec.Seconds);
+// whatever is already waiting when the bound is reached completes, and every
+// blocking call is bounded by a grace period beyond that.
+//
+// # Counting
+//
+// Requests come from the server: zk_packets_received in `mntr`, summed over
+// the nodes, read when the server is quiet just before and just after the
+// measured part of a run (its sessions are already open, and still open), less
+// the packets of the reads themselves (calibrated). Pings are requests too: a
+// go-zookeeper session pings every third of its session timeout whether busy
+// or not (30 s sessions here: every 10 s), Java and Python clients only when
+// idle, so per-operation counts may carry a few hundredths of noise. Watch
+// notifications are the sum of the zk_sum_node_*_watch_count summaries
+// (ZooKeeper 3.6+): the number of watchers each triggered event notified.
+//
+// # Peers
+//
+// A Peer prepares a run, runs its measured part, and closes it. Go peers run
+// in-process (bench/internal/gopeers, where shepherd plugs in); Curator and
+// Kazoo run as long-lived subprocesses speaking JSON lines (Subprocess), their
+// drivers in bench/peers, embedded in the runner, the Java one compiled with
+// javac into a cache directory at bench time. Runs are interleaved: in every
+// repetition, each workload runs on each peer in turn, the order rotating.
+package bench

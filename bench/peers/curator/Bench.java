@@ -1,0 +1,892 @@
+// The Curator peer of shepherd's benchmark suite (bench/, `make bench`).
+//
+// Compiled at bench time with javac against Debian's Curator jars
+// (libcurator-recipes-java); see bench/external.go. Two ways to run it:
+//
+//   java -cp <dir>:<curator classpath> Bench --serve
+//       speaks the runner's JSON-lines protocol on stdin/stdout (see
+//       bench/subprocess.go): prepare (a spec) -> ready, go -> result,
+//       close -> closed, quit.
+//   java ... Bench --workload W2 --connect 127.0.0.1:2181 --path /b/w2 [--sessions 16 ...]
+//       runs once and prints one JSON result line (for trying it by hand;
+//       the path must exist).
+//
+// The workloads and metrics are the same as the Go and Python drivers'
+// (bench/spec.go): W1 uncontended InterProcessMutex, W2 contended mutex with
+// an in-process exclusion check, W3 InterProcessSemaphoreV2, W4 LeaderLatch
+// handoffs, W5 a chain of handoffs through 50 queued waiters.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class Bench {
+    private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> opts = new LinkedHashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (!a.startsWith("--")) {
+                throw new IllegalArgumentException("unexpected argument " + a);
+            }
+            if (a.equals("--serve")) {
+                opts.put("serve", "true");
+            } else if (i + 1 < args.length) {
+                opts.put(a.substring(2).replace('-', '_'), args[++i]);
+            } else {
+                throw new IllegalArgumentException("missing value for " + a);
+            }
+        }
+        if (opts.containsKey("serve")) {
+            serve();
+            return;
+        }
+        Workload w = Workload.create(new Spec(opts));
+        try {
+            w.prepare();
+            OUT.println(w.run().json());
+        } finally {
+            w.close();
+        }
+        System.exit(0);
+    }
+
+    /** The runner's protocol: one command per stdin line, one answer per command. */
+    private static void serve() throws Exception {
+        OUT.println(obj("event", "hello", "peer", "curator", "version", curatorVersion()));
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        Workload w = null;
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            String cmd = "?";
+            try {
+                Map<String, String> m = Json.parseFlat(line);
+                cmd = m.getOrDefault("cmd", "?");
+                switch (cmd) {
+                    case "prepare":
+                        if (w != null) {
+                            w.close();
+                        }
+                        w = Workload.create(new Spec(m));
+                        w.prepare();
+                        OUT.println(obj("event", "ready"));
+                        break;
+                    case "go":
+                        if (w == null) {
+                            throw new IllegalStateException("go without a prepared run");
+                        }
+                        OUT.println(w.run().json());
+                        break;
+                    case "close":
+                        if (w != null) {
+                            Workload c = w;
+                            w = null;
+                            c.close();
+                        }
+                        OUT.println(obj("event", "closed"));
+                        break;
+                    case "quit":
+                        if (w != null) {
+                            w.close();
+                        }
+                        System.exit(0);
+                        return;
+                    default:
+                        throw new IllegalArgumentException("unknown command " + cmd);
+                }
+            } catch (Throwable t) {
+                t.printStackTrace(System.err);
+                OUT.println(obj("event", "error", "error", cmd + ": " + t));
+            }
+        }
+        if (w != null) {
+            w.close();
+        }
+        System.exit(0);
+    }
+
+    private static String curatorVersion() {
+        Package p = CuratorFramework.class.getPackage();
+        String v = p == null ? null : p.getImplementationVersion();
+        return v == null ? "5.4.0 (Debian)" : v;
+    }
+
+    // ---------------------------------------------------------------- spec
+
+    static final class Spec {
+        final String workload, connect, path;
+        final int sessions, cycles, leases, sessionTimeoutMs;
+        final double seconds, holdMs, termMs, graceS;
+
+        Spec(Map<String, String> m) {
+            workload = req(m, "workload");
+            connect = req(m, "connect");
+            path = req(m, "path");
+            sessions = (int) num(m, "sessions", 16);
+            cycles = (int) num(m, "cycles", 1000);
+            leases = (int) num(m, "leases", 4);
+            sessionTimeoutMs = (int) num(m, "session_timeout_ms", 30000);
+            seconds = num(m, "seconds", 3);
+            holdMs = num(m, "hold_ms", 10);
+            termMs = num(m, "term_ms", 20);
+            graceS = num(m, "grace_s", 30);
+        }
+
+        private static String req(Map<String, String> m, String k) {
+            String v = m.get(k);
+            if (v == null || v.isEmpty()) {
+                throw new IllegalArgumentException("spec needs " + k);
+            }
+            return v;
+        }
+
+        private static double num(Map<String, String> m, String k, double def) {
+            String v = m.get(k);
+            return v == null || v.isEmpty() ? def : Double.parseDouble(v);
+        }
+
+        long graceMs() {
+            return (long) (graceS * 1000);
+        }
+
+        long deadlineNanos(long start) {
+            return start + (long) (seconds * 1e9);
+        }
+    }
+
+    // -------------------------------------------------------------- result
+
+    static final class Result {
+        int ops;
+        double elapsedS;
+        final Map<String, Double> metrics = new LinkedHashMap<>();
+
+        String json() {
+            StringBuilder b = new StringBuilder();
+            b.append("{\"event\":\"result\",\"ops\":").append(ops)
+                    .append(",\"elapsed_s\":").append(Json.num(elapsedS)).append(",\"metrics\":{");
+            boolean first = true;
+            for (Map.Entry<String, Double> e : metrics.entrySet()) {
+                if (e.getValue() == null || e.getValue().isNaN() || e.getValue().isInfinite()) {
+                    continue;
+                }
+                if (!first) {
+                    b.append(',');
+                }
+                first = false;
+                b.append(Json.str(e.getKey())).append(':').append(Json.num(e.getValue()));
+            }
+            return b.append("}}").toString();
+        }
+
+        /** Sets p50/p99 (µs, nearest rank, like bench.Percentile) of latencies in ns. */
+        void latencies(LongList ns) {
+            if (ns.size() == 0) {
+                return;
+            }
+            long[] a = ns.sorted();
+            metrics.put("latency_p50_us", pct(a, 0.50) / 1e3);
+            metrics.put("latency_p99_us", pct(a, 0.99) / 1e3);
+        }
+
+        static double pct(long[] sorted, double p) {
+            int i = (int) Math.ceil(p * sorted.length) - 1;
+            i = Math.max(0, Math.min(i, sorted.length - 1));
+            return sorted[i];
+        }
+    }
+
+    /** A growable list of longs, synchronized (threads add, the driver reads at the end). */
+    static final class LongList {
+        private long[] a = new long[1024];
+        private int n;
+
+        synchronized void add(long v) {
+            if (n == a.length) {
+                a = Arrays.copyOf(a, n * 2);
+            }
+            a[n++] = v;
+        }
+
+        synchronized int size() {
+            return n;
+        }
+
+        synchronized long first() {
+            return a[0];
+        }
+
+        synchronized long[] sorted() {
+            long[] c = Arrays.copyOf(a, n);
+            Arrays.sort(c);
+            return c;
+        }
+    }
+
+    /** Time-weighted level (leases in use). */
+    static final class TimeWeighted {
+        private final long start = System.nanoTime();
+        private long last = start;
+        private int cur;
+        private double area; // level × ns
+
+        synchronized int add(int d) {
+            long now = System.nanoTime();
+            area += (double) cur * (now - last);
+            last = now;
+            cur += d;
+            return cur;
+        }
+
+        synchronized double mean() {
+            long now = System.nanoTime();
+            double a = area + (double) cur * (now - last);
+            return now > start ? a / (now - start) : 0;
+        }
+    }
+
+    // ----------------------------------------------------------- workloads
+
+    abstract static class Workload {
+        final Spec s;
+        final List<CuratorFramework> clients = new ArrayList<>();
+        final List<Thread> threads = new ArrayList<>();
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        Workload(Spec s) {
+            this.s = s;
+        }
+
+        static Workload create(Spec s) {
+            switch (s.workload) {
+                case "W1":
+                    return new W1(s);
+                case "W2":
+                    return new W2(s);
+                case "W3":
+                    return new W3(s);
+                case "W4":
+                    return new W4(s);
+                case "W5":
+                    return new W5(s);
+                default:
+                    throw new IllegalArgumentException("unknown workload " + s.workload);
+            }
+        }
+
+        abstract void prepare() throws Exception;
+
+        abstract Result run() throws Exception;
+
+        /** Opens n sessions (one CuratorFramework each), connecting concurrently. */
+        List<CuratorFramework> connect(int n) throws Exception {
+            List<CuratorFramework> cs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                CuratorFramework c = CuratorFrameworkFactory.builder()
+                        .connectString(s.connect)
+                        .sessionTimeoutMs(s.sessionTimeoutMs)
+                        .connectionTimeoutMs(10000)
+                        .retryPolicy(new ExponentialBackoffRetry(100, 3))
+                        .build();
+                clients.add(c);
+                cs.add(c);
+                c.start();
+            }
+            for (CuratorFramework c : cs) {
+                if (!c.blockUntilConnected(15, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("no session within 15s");
+                }
+            }
+            return cs;
+        }
+
+        void spawn(String name, Runnable r) {
+            Thread t = new Thread(() -> {
+                try {
+                    r.run();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }, name);
+            t.setDaemon(true);
+            threads.add(t);
+            t.start();
+        }
+
+        void join() throws Exception {
+            long until = System.nanoTime() + (long) ((s.seconds + 2 * s.graceS) * 1e9);
+            for (Thread t : threads) {
+                long left = Math.max(1, (until - System.nanoTime()) / 1_000_000);
+                t.join(left);
+                if (t.isAlive()) {
+                    throw new IllegalStateException(t.getName() + " still running after the grace period");
+                }
+            }
+            threads.clear();
+            check();
+        }
+
+        void check() throws Exception {
+            Throwable t = failure.get();
+            if (t != null) {
+                throw new Exception("worker failed: " + t, t);
+            }
+        }
+
+        void close() {
+            for (Thread t : threads) {
+                t.interrupt();
+            }
+            for (CuratorFramework c : clients) {
+                try {
+                    c.close();
+                } catch (Throwable ignored) {
+                    // closing anyway
+                }
+            }
+            clients.clear();
+            for (Thread t : threads) {
+                try {
+                    t.join(5000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            threads.clear();
+        }
+    }
+
+    interface Body {
+        void run(int i) throws Exception;
+    }
+
+    /**
+     * Runs body on n threads until cycles operations were claimed or seconds
+     * passed; each thread checks both before starting an operation, and an
+     * operation once started completes (a contended line drains). Returns the
+     * elapsed seconds.
+     */
+    static double loadLoop(Workload w, int n, Body body) throws Exception {
+        AtomicLong tickets = new AtomicLong();
+        long start = System.nanoTime();
+        long deadline = w.s.deadlineNanos(start);
+        for (int i = 0; i < n; i++) {
+            final int id = i;
+            w.spawn("load-" + i, () -> {
+                try {
+                    while (System.nanoTime() < deadline && tickets.incrementAndGet() <= w.s.cycles
+                            && w.failure.get() == null) {
+                        body.run(id);
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+        }
+        w.join();
+        return (System.nanoTime() - start) / 1e9;
+    }
+
+    /** W1: one session, uncontended acquire+release cycles. */
+    static final class W1 extends Workload {
+        InterProcessMutex m;
+
+        W1(Spec s) {
+            super(s);
+        }
+
+        void prepare() throws Exception {
+            m = new InterProcessMutex(connect(1).get(0), s.path);
+        }
+
+        Result run() throws Exception {
+            LongList lat = new LongList();
+            long start = System.nanoTime();
+            long deadline = s.deadlineNanos(start);
+            while (lat.size() < s.cycles && System.nanoTime() < deadline) {
+                long t0 = System.nanoTime();
+                if (!m.acquire(s.graceMs(), TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("uncontended acquire timed out");
+                }
+                lat.add(System.nanoTime() - t0);
+                m.release();
+            }
+            Result r = new Result();
+            r.ops = lat.size();
+            r.elapsedS = (System.nanoTime() - start) / 1e9;
+            r.metrics.put("ops_per_s", r.ops / r.elapsedS);
+            r.latencies(lat);
+            return r;
+        }
+    }
+
+    /** W2: sessions contend for one mutex; exclusion checked in-process. */
+    static final class W2 extends Workload {
+        final List<InterProcessMutex> ms = new ArrayList<>();
+
+        W2(Spec s) {
+            super(s);
+        }
+
+        void prepare() throws Exception {
+            for (CuratorFramework c : connect(s.sessions)) {
+                ms.add(new InterProcessMutex(c, s.path));
+            }
+        }
+
+        Result run() throws Exception {
+            LongList lat = new LongList();
+            AtomicInteger holders = new AtomicInteger();
+            AtomicLong violations = new AtomicLong();
+            long safetyMs = (long) (s.seconds * 1000) + s.graceMs();
+            double el = loadLoop(this, ms.size(), i -> {
+                InterProcessMutex m = ms.get(i);
+                long t0 = System.nanoTime();
+                if (!m.acquire(safetyMs, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("acquire timed out");
+                }
+                lat.add(System.nanoTime() - t0);
+                if (holders.incrementAndGet() != 1) {
+                    violations.incrementAndGet();
+                }
+                holders.decrementAndGet();
+                m.release();
+            });
+            Result r = new Result();
+            r.ops = lat.size();
+            r.elapsedS = el;
+            r.metrics.put("ops_per_s", r.ops / el);
+            r.metrics.put("violations", (double) violations.get());
+            r.latencies(lat);
+            return r;
+        }
+    }
+
+    /** W3: sessions share an InterProcessSemaphoreV2; each lease is held for hold_ms. */
+    static final class W3 extends Workload {
+        final List<InterProcessSemaphoreV2> sems = new ArrayList<>();
+
+        W3(Spec s) {
+            super(s);
+        }
+
+        void prepare() throws Exception {
+            for (CuratorFramework c : connect(s.sessions)) {
+                sems.add(new InterProcessSemaphoreV2(c, s.path, s.leases));
+            }
+        }
+
+        Result run() throws Exception {
+            LongList lat = new LongList();
+            AtomicLong over = new AtomicLong();
+            TimeWeighted inUse = new TimeWeighted();
+            long safetyMs = (long) (s.seconds * 1000) + s.graceMs();
+            long holdNs = (long) (s.holdMs * 1e6);
+            double el = loadLoop(this, sems.size(), i -> {
+                InterProcessSemaphoreV2 sem = sems.get(i);
+                long t0 = System.nanoTime();
+                Lease l = sem.acquire(safetyMs, TimeUnit.MILLISECONDS);
+                if (l == null) {
+                    throw new IllegalStateException("acquire timed out");
+                }
+                lat.add(System.nanoTime() - t0);
+                if (inUse.add(1) > s.leases) {
+                    over.incrementAndGet();
+                }
+                Thread.sleep(holdNs / 1_000_000, (int) (holdNs % 1_000_000)); // the work under the lease
+                inUse.add(-1);
+                sem.returnLease(l);
+            });
+            Result r = new Result();
+            r.ops = lat.size();
+            r.elapsedS = el;
+            r.metrics.put("ops_per_s", r.ops / el);
+            r.metrics.put("leases_in_use", inUse.mean());
+            r.metrics.put("over_limit", (double) over.get());
+            r.latencies(lat);
+            return r;
+        }
+    }
+
+    /**
+     * W4: LeaderLatch candidates. The leader leads for term_ms, then closes its
+     * latch (a graceful resign); the handoff is the time until another
+     * candidate's isLeader() fires. The resigned candidate rejoins with a new
+     * latch on the same session.
+     */
+    static final class W4 extends Workload {
+        List<CuratorFramework> cs;
+        LeaderLatch[] latches;
+        final Object mon = new Object();
+        int leader = -1;
+        long electedAt;
+        long elections;
+
+        W4(Spec s) {
+            super(s);
+        }
+
+        void startLatch(int i) throws Exception {
+            LeaderLatch l = new LeaderLatch(cs.get(i), s.path, "candidate-" + i);
+            l.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                    long now = System.nanoTime();
+                    synchronized (mon) {
+                        leader = i;
+                        electedAt = now;
+                        elections++;
+                        mon.notifyAll();
+                    }
+                }
+
+                @Override
+                public void notLeader() {
+                }
+            });
+            latches[i] = l;
+            l.start();
+        }
+
+        /** Waits until elections passes seen; returns false on timeout. Holds mon. */
+        boolean awaitElection(long seen, long timeoutMs) throws InterruptedException {
+            long until = System.nanoTime() + timeoutMs * 1_000_000;
+            while (elections == seen) {
+                long left = (until - System.nanoTime()) / 1_000_000;
+                if (left <= 0) {
+                    return false;
+                }
+                mon.wait(left);
+            }
+            return true;
+        }
+
+        void prepare() throws Exception {
+            cs = connect(s.sessions);
+            latches = new LeaderLatch[cs.size()];
+            for (int i = 0; i < cs.size(); i++) {
+                startLatch(i);
+            }
+            synchronized (mon) {
+                if (!awaitElection(0, s.graceMs())) {
+                    throw new IllegalStateException("no first leader");
+                }
+            }
+        }
+
+        Result run() throws Exception {
+            LongList lat = new LongList();
+            long start = System.nanoTime();
+            long deadline = s.deadlineNanos(start);
+            long termNs = (long) (s.termMs * 1e6);
+            while (lat.size() < s.cycles && System.nanoTime() < deadline) {
+                Thread.sleep(termNs / 1_000_000, (int) (termNs % 1_000_000));
+                int old;
+                long seen;
+                synchronized (mon) {
+                    old = leader;
+                    seen = elections;
+                }
+                long t0 = System.nanoTime();
+                latches[old].close();
+                synchronized (mon) {
+                    if (!awaitElection(seen, s.graceMs())) {
+                        throw new IllegalStateException("no new leader after candidate " + old + " resigned");
+                    }
+                    if (leader == old) {
+                        throw new IllegalStateException("resigned candidate " + old + " was elected again");
+                    }
+                    lat.add(electedAt - t0);
+                }
+                startLatch(old); // rejoin
+            }
+            Result r = new Result();
+            r.ops = lat.size();
+            r.elapsedS = (System.nanoTime() - start) / 1e9;
+            r.metrics.put("ops_per_s", r.ops / r.elapsedS);
+            r.latencies(lat);
+            return r;
+        }
+
+        @Override
+        void close() {
+            if (latches != null) {
+                for (LeaderLatch l : latches) {
+                    try {
+                        if (l != null && l.getState() == LeaderLatch.State.STARTED) {
+                            l.close();
+                        }
+                    } catch (Throwable ignored) {
+                        // closing anyway
+                    }
+                }
+            }
+            super.close();
+        }
+    }
+
+    /**
+     * W5: one session holds the mutex while `sessions` waiters queue behind
+     * it; on go the holder releases and each waiter in turn takes the mutex
+     * and releases it at once. A handoff is measured from the previous
+     * holder's release to the next waiter's acquire returning.
+     */
+    static final class W5 extends Workload {
+        InterProcessMutex holder;
+        CuratorFramework holderClient;
+        final AtomicLong lastRelease = new AtomicLong();
+        final LongList lat = new LongList();
+        final AtomicInteger holders = new AtomicInteger();
+        final AtomicLong violations = new AtomicLong();
+        CountDownLatch done;
+
+        W5(Spec s) {
+            super(s);
+        }
+
+        void prepare() throws Exception {
+            List<CuratorFramework> cs = connect(s.sessions + 1);
+            holderClient = cs.get(0);
+            holder = new InterProcessMutex(holderClient, s.path);
+            if (!holder.acquire(s.graceMs(), TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("holder: acquire timed out");
+            }
+            done = new CountDownLatch(s.sessions);
+            long safetyMs = (long) (s.seconds * 1000) + 2 * s.graceMs();
+            for (int i = 1; i < cs.size(); i++) {
+                InterProcessMutex m = new InterProcessMutex(cs.get(i), s.path);
+                spawn("waiter-" + i, () -> {
+                    try {
+                        if (!m.acquire(safetyMs, TimeUnit.MILLISECONDS)) {
+                            throw new IllegalStateException("waiter: acquire timed out");
+                        }
+                        if (holders.incrementAndGet() != 1) {
+                            violations.incrementAndGet();
+                        }
+                        lat.add(System.nanoTime() - lastRelease.get());
+                        lastRelease.set(System.nanoTime());
+                        holders.decrementAndGet();
+                        m.release();
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    } finally {
+                        done.countDown();
+                    }
+                });
+            }
+            // Every waiter in line? Polling is fine before counting starts
+            // (a watch would fire during the measured part).
+            long until = System.nanoTime() + s.graceMs() * 1_000_000;
+            while (holderClient.getChildren().forPath(s.path).size() < s.sessions + 1) {
+                check();
+                if (System.nanoTime() > until) {
+                    throw new IllegalStateException("waiters not in line in time");
+                }
+                Thread.sleep(5);
+            }
+        }
+
+        Result run() throws Exception {
+            long start = System.nanoTime();
+            lastRelease.set(start);
+            holder.release();
+            long limitMs = (long) (s.seconds * 1000) + s.graceMs();
+            if (!done.await(limitMs, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("chain incomplete: " + lat.size() + " of " + s.sessions);
+            }
+            join();
+            Result r = new Result();
+            r.ops = lat.size();
+            r.elapsedS = (System.nanoTime() - start) / 1e9;
+            r.metrics.put("ops_per_s", r.ops / r.elapsedS);
+            r.metrics.put("first_handoff_us", lat.first() / 1e3);
+            r.metrics.put("violations", (double) violations.get());
+            r.latencies(lat);
+            return r;
+        }
+    }
+
+    // ---------------------------------------------------------------- JSON
+
+    static String obj(String... kv) {
+        StringBuilder b = new StringBuilder("{");
+        for (int i = 0; i + 1 < kv.length; i += 2) {
+            if (i > 0) {
+                b.append(',');
+            }
+            b.append(Json.str(kv[i])).append(':').append(Json.str(kv[i + 1]));
+        }
+        return b.append('}').toString();
+    }
+
+    /** Just enough JSON: flat objects of strings, numbers, booleans and null. */
+    static final class Json {
+        static String str(String s) {
+            StringBuilder b = new StringBuilder("\"");
+            for (char c : s.toCharArray()) {
+                switch (c) {
+                    case '"':
+                        b.append("\\\"");
+                        break;
+                    case '\\':
+                        b.append("\\\\");
+                        break;
+                    case '\n':
+                        b.append("\\n");
+                        break;
+                    case '\r':
+                        b.append("\\r");
+                        break;
+                    case '\t':
+                        b.append("\\t");
+                        break;
+                    default:
+                        if (c < 0x20) {
+                            b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                        } else {
+                            b.append(c);
+                        }
+                }
+            }
+            return b.append('"').toString();
+        }
+
+        static String num(double d) {
+            if (d == Math.rint(d) && Math.abs(d) < 1e15) {
+                return Long.toString((long) d);
+            }
+            return Double.toString(d); // e.g. 12.5 or 1.2345E7: both valid JSON
+        }
+
+        /** Parses {"k": v, ...} with scalar values into strings (null -> absent). */
+        static Map<String, String> parseFlat(String s) {
+            Map<String, String> m = new LinkedHashMap<>();
+            int[] pos = {skip(s, 0)};
+            expect(s, pos, '{');
+            pos[0] = skip(s, pos[0]);
+            if (peek(s, pos) == '}') {
+                return m;
+            }
+            while (true) {
+                pos[0] = skip(s, pos[0]);
+                String k = string(s, pos);
+                pos[0] = skip(s, pos[0]);
+                expect(s, pos, ':');
+                pos[0] = skip(s, pos[0]);
+                String v;
+                if (peek(s, pos) == '"') {
+                    v = string(s, pos);
+                } else {
+                    int st = pos[0];
+                    while (pos[0] < s.length() && ",} \t".indexOf(s.charAt(pos[0])) < 0) {
+                        pos[0]++;
+                    }
+                    v = s.substring(st, pos[0]);
+                    if (v.equals("null")) {
+                        v = null;
+                    }
+                }
+                if (v != null) {
+                    m.put(k, v);
+                }
+                pos[0] = skip(s, pos[0]);
+                char c = peek(s, pos);
+                pos[0]++;
+                if (c == '}') {
+                    return m;
+                }
+                if (c != ',') {
+                    throw new IllegalArgumentException("bad JSON at " + (pos[0] - 1) + ": " + s);
+                }
+            }
+        }
+
+        private static int skip(String s, int i) {
+            while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
+                i++;
+            }
+            return i;
+        }
+
+        private static char peek(String s, int[] pos) {
+            if (pos[0] >= s.length()) {
+                throw new IllegalArgumentException("truncated JSON: " + s);
+            }
+            return s.charAt(pos[0]);
+        }
+
+        private static void expect(String s, int[] pos, char c) {
+            if (peek(s, pos) != c) {
+                throw new IllegalArgumentException("expected '" + c + "' at " + pos[0] + ": " + s);
+            }
+            pos[0]++;
+        }
+
+        private static String string(String s, int[] pos) {
+            expect(s, pos, '"');
+            StringBuilder b = new StringBuilder();
+            while (true) {
+                char c = peek(s, pos);
+                pos[0]++;
+                if (c == '"') {
+                    return b.toString();
+                }
+                if (c != '\\') {
+                    b.append(c);
+                    continue;
+                }
+                char e = peek(s, pos);
+                pos[0]++;
+                switch (e) {
+                    case 'n':
+                        b.append('\n');
+                        break;
+                    case 't':
+                        b.append('\t');
+                        break;
+                    case 'r':
+                        b.append('\r');
+                        break;
+                    case 'b':
+                        b.append('\b');
+                        break;
+                    case 'f':
+                        b.append('\f');
+                        break;
+                    case 'u':
+                        b.append((char) Integer.parseInt(s.substring(pos[0], pos[0] + 4), 16));
+                        pos[0] += 4;
+                        break;
+                    default:
+                        b.append(e); // \" \\ \/
+                }
+            }
+        }
+    }
+}

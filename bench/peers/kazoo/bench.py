@@ -1,0 +1,499 @@
+"""The Kazoo peer of shepherd's benchmark suite (bench/, `make bench`).
+
+Runs with Debian's python3 and python3-kazoo (2.8.0): /usr/bin/python3, since
+a pyenv python3 earlier on PATH cannot import Debian's packages. Two ways:
+
+    python3 bench.py --serve
+        speaks the runner's JSON-lines protocol on stdin/stdout (see
+        bench/subprocess.go): prepare (a spec) -> ready, go -> result,
+        close -> closed, quit.
+    python3 bench.py --workload W2 --connect 127.0.0.1:2181 --path /b/w2 [--sessions 16 ...]
+        runs once and prints one JSON result line (the path must exist).
+
+The workloads and metrics are the same as the Go and Java drivers'
+(bench/spec.go): W1 uncontended Lock, W2 contended Lock with an in-process
+exclusion check, W3 Semaphore(max_leases), W4 Election handoffs, W5 a chain
+of handoffs through 50 queued waiters. One KazooClient (one session) per
+contender, one thread per contender.
+"""
+
+import json
+import logging
+import math
+import sys
+import threading
+import time
+
+import kazoo
+from kazoo.client import KazooClient
+
+try:
+    from kazoo.version import __version__ as KAZOO_VERSION
+except ImportError:  # pragma: no cover
+    KAZOO_VERSION = getattr(kazoo, "__version__", "unknown")
+
+
+def now():
+    return time.perf_counter_ns()
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+class Spec(object):
+    def __init__(self, m):
+        def need(k):
+            v = m.get(k)
+            if not v:
+                raise ValueError("spec needs " + k)
+            return v
+
+        self.workload = need("workload")
+        self.connect = need("connect")
+        self.path = need("path")
+        self.sessions = int(float(m.get("sessions", 16)))
+        self.cycles = int(float(m.get("cycles", 1000)))
+        self.leases = int(float(m.get("leases", 4)))
+        self.session_timeout_ms = int(float(m.get("session_timeout_ms", 30000)))
+        self.seconds = float(m.get("seconds", 3))
+        self.hold_ms = float(m.get("hold_ms", 10))
+        self.term_ms = float(m.get("term_ms", 20))
+        self.grace_s = float(m.get("grace_s", 30))
+
+    def deadline(self, start):
+        return start + int(self.seconds * 1e9)
+
+
+def percentile(sorted_ns, p):
+    """Nearest rank, like bench.Percentile."""
+    i = int(math.ceil(p * len(sorted_ns))) - 1
+    i = max(0, min(i, len(sorted_ns) - 1))
+    return sorted_ns[i]
+
+
+def result(ops, elapsed_s, metrics, lat_ns=None):
+    if lat_ns:
+        s = sorted(lat_ns)
+        metrics["latency_p50_us"] = percentile(s, 0.50) / 1e3
+        metrics["latency_p99_us"] = percentile(s, 0.99) / 1e3
+    return {"event": "result", "ops": ops, "elapsed_s": elapsed_s, "metrics": metrics}
+
+
+class TimeWeighted(object):
+    """Time-weighted level (leases in use)."""
+
+    def __init__(self):
+        self.mu = threading.Lock()
+        self.start = self.last = now()
+        self.cur = 0
+        self.area = 0.0
+
+    def add(self, d):
+        with self.mu:
+            t = now()
+            self.area += self.cur * (t - self.last)
+            self.last = t
+            self.cur += d
+            return self.cur
+
+    def mean(self):
+        with self.mu:
+            t = now()
+            a = self.area + self.cur * (t - self.last)
+            return a / (t - self.start) if t > self.start else 0.0
+
+
+class Workload(object):
+    def __init__(self, spec):
+        self.s = spec
+        self.clients = []
+        self.threads = []
+        self.failure = None
+        self.fail_mu = threading.Lock()
+
+    def connect(self, n):
+        """Opens n sessions (one KazooClient each), concurrently."""
+        cs = [KazooClient(hosts=self.s.connect, timeout=self.s.session_timeout_ms / 1000.0,
+                          connection_retry={"max_tries": 3, "delay": 0.1, "backoff": 2},
+                          command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2})
+              for _ in range(n)]
+        self.clients.extend(cs)
+        errs = []
+
+        def start(c):
+            try:
+                c.start(timeout=15)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errs.append(e)
+
+        ts = [threading.Thread(target=start, args=(c,)) for c in cs]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errs:
+            raise errs[0]
+        return cs
+
+    def spawn(self, name, fn):
+        def body():
+            try:
+                fn()
+            except BaseException as e:  # noqa: BLE001 - reported by check()
+                with self.fail_mu:
+                    if self.failure is None:
+                        self.failure = e
+        t = threading.Thread(target=body, name=name, daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def check(self):
+        if self.failure is not None:
+            raise RuntimeError("worker failed: %r" % (self.failure,))
+
+    def join(self):
+        until = time.monotonic() + self.s.seconds + 2 * self.s.grace_s
+        for t in self.threads:
+            t.join(max(0.001, until - time.monotonic()))
+            if t.is_alive():
+                raise RuntimeError(t.name + " still running after the grace period")
+        self.threads = []
+        self.check()
+
+    def load_loop(self, n, body):
+        """Runs body(i) on n threads until cycles operations were claimed or
+        seconds passed; each thread checks both before it starts an
+        operation, and an operation once started completes (a contended
+        line drains). Returns the elapsed seconds."""
+        tickets = [0]
+        mu = threading.Lock()
+        start = now()
+        deadline = self.s.deadline(start)
+
+        def claim():
+            with mu:
+                tickets[0] += 1
+                return tickets[0] <= self.s.cycles
+
+        def loop(i):
+            while now() < deadline and self.failure is None and claim():
+                body(i)
+
+        for i in range(n):
+            self.spawn("load-%d" % i, lambda i=i: loop(i))
+        self.join()
+        return (now() - start) / 1e9
+
+    def close(self):
+        self.stop_workers()
+        for c in self.clients:
+            try:
+                c.stop()
+                c.close()
+            except Exception:  # noqa: BLE001 - closing anyway
+                pass
+        self.clients = []
+        for t in self.threads:
+            t.join(5)
+        self.threads = []
+
+    def stop_workers(self):
+        pass
+
+
+class W1(Workload):
+    """One session, uncontended acquire+release cycles."""
+
+    def prepare(self):
+        c = self.connect(1)[0]
+        self.lock = c.Lock(self.s.path, "w1")
+
+    def run(self):
+        lat = []
+        start = now()
+        deadline = self.s.deadline(start)
+        while len(lat) < self.s.cycles and now() < deadline:
+            t0 = now()
+            if not self.lock.acquire(timeout=self.s.grace_s):
+                raise RuntimeError("uncontended acquire timed out")
+            lat.append(now() - t0)
+            self.lock.release()
+        el = (now() - start) / 1e9
+        return result(len(lat), el, {"ops_per_s": len(lat) / el}, lat)
+
+
+class W2(Workload):
+    """Sessions contend for one Lock; exclusion checked in-process."""
+
+    def prepare(self):
+        self.locks = [c.Lock(self.s.path, "w2-%d" % i)
+                      for i, c in enumerate(self.connect(self.s.sessions))]
+
+    def run(self):
+        lat = []
+        mu = threading.Lock()
+        holders = [0]
+        violations = [0]
+        safety = self.s.seconds + self.s.grace_s
+
+        def body(i):
+            lock = self.locks[i]
+            t0 = now()
+            if not lock.acquire(timeout=safety):
+                raise RuntimeError("acquire timed out")
+            d = now() - t0
+            with mu:
+                lat.append(d)
+                holders[0] += 1
+                if holders[0] != 1:
+                    violations[0] += 1
+            with mu:
+                holders[0] -= 1
+            lock.release()
+
+        el = self.load_loop(len(self.locks), body)
+        return result(len(lat), el, {"ops_per_s": len(lat) / el,
+                                     "violations": violations[0]}, lat)
+
+
+class W3(Workload):
+    """Sessions share a Semaphore(max_leases); each lease is held hold_ms."""
+
+    def prepare(self):
+        self.sems = [c.Semaphore(self.s.path, "w3-%d" % i, max_leases=self.s.leases)
+                     for i, c in enumerate(self.connect(self.s.sessions))]
+
+    def run(self):
+        lat = []
+        mu = threading.Lock()
+        over = [0]
+        in_use = TimeWeighted()
+        safety = self.s.seconds + self.s.grace_s
+        hold = self.s.hold_ms / 1000.0
+
+        def body(i):
+            sem = self.sems[i]
+            t0 = now()
+            if not sem.acquire(timeout=safety):
+                raise RuntimeError("acquire timed out")
+            d = now() - t0
+            if in_use.add(1) > self.s.leases:
+                with mu:
+                    over[0] += 1
+            with mu:
+                lat.append(d)
+            time.sleep(hold)  # the work under the lease
+            in_use.add(-1)
+            sem.release()
+
+        el = self.load_loop(len(self.sems), body)
+        return result(len(lat), el, {"ops_per_s": len(lat) / el,
+                                     "leases_in_use": in_use.mean(),
+                                     "over_limit": over[0]}, lat)
+
+
+class W4(Workload):
+    """Election candidates. The leader leads for term_ms, then its leadership
+    function returns (a graceful resign: Kazoo's Election releases its lock);
+    the handoff is the time until another candidate's function is called. The
+    resigned candidate runs the election again."""
+
+    def prepare(self):
+        cs = self.connect(self.s.sessions)
+        self.cond = threading.Condition()
+        self.leader = -1
+        self.elected_at = 0
+        self.elections = 0
+        self.stopping = False
+        self.resign = [threading.Event() for _ in cs]
+        self.elections_objs = [c.Election(self.s.path, "candidate-%d" % i) for i, c in enumerate(cs)]
+        for i in range(len(cs)):
+            self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.elections > 0 or self.failure is not None,
+                                      self.s.grace_s):
+                raise RuntimeError("no first leader")
+        self.check()
+
+    def candidate(self, i):
+        def lead():
+            t = now()
+            with self.cond:
+                self.leader = i
+                self.elected_at = t
+                self.elections += 1
+                self.cond.notify_all()
+            # Lead until told to resign (bounded: the run's own bound).
+            self.resign[i].wait(self.s.seconds + 3 * self.s.grace_s)
+            self.resign[i].clear()
+
+        while not self.stopping:
+            self.elections_objs[i].run(lead)
+
+    def run(self):
+        lat = []
+        start = now()
+        deadline = self.s.deadline(start)
+        term = self.s.term_ms / 1000.0
+        while len(lat) < self.s.cycles and now() < deadline:
+            time.sleep(term)
+            with self.cond:
+                old, seen = self.leader, self.elections
+            t0 = now()
+            self.resign[old].set()
+            with self.cond:
+                if not self.cond.wait_for(lambda: self.elections > seen or self.failure is not None,
+                                          self.s.grace_s):
+                    raise RuntimeError("no new leader after candidate %d resigned" % old)
+                self.check()
+                if self.leader == old:
+                    raise RuntimeError("resigned candidate %d was elected again" % old)
+                lat.append(self.elected_at - t0)
+        el = (now() - start) / 1e9
+        return result(len(lat), el, {"ops_per_s": len(lat) / el}, lat)
+
+    def stop_workers(self):
+        self.stopping = True
+        for e in getattr(self, "elections_objs", []):
+            e.cancel()
+        for ev in getattr(self, "resign", []):
+            ev.set()
+        for t in self.threads:
+            t.join(5)
+
+
+class W5(Workload):
+    """One session holds the Lock while `sessions` waiters queue behind it; on
+    go the holder releases and each waiter in turn takes the lock and
+    releases it at once. A handoff is measured from the previous holder's
+    release to the next waiter's acquire returning."""
+
+    def prepare(self):
+        cs = self.connect(self.s.sessions + 1)
+        self.holder_client = cs[0]
+        self.holder = cs[0].Lock(self.s.path, "holder")
+        if not self.holder.acquire(timeout=self.s.grace_s):
+            raise RuntimeError("holder: acquire timed out")
+        self.mu = threading.Lock()
+        self.last_release = 0
+        self.lat = []
+        self.holders = 0
+        self.violations = 0
+        self.done = threading.Semaphore(0)
+        safety = self.s.seconds + 2 * self.s.grace_s
+        for i, c in enumerate(cs[1:], 1):
+            lock = c.Lock(self.s.path, "waiter-%d" % i)
+            self.spawn("waiter-%d" % i, lambda lock=lock: self.waiter(lock, safety))
+        # Every waiter in line? Polling is fine before counting starts (a
+        # watch would fire during the measured part).
+        until = time.monotonic() + self.s.grace_s
+        while len(self.holder_client.get_children(self.s.path)) < self.s.sessions + 1:
+            self.check()
+            if time.monotonic() > until:
+                raise RuntimeError("waiters not in line in time")
+            time.sleep(0.005)
+
+    def waiter(self, lock, safety):
+        try:
+            if not lock.acquire(timeout=safety):
+                raise RuntimeError("waiter: acquire timed out")
+            with self.mu:
+                self.holders += 1
+                if self.holders != 1:
+                    self.violations += 1
+                self.lat.append(now() - self.last_release)
+                self.last_release = now()
+                self.holders -= 1
+            lock.release()
+        finally:
+            self.done.release()
+
+    def run(self):
+        start = now()
+        with self.mu:
+            self.last_release = start
+        self.holder.release()
+        limit = time.monotonic() + self.s.seconds + self.s.grace_s
+        for _ in range(self.s.sessions):
+            if not self.done.acquire(timeout=max(0.001, limit - time.monotonic())):
+                raise RuntimeError("chain incomplete: %d of %d" % (len(self.lat), self.s.sessions))
+        self.join()
+        el = (now() - start) / 1e9
+        first = self.lat[0] / 1e3
+        return result(len(self.lat), el, {"ops_per_s": len(self.lat) / el,
+                                          "first_handoff_us": first,
+                                          "violations": self.violations}, list(self.lat))
+
+
+WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5}
+
+
+def create(spec):
+    cls = WORKLOADS.get(spec.workload)
+    if cls is None:
+        raise ValueError("unknown workload " + spec.workload)
+    return cls(spec)
+
+
+def serve():
+    emit({"event": "hello", "peer": "kazoo", "version": KAZOO_VERSION})
+    w = None
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        cmd = "?"
+        try:
+            m = json.loads(line)
+            cmd = m.get("cmd", "?")
+            if cmd == "prepare":
+                if w is not None:
+                    w.close()
+                w = create(Spec(m))
+                w.prepare()
+                emit({"event": "ready"})
+            elif cmd == "go":
+                if w is None:
+                    raise RuntimeError("go without a prepared run")
+                emit(w.run())
+            elif cmd == "close":
+                if w is not None:
+                    c, w = w, None
+                    c.close()
+                emit({"event": "closed"})
+            elif cmd == "quit":
+                break
+            else:
+                raise ValueError("unknown command " + cmd)
+        except Exception as e:  # noqa: BLE001 - reported to the runner
+            logging.exception("command %s failed", cmd)
+            emit({"event": "error", "error": "%s: %r" % (cmd, e)})
+    if w is not None:
+        w.close()
+
+
+def main(argv):
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
+    if "--serve" in argv:
+        serve()
+        return 0
+    opts = {}
+    it = iter(argv)
+    for a in it:
+        if not a.startswith("--"):
+            raise SystemExit("unexpected argument " + a)
+        opts[a[2:].replace("-", "_")] = next(it)
+    w = create(Spec(opts))
+    try:
+        w.prepare()
+        emit(w.run())
+    finally:
+        w.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The workloads. Every peer runs the same ones with the same parameters; a peer
+// that cannot run one (go-zookeeper has no semaphore) says so in Supports.
+const (
+	// W1: one session, uncontended acquire+release cycles.
+	W1 = "W1"
+	// W2: Sessions sessions contend for one mutex; every acquisition checks
+	// exclusion with an in-process holder counter.
+	W2 = "W2"
+	// W3: Sessions sessions share a semaphore of Leases leases, each holding
+	// a lease for HoldMS.
+	W3 = "W3"
+	// W4: Sessions election candidates; the leader resigns gracefully and
+	// rejoins; measured: the time until another candidate is told it leads.
+	W4 = "W4"
+	// W5: Sessions waiters queue behind a held mutex; the holder releases and
+	// every waiter in turn takes and releases it: the handoff latency, and the
+	// watch notifications one release fires.
+	W5 = "W5"
+)
+
+// Workloads lists every workload in the order the runner runs them.
+var Workloads = []string{W1, W2, W3, W4, W5}
+
+// Title describes a workload in one line.
+func Title(w string) string {
+	switch w {
+	case W1:
+		return "uncontended mutex acquire+release, 1 session"
+	case W2:
+		return "mutex contended by N sessions, exclusion checked in-process"
+	case W3:
+		return "semaphore (maxLeases) shared by N sessions, each holding a lease for a while"
+	case W4:
+		return "leader election: the leader resigns and rejoins; time until the next leader knows"
+	case W5:
+		return "N waiters queued on a held mutex; chain of handoffs as each takes and releases it"
+	}
+	return w
+}
+
+// Spec is one run's parameters. Subprocess peers receive it as a JSON object
+// with these field names.
+type Spec struct {
+	Workload string `json:"workload"`
+	Connect  string `json:"connect"` // ZooKeeper connect string (loopback only)
+	Path     string `json:"path"`    // a fresh, existing znode for this run
+	// Sessions is the number of ZooKeeper sessions that contend (W2, W3), the
+	// candidates (W4) or the waiters (W5, plus one holder).
+	Sessions int `json:"sessions"`
+	// Cycles bounds the measured operations: W1 cycles, W2/W3 acquisitions,
+	// W4 handoffs. W5 always runs one chain of Sessions handoffs.
+	Cycles int `json:"cycles"`
+	// Seconds bounds the load loop in time; whichever of Cycles and Seconds
+	// comes first ends it. Operations already waiting when it ends complete
+	// (a contended line drains instead of abandoning its nodes).
+	Seconds float64 `json:"seconds"`
+	// HoldMS is how long a W3 lease is held; TermMS how long a W4 leader
+	// leads before it resigns (so each rejoin settles before the next handoff).
+	HoldMS float64 `json:"hold_ms"`
+	TermMS float64 `json:"term_ms"`
+	// Leases is W3's maxLeases.
+	Leases int `json:"leases"`
+	// SessionTimeoutMS is every session's requested timeout.
+	SessionTimeoutMS int `json:"session_timeout_ms"`
+	// GraceS bounds every blocking call beyond the load loop's end: a run
+	// that is not done by then has failed.
+	GraceS float64 `json:"grace_s"`
+}
+
+// Duration is Seconds as a time.Duration.
+func (s Spec) Duration() time.Duration { return time.Duration(s.Seconds * float64(time.Second)) }
+
+// Grace is GraceS as a time.Duration.
+func (s Spec) Grace() time.Duration { return time.Duration(s.GraceS * float64(time.Second)) }
+
+// SessionTimeout is SessionTimeoutMS as a time.Duration.
+func (s Spec) SessionTimeout() time.Duration {
+	return time.Duration(s.SessionTimeoutMS) * time.Millisecond
+}
+
+// Hold is HoldMS as a time.Duration.
+func (s Spec) Hold() time.Duration { return time.Duration(s.HoldMS * float64(time.Millisecond)) }
+
+// Term is TermMS as a time.Duration.
+func (s Spec) Term() time.Duration { return time.Duration(s.TermMS * float64(time.Millisecond)) }
+
+// Servers splits the connect string into addresses.
+func (s Spec) Servers() []string { return strings.Split(s.Connect, ",") }
+
+// Validate reports a spec that no peer could run.
+func (s Spec) Validate() error {
+	switch {
+	case s.Connect == "" || s.Path == "" || !strings.HasPrefix(s.Path, "/"):
+		return fmt.Errorf("bench: spec needs a connect string and an absolute path: %+v", s)
+	case s.Cycles < 1 || s.Seconds <= 0 || s.GraceS <= 0:
+		return fmt.Errorf("bench: spec needs cycles, seconds and grace > 0: %+v", s)
+	case s.SessionTimeoutMS < 1:
+		return fmt.Errorf("bench: spec needs a session timeout: %+v", s)
+	}
+	switch s.Workload {
+	case W1:
+	case W2, W4, W5:
+		if s.Sessions < 2 {
+			return fmt.Errorf("bench: %s needs at least 2 sessions", s.Workload)
+		}
+	case W3:
+		if s.Sessions < 1 || s.Leases < 1 {
+			return fmt.Errorf("bench: W3 needs sessions and leases >= 1")
+		}
+	default:
+		return fmt.Errorf("bench: unknown workload %q", s.Workload)
+	}
+	return nil
+}
+
+// Params are the default parameters of every workload, for a full or a quick
+// run. The connect string and path are filled in per run.
+func Params(quick bool) map[string]Spec {
+	base := Spec{SessionTimeoutMS: 30000, GraceS: 30}
+	with := func(f func(*Spec)) Spec { s := base; f(&s); return s }
+	if quick {
+		return map[string]Spec{
+			W1: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W1, 1, 1000, 1 }),
+			W2: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W2, 16, 5000, 1.5 }),
+			W3: with(func(s *Spec) {
+				s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Leases, s.HoldMS = W3, 16, 2000, 1.5, 4, 10
+			}),
+			W4: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 10, 5, 20 }),
+			W5: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+		}
+	}
+	return map[string]Spec{
+		W1: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W1, 1, 5000, 3 }),
+		W2: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W2, 16, 20000, 4 }),
+		W3: with(func(s *Spec) {
+			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Leases, s.HoldMS = W3, 16, 5000, 4, 4, 10
+		}),
+		W4: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 30, 8, 20 }),
+		W5: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+	}
+}
+
+// Result is what a peer reports for one run. Metrics use the names below;
+// the runner adds the server-side counts.
+type Result struct {
+	Ops      int                `json:"ops"`       // operations measured (the denominator of per-op counts)
+	ElapsedS float64            `json:"elapsed_s"` // the measured part only
+	Metrics  map[string]float64 `json:"metrics"`
+}
+
+// Metric names shared by every peer, in every language.
+const (
+	MOpsPerS       = "ops_per_s"            // W1 cycles/s, W2/W3 acquisitions/s, W4/W5 handoffs/s
+	MLatencyP50    = "latency_p50_us"       // W1 acquire, W2/W3 wait, W4/W5 handoff
+	MLatencyP99    = "latency_p99_us"       //
+	MViolations    = "violations"           // W2, W5: two holders at once, seen in-process
+	MOverLimit     = "over_limit"           // W3: more than maxLeases holders at once
+	MLeasesInUse   = "leases_in_use"        // W3: time-weighted mean of held leases
+	MFirstHandoff  = "first_handoff_us"     // W5: the handoff with every waiter queued
+	MRequestsPerOp = "requests_per_op"      // added by the runner: zk_packets_received delta / ops
+	MNotifsPerOp   = "notifications_per_op" // added by the runner: watch notifications fired / ops
+)
+
+// metricInfo is how the summary table shows a metric.
+type metricInfo struct{ key, label string }
+
+// tableMetrics lists, per workload, the metrics the summary table shows.
+func tableMetrics(w string) []metricInfo {
+	rpo := metricInfo{MRequestsPerOp, "requests/op"}
+	npo := metricInfo{MNotifsPerOp, "notifications/op"}
+	switch w {
+	case W1:
+		return []metricInfo{{MOpsPerS, "cycles/s"}, {MLatencyP50, "acquire p50 µs"},
+			{MLatencyP99, "acquire p99 µs"}, rpo}
+	case W2:
+		return []metricInfo{{MOpsPerS, "acquisitions/s"}, {MLatencyP50, "wait p50 µs"},
+			{MLatencyP99, "wait p99 µs"}, {MViolations, "violations"}, rpo, npo}
+	case W3:
+		return []metricInfo{{MOpsPerS, "acquisitions/s"}, {MLeasesInUse, "leases in use"},
+			{MOverLimit, "over-limit"}, {MLatencyP50, "wait p50 µs"},
+			{MLatencyP99, "wait p99 µs"}, rpo, npo}
+	case W4:
+		return []metricInfo{{MLatencyP50, "handoff p50 µs"}, {MLatencyP99, "handoff p99 µs"}, rpo, npo}
+	case W5:
+		return []metricInfo{{MFirstHandoff, "first handoff µs"}, {MLatencyP50, "handoff p50 µs"},
+			{MLatencyP99, "handoff p99 µs"}, {MViolations, "violations"}, rpo, npo}
+	}
+	return nil
+}
