@@ -89,7 +89,14 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 		e.node = n
 		e.mu.Unlock()
 		node = n
-		e.warnDuplicates(ep, n)
+		e.mu.Lock()
+		first := !e.checkedIDs
+		e.checkedIDs = true
+		e.mu.Unlock()
+		if first {
+			// Once per Election: it costs a read per candidate.
+			e.warnDuplicates(ep, n)
+		}
 	}
 	for {
 		ms, _, err := e.list(ep)

@@ -95,12 +95,14 @@ type Election struct {
 	onStuck      func(Term)
 	log          *slog.Logger
 
-	mu       sync.Mutex
-	mode     int
-	node     *candidate // our node in line, if any
-	leading  *leadership
-	stuck    bool
-	resignCh chan struct{}
+	mu      sync.Mutex
+	mode    int
+	node    *candidate // our node in line, if any
+	leading *leadership
+	stuck   bool
+	// checkedIDs: the line was searched for our id once already.
+	checkedIDs bool
+	resignCh   chan struct{}
 }
 
 // candidate is our node, bound to the session that created it.

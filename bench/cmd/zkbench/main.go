@@ -35,14 +35,8 @@ import (
 // goLibraries are the in-process peers, in table order.
 func goLibraries() []gopeers.Library {
 	return []gopeers.Library{
-		// ┌─────────────────────────────────────────────────────────────────┐
-		// │ SHEPHERD PEER — register it here, first in the list:            │
-		// │     gopeers.Shepherd(),                                         │
-		// │ (a Library named "shepherd" whose Client adapts mutex.New,      │
-		// │ semaphore.New and election.New to Locker, Semaphore and         │
-		// │ Candidate). Once a peer named "shepherd" runs, the ratio column │
-		// │ divides by shepherd's medians instead of the raw floor's.       │
-		// └─────────────────────────────────────────────────────────────────┘
+		// shepherd first: the ratio column divides by its medians.
+		gopeers.Shepherd(),
 		gopeers.Raw(),
 		gopeers.GoZookeeper(),
 	}
