@@ -24,6 +24,18 @@
 // know whether its session still exists, and keeping a hold through a
 // disconnect "for a grace period" is how two holders happen.
 //
+// What is not guaranteed: a session closed by the server while the holder's
+// connection is still attached to it — which happens only when another
+// connection presents the session's id and password and closes it (an
+// operator's kill racing the client's reconnect), or, in an ensemble, when the
+// close is applied by another server first — is seen by other clients at
+// about the same moment as the holder's connection drops, sometimes up to a
+// millisecond earlier. A real expiry is safe by a wide margin: a client that
+// has not heard from the servers for 2/3 of the session timeout is already
+// Suspended when they expire it at the full timeout. A paused process (GC,
+// SIGSTOP) learns nothing until it runs again; only fencing tokens protect the
+// resource from it.
+//
 // # Declaring Lost locally
 //
 // Lost is declared when a server reports the session expired, and also, without

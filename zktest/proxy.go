@@ -317,3 +317,28 @@ func (p *Proxy) pass(pc *proxyConn) bool {
 	<-pc.ctx.Done()
 	return false
 }
+
+// ExpireSession ends the session of a client connected through the proxy at
+// once, as the server does on expiry: the session's ephemeral nodes are
+// deleted and its connection dropped. New connections through the proxy are
+// refused meanwhile, so the client cannot take its session back between the
+// attach and the close (a client that reconnects at once otherwise can, and a
+// session closed while the client's own connection is attached is applied by
+// the server — watches fired, then the connection dropped — in an order no
+// client can improve on). Refusing stops when it returns.
+func (p *Proxy) ExpireSession(ctx context.Context, sessionID int64) error {
+	cred, ok := p.Credentials(sessionID)
+	if !ok {
+		return fmt.Errorf("zktest: session 0x%x has not connected through this proxy", sessionID)
+	}
+	p.mu.Lock()
+	was := p.refuse
+	p.refuse = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.refuse = was
+		p.mu.Unlock()
+	}()
+	return ExpireSession(ctx, p.targets, cred)
+}
