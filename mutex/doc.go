@@ -1,0 +1,27 @@
+// Package mutex is a distributed mutex on ZooKeeper: fair (a FIFO line of
+// sequential nodes, each waiter watching only its predecessor), non-fair (a
+// race for one ephemeral node), and a read-write lock. Locks are reentrant per
+// *Mutex value: Lock on a value that holds the lock increments a hold count,
+// and Unlock releases at zero.
+//
+// Every held lock has a loss signal: Lost() is closed the moment the lock may
+// have been lost — the connection dropped (Suspended), the session was lost,
+// or the session manager was closed — synchronously on go-zookeeper's event
+// path, before the server can grant the lock to anyone else (see package
+// session). The hold is then over: Unlock reports ErrLost and the node is
+// removed once the connection returns (or by the server with the session); Lock
+// again to re-acquire. A waiter keeps its place in line through a disconnect
+// its session survives, and re-enters the line on a new session after Lost.
+//
+// Fair locks name their nodes "_c_<guid>-lock-<seq>" like Apache Curator's
+// InterProcessMutex and go-zookeeper's zk.Lock, and recognise Kazoo's
+// "__lock__" nodes, so processes using those libraries on the same path
+// exclude each other. The read-write lock uses Curator's "__READ__" and
+// "__WRIT__" names.
+//
+// An uncontended fair Lock+Unlock takes three round trips (create, list,
+// delete), the minimum; a waiter's grant after its predecessor, when that
+// predecessor was the head of the line, takes none beyond the notification.
+// Token reads the node's creation zxid (one more round trip) when first
+// asked; a non-fair lock learns it with the grant.
+package mutex

@@ -1,0 +1,541 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Errors, matched with errors.Is.
+var (
+	ErrInvalidPath     = recipe.ErrInvalidPath
+	ErrInvalidArgument = recipe.ErrInvalidArgument
+	ErrNotHeld         = recipe.ErrNotHeld
+	ErrLost            = recipe.ErrLost
+	ErrClosed          = recipe.ErrClosed
+	ErrWrongKind       = recipe.ErrWrongKind
+)
+
+// NonFairNode is the name of the single node of a non-fair lock.
+const NonFairNode = "nonfair-lock"
+
+// semaphoreChild is a child every semaphore path has: a mutex refuses such a
+// path rather than corrupt it.
+const semaphoreChild = "leases"
+
+// nonFairMark is the data a non-fair lock writes to its path (each grant bumps
+// the path's version: the fence).
+var nonFairMark = []byte("shepherd:mutex:nonfair")
+
+// Option configures a Mutex.
+type Option func(*config)
+
+type config struct {
+	fair bool
+	data []byte
+}
+
+// NonFair makes the lock a race for one ephemeral node: lowest latency for few
+// contenders; every waiter watches that node (a herd on release, by design)
+// and re-attempts with jittered backoff. No FIFO order.
+func NonFair() Option { return func(c *config) { c.fair = false } }
+
+// WithData stores data (for example the holder's id or host) in the lock's
+// node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
+func WithData(data []byte) Option {
+	return func(c *config) { c.data = append([]byte(nil), data...) }
+}
+
+// Mutex is a distributed lock at one path. Its methods are safe for concurrent
+// use; holds are per value (not per goroutine).
+type Mutex struct {
+	sess *session.Session
+	path string
+	kind string // recipe.KindLock, KindRead or KindWrite
+	fair bool
+	data []byte
+	line recipe.Line
+	log  *slog.Logger
+	// writer is the write side of the read-write lock this read side belongs
+	// to: a reader ignores the node of its own writer (a downgrade).
+	writer *Mutex
+
+	turn chan struct{} // serialises acquisitions on this value
+
+	mu    sync.Mutex
+	hold  *recipe.Hold
+	count int
+}
+
+// New returns a mutex at path. It does no I/O.
+func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
+	c := config{fair: true}
+	for _, o := range opts {
+		o(&c)
+	}
+	return newMutex(sess, path, recipe.KindLock, c)
+}
+
+func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("mutex: %w: nil session", ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	if len(c.data) > recipe.MaxDataLen {
+		return nil, fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(c.data), recipe.MaxDataLen)
+	}
+	full := sess.Path(path)
+	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
+		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
+	m.line = recipe.Line{Sess: sess, Path: full, Refuse: map[string]string{
+		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
+	return m, nil
+}
+
+// Session is the session manager the lock lives in.
+func (m *Mutex) Session() *session.Session { return m.sess }
+
+// Hold is the current hold (nil when not held): a handle that stays valid for
+// fenced writes and checks after the Mutex has moved on.
+func (m *Mutex) Hold() *recipe.Hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hold
+}
+
+// Path is the lock's full path (namespace included).
+func (m *Mutex) Path() string { return m.path }
+
+// Lock acquires the lock, waiting in line until it is granted or ctx ends. If
+// this value holds the lock already, it increments the hold count. When ctx
+// ends, the waiter's node is removed before Lock returns ctx.Err().
+func (m *Mutex) Lock(ctx context.Context) error {
+	_, err := m.acquire(ctx, true)
+	return err
+}
+
+// TryLock acquires the lock if it is free now, without waiting. It reports
+// whether it did.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	return m.acquire(ctx, false)
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+	select {
+	case m.turn <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-m.turn }()
+	m.mu.Lock()
+	if m.hold != nil && m.hold.Valid() {
+		m.count++
+		m.mu.Unlock()
+		return true, nil
+	}
+	stale := m.hold
+	m.hold, m.count = nil, 0
+	m.mu.Unlock()
+	if stale != nil {
+		_ = stale.Release() // lost before: end it (guaranteed delete)
+	}
+	var h *recipe.Hold
+	var err error
+	if m.fair {
+		h, err = m.acquireFair(ctx, wait)
+	} else {
+		h, err = m.acquireNonFair(ctx, wait)
+	}
+	if err != nil || h == nil {
+		return false, err
+	}
+	m.mu.Lock()
+	m.hold, m.count = h, 1
+	m.mu.Unlock()
+	return true, nil
+}
+
+// turnFor is the rule of m's kind: who may hold, whom to watch.
+func (m *Mutex) turnFor() recipe.Turn {
+	switch m.kind {
+	case recipe.KindRead:
+		own := ""
+		if m.writer != nil {
+			own = m.writer.Node()
+		}
+		if own == "" {
+			return readTurn
+		}
+		own = own[len(m.path)+1:]
+		return func(line []recipe.Name, i int) (bool, int, bool) {
+			rest := make([]recipe.Name, 0, len(line))
+			j := i
+			for k, n := range line {
+				if n.Name == own {
+					if k < i {
+						j--
+					}
+					continue
+				}
+				rest = append(rest, n)
+			}
+			ok, w, grants := readTurn(rest, j)
+			if !ok {
+				w = recipe.Index(line, rest[w].Name)
+			}
+			return ok, w, grants
+		}
+	default:
+		return exclusiveTurn
+	}
+}
+
+// exclusiveTurn: granted at the head; else watch the predecessor, whose
+// deletion grants us if it was the head.
+func exclusiveTurn(line []recipe.Name, i int) (bool, int, bool) {
+	if i == 0 {
+		return true, 0, false
+	}
+	return false, i - 1, i == 1
+}
+
+// isReader reports whether a node is a reader's (readers share).
+func isReader(n recipe.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
+
+// readTurn: granted when no writer is ahead; else watch the nearest writer
+// ahead, whose deletion grants us if it is the only writer ahead.
+func readTurn(line []recipe.Name, i int) (bool, int, bool) {
+	w, writers := -1, 0
+	for j := 0; j < i; j++ {
+		if !isReader(line[j]) {
+			w = j
+			writers++
+		}
+	}
+	if w < 0 {
+		return true, 0, false
+	}
+	return false, w, writers == 1
+}
+
+func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+	var own *recipe.Node
+	defer func() {
+		if own != nil { // not granted: leave the line
+			if ep, ok := m.sess.Current(); ok && ep.SessionID() == own.SessionID {
+				recipe.Delete(m.sess, ep, own.Path)
+			} else {
+				m.deleteLater(own)
+			}
+		}
+	}()
+	for {
+		ep, err := m.sess.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if own != nil && own.SessionID != ep.SessionID() {
+			own = nil // a node of a lost session is never reused
+		}
+		if own == nil {
+			own, err = m.line.Enter(ctx, ep, m.kind, m.data)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				if recipe.Retryable(err) {
+					if err := recipe.WaitLive(ctx, ep); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				return nil, err
+			}
+		}
+		turn := m.turnFor()
+		if !wait {
+			line, err := m.line.List(ep)
+			if err != nil {
+				if recipe.Retryable(err) && ctx.Err() == nil {
+					if err := recipe.WaitLive(ctx, ep); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				return nil, err
+			}
+			i := recipe.Index(line, own.Name.Name)
+			if i < 0 {
+				own = nil
+				continue
+			}
+			if ok, _, _ := turn(line, i); !ok || ep.Context().Err() != nil {
+				return nil, nil // own is deleted by the deferred cleanup
+			}
+		} else {
+			err = m.line.Await(ctx, ep, own, turn)
+			switch {
+			case err == nil:
+			case errors.Is(err, recipe.ErrNodeGone):
+				own = nil
+				continue
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case recipe.Retryable(err):
+				if err := recipe.WaitLive(ctx, ep); err != nil {
+					return nil, err
+				}
+				continue
+			default:
+				return nil, err
+			}
+		}
+		h := recipe.NewHold(m.sess, ep, 0, own.Path)
+		if h.Context().Err() != nil {
+			h.Release()
+			own = nil
+			continue
+		}
+		own = nil
+		return h, nil
+	}
+}
+
+// deleteLater removes own once its session is usable again (or is gone).
+func (m *Mutex) deleteLater(own *recipe.Node) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), m.sess.Timeout()+5*time.Second)
+		defer cancel()
+		ep, err := m.sess.Wait(ctx)
+		if err == nil && ep.SessionID() == own.SessionID {
+			recipe.Delete(m.sess, ep, own.Path)
+		}
+	}()
+}
+
+func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+	node := m.path + "/" + NonFairNode
+	var delay time.Duration
+	for attempt := 0; ; attempt++ {
+		ep, err := m.sess.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := callMulti(ctx, ep,
+			&zk.CreateRequest{Path: node, Data: m.data, Acl: m.sess.ACL(), Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: m.path, Data: nonFairMark, Version: -1})
+		if err == nil {
+			st := res[1].Stat
+			h := recipe.NewHold(m.sess, ep, recipe.Token(st.Mzxid), node)
+			h.SetFence(m.path, st.Version)
+			if h.Context().Err() != nil {
+				h.Release()
+				continue
+			}
+			return h, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, zk.ErrNoNode) && attempt < 3 {
+			if err := recipe.EnsurePath(m.sess, ep, m.path); err != nil && !session.OutcomeUnknown(err) {
+				return nil, err
+			}
+			continue
+		}
+		if !errors.Is(err, zk.ErrNodeExists) && !session.OutcomeUnknown(err) && !errors.Is(err, session.ErrLost) {
+			return nil, err
+		}
+		// Taken, or the answer was lost: read the node, and adopt it if it is
+		// ours (a create whose answer was lost).
+		var st *zk.Stat
+		var ch <-chan zk.Event
+		gerr := session.Call(ctx, func() error {
+			var err error
+			_, st, ch, err = ep.Conn().GetW(node)
+			return err
+		})
+		switch {
+		case errors.Is(gerr, zk.ErrNoNode):
+			continue
+		case gerr != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err := recipe.WaitLive(ctx, ep); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if st.EphemeralOwner == ep.SessionID() {
+			// Ours: its grant's fence version is unknown; read the path's.
+			var pst *zk.Stat
+			if err := session.Call(ctx, func() error {
+				var err error
+				_, pst, err = ep.Conn().Get(m.path)
+				return err
+			}); err != nil {
+				recipe.Delete(m.sess, ep, node)
+				return nil, err
+			}
+			h := recipe.NewHold(m.sess, ep, recipe.Token(st.Czxid), node)
+			h.SetFence(m.path, pst.Version)
+			return h, nil
+		}
+		if !wait {
+			return nil, nil
+		}
+		select {
+		case <-ch:
+		case <-ep.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		// Jittered backoff so a crowd of waiters does not hit the server in
+		// one burst on every release.
+		if delay == 0 {
+			delay = time.Millisecond
+		} else if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(delay) + 1)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func callMulti(ctx context.Context, ep *session.Epoch, ops ...any) ([]zk.MultiResponse, error) {
+	var res []zk.MultiResponse
+	err := session.Call(ctx, func() error {
+		var err error
+		res, err = ep.Conn().Multi(ops...)
+		return err
+	})
+	return res, err
+}
+
+// Unlock decrements the hold count and releases the lock at zero. It returns
+// ErrNotHeld if this value does not hold the lock, and ErrLost (the hold is
+// then over) if the lock was lost before. A release that meets a connection
+// loss goes on in the background until the node is gone or its session is.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	h := m.hold
+	if h == nil {
+		m.mu.Unlock()
+		return fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+	}
+	if h.Valid() && m.count > 1 {
+		m.count--
+		m.mu.Unlock()
+		return nil
+	}
+	m.hold, m.count = nil, 0
+	m.mu.Unlock()
+	if err := h.Release(); err != nil {
+		return fmt.Errorf("mutex %s: %w", m.path, err)
+	}
+	return nil
+}
+
+// closedCh is a closed channel: the Lost of a lock not held.
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Lost is closed when the held lock may have been lost. For a lock not held
+// it is a closed channel.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return closedCh
+	}
+	return m.hold.Lost()
+}
+
+// Context returns a context cancelled when the held lock may have been lost
+// (or is released): pass it to the work the lock protects. For a lock not held
+// it is already cancelled.
+func (m *Mutex) Context() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	return m.hold.Context()
+}
+
+// IsHeld reports whether this value holds the lock (granted and not yet
+// possibly lost).
+func (m *Mutex) IsHeld() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hold != nil && m.hold.Valid()
+}
+
+func (m *Mutex) held() (*recipe.Hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrNotHeld)
+	}
+	return m.hold, nil
+}
+
+// Token is the held lock's fencing token: it grows with every grant of this
+// lock. The first call may cost a round trip.
+func (m *Mutex) Token(ctx context.Context) (recipe.Token, error) {
+	h, err := m.held()
+	if err != nil {
+		return 0, err
+	}
+	return h.Token(ctx)
+}
+
+// Node is the held lock's node ("" if not held).
+func (m *Mutex) Node() string {
+	h, err := m.held()
+	if err != nil {
+		return ""
+	}
+	return h.Node()
+}
+
+// Fenced runs ops as one multi-op that succeeds only while the lock is held
+// (see recipe.Hold.Fenced).
+func (m *Mutex) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	h, err := m.held()
+	if err != nil {
+		return nil, err
+	}
+	return h.Fenced(ctx, ops...)
+}
+
+// Validate checks with the server that the lock is still held.
+func (m *Mutex) Validate(ctx context.Context) error {
+	h, err := m.held()
+	if err != nil {
+		return err
+	}
+	return h.Validate(ctx)
+}

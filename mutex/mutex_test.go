@@ -1,0 +1,387 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/recipe"
+)
+
+func TestBadInput(t *testing.T) {
+	s := open(t, zk.Servers())
+	for _, p := range []string{"", "x", "/", "/a/", "/a//b", "/zookeeper/x", "/a/../b", "/a\x00b"} {
+		_, err := mutex.New(s, p)
+		require.ErrorIs(t, err, mutex.ErrInvalidPath, "path %q", p)
+		_, err = mutex.NewRW(s, p)
+		require.ErrorIs(t, err, mutex.ErrInvalidPath, "path %q", p)
+	}
+	_, err := mutex.New(nil, "/a")
+	require.ErrorIs(t, err, mutex.ErrInvalidArgument)
+	_, err = mutex.New(s, "/a", mutex.WithData(make([]byte, recipe.MaxDataLen+1)))
+	require.ErrorIs(t, err, mutex.ErrInvalidArgument)
+	_, err = mutex.NewRW(s, "/a", mutex.NonFair())
+	require.ErrorIs(t, err, mutex.ErrInvalidArgument)
+
+	path := uniquePath(t)
+	m, err := mutex.New(s, path)
+	require.NoError(t, err)
+	ctx := ctxT(t, 10*time.Second)
+	require.ErrorIs(t, m.Unlock(ctx), mutex.ErrNotHeld)
+	_, err = m.Token(ctx)
+	require.ErrorIs(t, err, mutex.ErrNotHeld)
+	require.ErrorIs(t, m.Validate(ctx), mutex.ErrNotHeld)
+	_, err = m.Fenced(ctx)
+	require.ErrorIs(t, err, mutex.ErrNotHeld)
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("Lost of a lock not held must be closed")
+	}
+	require.Empty(t, children(t, s, path), "bad calls leave nothing behind")
+
+	// After Close.
+	s2 := open(t, zk.Servers())
+	m2, err := mutex.New(s2, path)
+	require.NoError(t, err)
+	s2.Close()
+	require.ErrorIs(t, m2.Lock(ctx), mutex.ErrClosed)
+	_, err = m2.TryLock(ctx)
+	require.ErrorIs(t, err, mutex.ErrClosed)
+}
+
+func TestLockUnlockReentrantToken(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	m, err := mutex.New(s, path, mutex.WithData([]byte("me")))
+	require.NoError(t, err)
+	ctx := ctxT(t, 10*time.Second)
+	require.NoError(t, m.Lock(ctx))
+	require.True(t, m.IsHeld())
+	tok1, err := m.Token(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx)) // reentrant
+	require.NoError(t, m.Validate(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	require.True(t, m.IsHeld(), "held until the count reaches zero")
+	select {
+	case <-m.Lost():
+		t.Fatal("Lost closed while held")
+	default:
+	}
+	lost := m.Lost()
+	require.NoError(t, m.Unlock(ctx))
+	require.False(t, m.IsHeld())
+	<-lost // a released hold's channel closes too
+	require.ErrorIs(t, m.Unlock(ctx), mutex.ErrNotHeld)
+	require.Empty(t, children(t, s, path))
+
+	require.NoError(t, m.Lock(ctx))
+	tok2, err := m.Token(ctx)
+	require.NoError(t, err)
+	require.Greater(t, tok2, tok1, "tokens grow with every grant")
+	require.NoError(t, m.Unlock(ctx))
+}
+
+func TestTryLock(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		t.Run(fmt.Sprint("fair=", fair), func(t *testing.T) {
+			var opts []mutex.Option
+			if !fair {
+				opts = append(opts, mutex.NonFair())
+			}
+			a, b := open(t, zk.Servers()), open(t, zk.Servers())
+			path := uniquePath(t)
+			ma, err := mutex.New(a, path, opts...)
+			require.NoError(t, err)
+			mb, err := mutex.New(b, path, opts...)
+			require.NoError(t, err)
+			ctx := ctxT(t, 10*time.Second)
+			ok, err := ma.TryLock(ctx)
+			require.NoError(t, err)
+			require.True(t, ok)
+			ok, err = mb.TryLock(ctx)
+			require.NoError(t, err)
+			require.False(t, ok)
+			require.NoError(t, ma.Unlock(ctx))
+			ok, err = mb.TryLock(ctx)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NoError(t, mb.Unlock(ctx))
+			if fair {
+				require.Empty(t, children(t, a, path), "a failed TryLock leaves no node")
+			}
+		})
+	}
+}
+
+// TestExclusion: 12 sessions contend; an in-process checker sees no overlap,
+// and every session gets the lock.
+func TestExclusion(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		t.Run(fmt.Sprint("fair=", fair), func(t *testing.T) {
+			var opts []mutex.Option
+			if !fair {
+				opts = append(opts, mutex.NonFair())
+			}
+			path := uniquePath(t)
+			var x exclusion
+			ctx := ctxT(t, 60*time.Second)
+			var wg sync.WaitGroup
+			const n, rounds = 12, 8
+			errs := make(chan error, n)
+			for i := range n {
+				s := open(t, zk.Servers())
+				m, err := mutex.New(s, path, opts...)
+				require.NoError(t, err)
+				id := fmt.Sprint("c", i)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range rounds {
+						if err := m.Lock(ctx); err != nil {
+							errs <- err
+							return
+						}
+						x.granted(id, m.Lost())
+						time.Sleep(time.Millisecond)
+						x.released(id)
+						if err := m.Unlock(ctx); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			x.check(t)
+			require.Equal(t, n*rounds, x.grants)
+		})
+	}
+}
+
+// TestFIFO: waiters are granted in the order they joined the line.
+func TestFIFO(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	holder := open(t, zk.Servers())
+	h, err := mutex.New(holder, path)
+	require.NoError(t, err)
+	require.NoError(t, h.Lock(ctx))
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	const n = 6
+	for i := range n {
+		s := open(t, zk.Servers())
+		m, err := mutex.New(s, path)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			_ = m.Unlock(ctx)
+		}()
+		// Wait until waiter i is in line before starting the next.
+		require.Eventually(t, func() bool { return len(children(t, holder, path)) == i+2 },
+			10*time.Second, 5*time.Millisecond)
+	}
+	require.NoError(t, h.Unlock(ctx))
+	wg.Wait()
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, order)
+}
+
+// TestCancelLeavesNoNode: a waiter whose ctx ends removes its node.
+func TestCancelLeavesNoNode(t *testing.T) {
+	path := uniquePath(t)
+	a, b := open(t, zk.Servers()), open(t, zk.Servers())
+	ma, _ := mutex.New(a, path)
+	mb, _ := mutex.New(b, path)
+	ctx := ctxT(t, 10*time.Second)
+	require.NoError(t, ma.Lock(ctx))
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err := mb.Lock(wctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Eventually(t, func() bool { return len(children(t, a, path)) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, ma.Unlock(ctx))
+	require.Eventually(t, func() bool { return len(children(t, a, path)) == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestHerdFree: with 20 waiters in line, each release fires one watch
+// notification (counted by the server).
+func TestHerdFree(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 60*time.Second)
+	const n = 20
+	ms := make([]*mutex.Mutex, n+1)
+	for i := range ms {
+		m, err := mutex.New(open(t, zk.Servers()), path)
+		require.NoError(t, err)
+		ms[i] = m
+	}
+	require.NoError(t, ms[0].Lock(ctx))
+	got := make(chan int, n)
+	release := make([]chan struct{}, n+1)
+	for i := 1; i <= n; i++ {
+		release[i] = make(chan struct{})
+		go func() {
+			if err := ms[i].Lock(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			got <- i
+			<-release[i]
+			_ = ms[i].Unlock(ctx)
+		}()
+	}
+	require.Eventually(t, func() bool { return len(children(t, ms[0].Session(), path)) == n+1 }, 10*time.Second, 5*time.Millisecond)
+	// Every waiter has its one watch in place before counting.
+	time.Sleep(200 * time.Millisecond)
+	before := notifications(t)
+	require.NoError(t, ms[0].Unlock(ctx))
+	for k := 1; k <= n; k++ {
+		i := <-got
+		if k < n {
+			close(release[i])
+		} else {
+			defer close(release[i])
+		}
+	}
+	after := notifications(t)
+	perRelease := float64(after-before) / float64(n)
+	t.Logf("%d releases fired %d notifications (%.2f per release)", n, after-before, perRelease)
+	require.Equal(t, int64(n), after-before, "one notification per release")
+}
+
+// TestWrongKind: a semaphore's path is not a mutex's.
+func TestWrongKind(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	ep, err := s.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, recipe.EnsurePath(s, ep, s.Path(path)+"/leases"))
+	m, _ := mutex.New(s, path)
+	err = m.Lock(ctxT(t, 5*time.Second))
+	require.ErrorIs(t, err, mutex.ErrWrongKind)
+	require.Equal(t, []string{"leases"}, children(t, s, path), "nothing left behind")
+}
+
+// TestReadWrite: readers share; a writer excludes; a waiting writer holds off
+// later readers (no starvation); a writer can downgrade.
+func TestReadWrite(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	rw := make([]*mutex.RWMutex, 4)
+	for i := range rw {
+		l, err := mutex.NewRW(open(t, zk.Servers()), path)
+		require.NoError(t, err)
+		rw[i] = l
+	}
+	require.NoError(t, rw[0].RLock(ctx))
+	require.NoError(t, rw[1].RLock(ctx)) // readers share
+	ok, err := rw[2].TryLock(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "a writer waits for readers")
+	wGot := make(chan error, 1)
+	go func() { wGot <- rw[2].Lock(ctx) }()
+	require.Eventually(t, func() bool { return len(children(t, rw[0].Reader().Session(), path)) == 3 }, 5*time.Second, 5*time.Millisecond)
+	// A reader arriving after the waiting writer waits for it.
+	rGot := make(chan error, 1)
+	go func() { rGot <- rw[3].RLock(ctx) }()
+	select {
+	case <-rGot:
+		t.Fatal("a late reader jumped the waiting writer")
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, rw[0].RUnlock(ctx))
+	require.NoError(t, rw[1].RUnlock(ctx))
+	require.NoError(t, <-wGot)
+	select {
+	case <-rGot:
+		t.Fatal("reader granted while the writer holds")
+	case <-time.After(200 * time.Millisecond):
+	}
+	// Downgrade: the writer takes the read lock too.
+	require.NoError(t, rw[2].RLock(ctx))
+	require.NoError(t, rw[2].Unlock(ctx))
+	require.NoError(t, <-rGot) // readers share with the downgraded one
+	require.NoError(t, rw[2].RUnlock(ctx))
+	require.NoError(t, rw[3].RUnlock(ctx))
+	require.Eventually(t, func() bool { return len(children(t, rw[0].Reader().Session(), path)) == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestFenced: a fenced write lands while held; it is refused after release,
+// and refused by the server when the hold's node is gone even though the
+// local signal has not fired.
+func TestFenced(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		t.Run(fmt.Sprint("fair=", fair), func(t *testing.T) {
+			var opts []mutex.Option
+			if !fair {
+				opts = append(opts, mutex.NonFair())
+			}
+			s, s2 := open(t, zk.Servers()), open(t, zk.Servers())
+			path := uniquePath(t)
+			ctx := ctxT(t, 10*time.Second)
+			m, _ := mutex.New(s, path, opts...)
+			other, _ := mutex.New(s2, path, opts...)
+			require.NoError(t, m.Lock(ctx))
+			res := s.Path(path) + "-resource"
+			ep, err := s.Wait(ctx)
+			require.NoError(t, err)
+			_, err = ep.Conn().Create(res, nil, 0, s.ACL())
+			require.NoError(t, err)
+			_, err = m.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1})
+			require.NoError(t, err)
+			h := m.Hold()
+			require.NoError(t, m.Unlock(ctx))
+			require.NoError(t, other.Lock(ctx))
+			_, err = h.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("2"), Version: -1})
+			require.ErrorIs(t, err, mutex.ErrLost)
+			require.NoError(t, other.Unlock(ctx))
+
+			// The node removed behind the holder's back (as the server does
+			// with an expired session) while no signal reached it: the
+			// server refuses the write.
+			require.NoError(t, m.Lock(ctx))
+			ep2, err := s2.Wait(ctx)
+			require.NoError(t, err)
+			require.NoError(t, ep2.Conn().Delete(m.Node(), -1))
+			if !fair {
+				require.NoError(t, other.Lock(ctx)) // bumps the fence
+				defer other.Unlock(ctx)
+			}
+			_, err = m.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("3"), Version: -1})
+			require.ErrorIs(t, err, mutex.ErrLost)
+			require.ErrorIs(t, m.Validate(ctx), mutex.ErrLost)
+			data, _, err := ep.Conn().Get(res)
+			require.NoError(t, err)
+			require.Equal(t, "1", string(data))
+			_ = m.Unlock(ctx)
+		})
+	}
+}
+
+func TestErrorsMatch(t *testing.T) {
+	require.True(t, errors.Is(fmt.Errorf("x: %w", mutex.ErrLost), recipe.ErrLost))
+	require.True(t, strings.Contains(mutex.ErrNotHeld.Error(), "not held"))
+}

@@ -1,0 +1,176 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Token is a hold's fencing token: the creation zxid of the holder's node. It
+// grows with every grant across the whole ensemble.
+type Token int64
+
+func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
+
+// Hold is one granted lock, lease or leadership, bound to the epoch that
+// granted it.
+type Hold struct {
+	sess    *session.Session
+	ep      *session.Epoch
+	nodes   []string // our nodes (the first is the one the token is read from)
+	ctx     context.Context
+	cancel  context.CancelFunc
+	granted time.Time
+
+	// fence: a node and version a fenced write checks.
+	fencePath    string
+	fenceVersion int32
+
+	mu     sync.Mutex
+	token  Token
+	closed bool
+}
+
+// NewHold grants a hold on nodes (created by ep's session) within ep. token
+// is the creation zxid of nodes[0] if known, else 0 (then read when asked).
+// The fence defaults to the existence of nodes[0].
+func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...string) *Hold {
+	ctx, cancel := context.WithCancel(ep.Context())
+	return &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
+		granted: time.Now(), fencePath: nodes[0], fenceVersion: -1}
+}
+
+// SetFence makes fenced writes check path at version instead of the existence
+// of the hold's node.
+func (h *Hold) SetFence(path string, version int32) { h.fencePath, h.fenceVersion = path, version }
+
+// Lost is closed when the hold may have been lost (or was released).
+func (h *Hold) Lost() <-chan struct{} { return h.ctx.Done() }
+
+// Context is cancelled when the hold may have been lost (or was released).
+func (h *Hold) Context() context.Context { return h.ctx }
+
+// Node is the path of the hold's node.
+func (h *Hold) Node() string { return h.nodes[0] }
+
+// Nodes are the paths of all the hold's nodes.
+func (h *Hold) Nodes() []string { return append([]string(nil), h.nodes...) }
+
+// SessionID is the session the hold belongs to.
+func (h *Hold) SessionID() int64 { return h.ep.SessionID() }
+
+// Granted is when the hold was granted.
+func (h *Hold) Granted() time.Time { return h.granted }
+
+// Valid reports whether the hold has not been lost or released (locally: see
+// Validate for a check with the server).
+func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
+
+// Token returns the fencing token, reading it from ZooKeeper (one round trip)
+// the first time it is asked for when the grant did not reveal it.
+func (h *Hold) Token(ctx context.Context) (Token, error) {
+	h.mu.Lock()
+	t := h.token
+	h.mu.Unlock()
+	if t != 0 {
+		return t, nil
+	}
+	if h.ctx.Err() != nil {
+		return 0, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+	}
+	var st *zk.Stat
+	var ok bool
+	err := session.Call(ctx, func() error {
+		var err error
+		ok, st, err = h.ep.Conn().Exists(h.nodes[0])
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !ok || st.EphemeralOwner != h.ep.SessionID() {
+		return 0, fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
+	}
+	h.mu.Lock()
+	h.token = Token(st.Czxid)
+	h.mu.Unlock()
+	return Token(st.Czxid), nil
+}
+
+// Fenced runs ops as one multi-op that succeeds only while the hold's node
+// still exists (a check on it is prepended): a write made after the hold is
+// gone fails with ErrLost instead of landing. The responses returned are those
+// of ops (the check's is dropped).
+func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if h.ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+	}
+	all := append([]any{&zk.CheckVersionRequest{Path: h.fencePath, Version: h.fenceVersion}}, ops...)
+	var res []zk.MultiResponse
+	err := session.Call(ctx, func() error {
+		var err error
+		res, err = h.ep.Conn().Multi(all...)
+		return err
+	})
+	if len(res) > 0 && res[0].Error != nil &&
+		(errors.Is(res[0].Error, zk.ErrNoNode) || errors.Is(res[0].Error, zk.ErrBadVersion)) {
+		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s is gone", ErrLost, h.nodes[0])
+	}
+	if len(res) > 0 {
+		res = res[1:]
+	}
+	return res, err
+}
+
+// Validate asks the server (after a sync, so the answer is current) whether
+// the hold's node still exists and belongs to this session. Use it before a
+// critical step; between checks, watch Lost.
+func (h *Hold) Validate(ctx context.Context) error {
+	if h.ctx.Err() != nil {
+		return fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+	}
+	var ok bool
+	var st *zk.Stat
+	err := session.Call(ctx, func() error {
+		if _, err := h.ep.Conn().Sync(h.nodes[0]); err != nil {
+			return err
+		}
+		var err error
+		ok, st, err = h.ep.Conn().Exists(h.nodes[0])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !ok || st.EphemeralOwner != h.ep.SessionID() || h.ctx.Err() != nil {
+		return fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
+	}
+	return nil
+}
+
+// Release ends the hold: Lost closes, and the nodes are deleted now or, if
+// the connection is down, in the background until they are gone or the
+// session is. It reports ErrLost if the hold had been lost before, and
+// ErrNotHeld if it was released already.
+func (h *Hold) Release() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrNotHeld
+	}
+	h.closed = true
+	h.mu.Unlock()
+	lost := h.ctx.Err() != nil
+	h.cancel()
+	DeleteMany(h.sess, h.ep, h.nodes...)
+	if lost {
+		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
+	}
+	return nil
+}

@@ -1,0 +1,320 @@
+package recipe
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Line is the waiting line of contenders under one path.
+type Line struct {
+	Sess  *session.Session
+	Path  string   // full path (namespace included)
+	Kinds []string // the kinds that take part in this line (all when empty)
+	// Refuse names children whose presence means the path belongs to another
+	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
+	Refuse map[string]string
+}
+
+// Node is a contender's own node, bound to the session that created it.
+type Node struct {
+	Path string // full path
+	Name
+	SessionID int64
+}
+
+// NewGUID returns a fresh random guid for a protected create.
+func NewGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// EnsurePath creates the line's path and its parents (persistent, empty).
+func (l *Line) EnsurePath(ep *session.Epoch) error {
+	return EnsurePath(l.Sess, ep, l.Path)
+}
+
+// EnsurePath creates p and its parents (persistent, empty, the session's ACL).
+func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
+	for _, q := range append(zkpath.Parents(p), p) {
+		_, err := ep.Conn().Create(q, nil, 0, sess.ACL())
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// List returns the line's contenders in order.
+func (l *Line) List(ep *session.Epoch) ([]Name, error) {
+	names, _, err := ep.Conn().Children(l.Path)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if what, ok := l.Refuse[n]; ok {
+			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
+		}
+	}
+	return Sort(names, l.Kinds...), nil
+}
+
+// Enter joins the line in ep's session with a protected EPHEMERAL_SEQUENTIAL
+// create of the given kind: if the create's answer is lost, the node is looked
+// for by its guid (and adopted only if ep's session owns it) before another
+// create is tried, so a lost answer leaves neither an orphan nor a duplicate.
+// It creates the path on demand. One round trip when the path exists.
+func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
+	guid := NewGUID()
+	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
+	var made string
+	err := session.Call(ctx, func() error {
+		for attempt := 0; ; attempt++ {
+			if ep.Context().Err() != nil {
+				// Not connected: a create now would wait in go-zookeeper's
+				// queue. Recover a node we may have made, then give up.
+				if attempt > 0 {
+					if p, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
+						made = p
+						return nil
+					}
+				}
+				return fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
+			}
+			p, err := ep.Conn().Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL())
+			switch {
+			case err == nil:
+				made = p
+				return nil
+			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
+				if err := l.EnsurePath(ep); err != nil {
+					return err
+				}
+			case session.OutcomeUnknown(err) && attempt < 20:
+				p, found, ferr := l.findOwnWhenBack(ep, guid)
+				if ferr == nil && found {
+					made = p
+					return nil
+				}
+				if ep.SessionContext().Err() != nil {
+					return ErrLost
+				}
+			default:
+				return err
+			}
+		}
+	})
+	if err != nil {
+		if made != "" {
+			// ctx ended while the create was in flight: remove what it made.
+			Delete(l.Sess, ep, made)
+		} else if ctx.Err() != nil {
+			// The create may still land after we gave up on it: look for it
+			// by guid in the background and remove it.
+			go l.cleanupGUID(ep, guid)
+		}
+		return nil, err
+	}
+	n, _ := ParseName(made[len(l.Path)+1:])
+	return &Node{Path: made, Name: n, SessionID: ep.SessionID()}, nil
+}
+
+// findOwnWhenBack waits (bounded) for the session to be connected again and
+// looks for the node with guid owned by ep's session.
+func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ep.SessionContext(), l.Sess.Timeout()+time.Second)
+	defer cancel()
+	cur, err := l.Sess.Wait(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if cur.SessionID() != ep.SessionID() {
+		return "", false, ErrLost
+	}
+	return l.FindOwn(cur, guid)
+}
+
+// cleanupGUID removes a node with guid that a create abandoned by its caller
+// may have made.
+func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
+	p, ok, err := l.findOwnWhenBack(ep, guid)
+	if err == nil && ok {
+		Delete(l.Sess, ep, p)
+	}
+}
+
+// FindOwn looks for a node with guid owned by ep's session.
+func (l *Line) FindOwn(ep *session.Epoch, guid string) (string, bool, error) {
+	names, _, err := ep.Conn().Children(l.Path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", false, nil
+	} else if err != nil {
+		return "", false, err
+	}
+	for _, s := range names {
+		n, ok := ParseName(s)
+		if !ok || n.GUID != guid {
+			continue
+		}
+		p := l.Path + "/" + s
+		ok, st, err := ep.Conn().Exists(p)
+		if err != nil {
+			return "", false, err
+		}
+		if ok && st.EphemeralOwner == ep.SessionID() {
+			return p, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// errEpochEnded: the connection was lost while waiting; wait for the session
+// to be usable again and go on (same session) or re-enter (new session).
+var errEpochEnded = errors.New("connection lost")
+
+// ErrNodeGone reports that a contender's node disappeared from the line: its
+// session must have ended. The contender re-enters the line.
+var ErrNodeGone = errors.New("our node is gone from the line")
+
+// Turn decides, from the line and our index i in it, whether we are granted;
+// if not, which node to watch (an index below i), and whether that node's
+// deletion alone grants us (no need to list the line again).
+type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
+
+// Await waits in line until turn grants own, within epoch ep. It returns nil
+// when granted while ep is still live; ErrNodeGone when own has left the line;
+// an error matching Retryable when ep ended (wait for the session and call
+// again); or ctx.Err(). Each wait watches exactly one node, with GetW: one
+// notification per change that matters.
+func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
+	for {
+		line, err := l.List(ep)
+		if err != nil {
+			return err
+		}
+		i := Index(line, own.Name.Name)
+		if i < 0 {
+			return ErrNodeGone
+		}
+		granted, w, delGrants := turn(line, i)
+		if granted {
+			if ep.Context().Err() != nil {
+				return errEpochEnded
+			}
+			return nil
+		}
+		_, _, ch, err := ep.Conn().GetW(l.Path + "/" + line[w].Name)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted && delGrants && ep.Context().Err() == nil {
+				return nil
+			}
+		case <-ep.Done():
+			return errEpochEnded
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Retryable reports whether err from Enter or Await means "the connection was
+// lost: wait for the session to be usable and try again" (a new session, if
+// the old one is lost, means entering the line again).
+func Retryable(err error) bool {
+	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) ||
+		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
+		return false
+	}
+	return errors.Is(err, errEpochEnded) || errors.Is(err, ErrNodeGone) ||
+		errors.Is(err, ErrLost) || session.OutcomeUnknown(err)
+}
+
+// Delete removes one of our nodes: at once if it can, else in the background
+// with a context of its own, until it is gone or its session is (the server
+// then removes it). It never touches another session's node: path is one ep's
+// session created.
+func Delete(sess *session.Session, ep *session.Epoch, path string) {
+	DeleteMany(sess, ep, path)
+}
+
+// DeleteMany is Delete for several nodes, in one multi-op.
+func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) {
+	if len(paths) == 0 {
+		return
+	}
+	try := func(ep *session.Epoch) bool {
+		var err error
+		if len(paths) == 1 {
+			err = ep.Conn().Delete(paths[0], -1)
+		} else {
+			ops := make([]any, len(paths))
+			for i, p := range paths {
+				ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+			}
+			_, err = ep.Conn().Multi(ops...)
+			if errors.Is(err, zk.ErrNoNode) {
+				// Some are gone already: delete one by one.
+				for _, p := range paths {
+					if e := ep.Conn().Delete(p, -1); e != nil && !errors.Is(e, zk.ErrNoNode) {
+						err = e
+						break
+					}
+					err = nil
+				}
+			}
+		}
+		return err == nil || errors.Is(err, zk.ErrNoNode) || ep.SessionContext().Err() != nil ||
+			!session.OutcomeUnknown(err)
+	}
+	if ep.Context().Err() == nil && try(ep) {
+		return
+	}
+	go func() {
+		for i := 0; i < 600; i++ {
+			ctx, cancel := context.WithTimeout(ep.SessionContext(), time.Minute)
+			cur, err := sess.Wait(ctx)
+			cancel()
+			if err != nil || cur.SessionID() != ep.SessionID() {
+				return // the session is gone: so are its nodes
+			}
+			if try(cur) {
+				return
+			}
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-cur.SessionDone():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// WaitLive waits until the session is usable again after ep ended (or ctx
+// ends), pacing retries so a flapping connection does not spin.
+func WaitLive(ctx context.Context, ep *session.Epoch) error {
+	t := time.NewTimer(20 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ep.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	return nil
+}
