@@ -146,9 +146,28 @@ func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (string, bool, er
 // cleanupGUID removes a node with guid that a create abandoned by its caller
 // may have made.
 func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
-	p, ok, err := l.findOwnWhenBack(ep, guid)
-	if err == nil && ok {
-		Delete(l.Sess, ep, p)
+	for i := 0; i < 100 && ep.SessionContext().Err() == nil; i++ {
+		p, ok, err := l.findOwnWhenBack(ep, guid)
+		switch {
+		case err == nil && ok:
+			Delete(l.Sess, ep, p)
+			return
+		case err == nil:
+			// Not there (yet): a create still queued may land later. Look
+			// again after the connection has settled, a few times.
+			if i >= 3 {
+				return
+			}
+		case !session.OutcomeUnknown(err):
+			return
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ep.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ type Proxy struct {
 	conns   map[*proxyConn]struct{}
 	refuse  bool
 	stalled bool
+	muted   bool // replies held, requests forwarded
 	closed  bool
 }
 
@@ -129,17 +130,27 @@ func (p *Proxy) Stall() {
 	p.stalled = true
 }
 
+// MuteReplies starts a one-way partition: requests still reach the server
+// and are applied, but no reply or event comes back (held, like Stall). The
+// client's requests succeed on the server while it hears nothing: the fault
+// of a create whose answer is lost. Heal ends it, closing the connections.
+func (p *Proxy) MuteReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.muted = true
+}
+
 // Heal ends a partition and stops refusing. The connections that were
 // stalled are closed, on both sides, never resumed; clients reconnect through
 // the proxy. Heal without a Stall closes nothing.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stalled {
+	if p.stalled || p.muted {
 		// Every connection open now existed during the stall.
 		p.closeAllLocked()
 	}
-	p.stalled, p.refuse = false, false
+	p.stalled, p.muted, p.refuse = false, false, false
 }
 
 // Conns returns the number of open client connections.
@@ -246,7 +257,7 @@ func (p *Proxy) serve(pc *proxyConn, target string) {
 	defer p.close(pc)
 	// A connection accepted during a stall stays silent and is never dialled
 	// through: the partition cuts it off from the server.
-	if !p.pass(pc) {
+	if !p.pass(pc, false) {
 		return
 	}
 	d := net.Dialer{Timeout: dialTimeout}
@@ -267,21 +278,21 @@ func (p *Proxy) serve(pc *proxyConn, target string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.pump(pc, server, pc.client, nil)
+		p.pump(pc, server, pc.client, nil, false)
 	}()
-	p.pump(pc, pc.client, server, sn)
+	p.pump(pc, pc.client, server, sn, true)
 	<-done
 }
 
 // pump copies src to dst. At the end of src it half-closes dst, so that bytes
 // in flight the other way still arrive; on any other error it closes the pair.
 // sn, if not nil, sees each chunk just before it is forwarded.
-func (p *Proxy) pump(pc *proxyConn, dst, src net.Conn, sn *sniffer) {
+func (p *Proxy) pump(pc *proxyConn, dst, src net.Conn, sn *sniffer, toClient bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.pass(pc) {
+			if !p.pass(pc, toClient) {
 				return
 			}
 			if sn != nil {
@@ -307,9 +318,9 @@ func (p *Proxy) pump(pc *proxyConn, dst, src net.Conn, sn *sniffer) {
 // pass reports whether pc may forward bytes now. While the proxy is stalled
 // it holds them: it waits until pc is closed (by Heal, Sever or Close — a
 // stalled connection is never resumed) and returns false.
-func (p *Proxy) pass(pc *proxyConn) bool {
+func (p *Proxy) pass(pc *proxyConn, toClient bool) bool {
 	p.mu.Lock()
-	stalled := p.stalled
+	stalled := p.stalled || (toClient && p.muted)
 	p.mu.Unlock()
 	if !stalled {
 		return pc.ctx.Err() == nil
