@@ -22,8 +22,15 @@ var resultCodes = []error{
 
 // OutcomeUnknown reports whether err leaves a request's outcome unknown: the
 // request may or may not have been applied by the server.
+//
+// An error that has a method OutcomeKnown() bool returning true (as recipes'
+// typed errors do) is an answer too: it is never retried.
 func OutcomeUnknown(err error) bool {
 	if err == nil {
+		return false
+	}
+	var k interface{ OutcomeKnown() bool }
+	if errors.As(err, &k) && k.OutcomeKnown() {
 		return false
 	}
 	for _, rc := range resultCodes {

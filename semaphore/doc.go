@@ -1,0 +1,36 @@
+// Package semaphore is a distributed counting semaphore on ZooKeeper: at most
+// maxLeases leases are held at once, across every process using the path.
+//
+// # Layout and protocol
+//
+// The path's node records the limit ("shepherd:semaphore:v1 maxLeases=N"),
+// which marks the path as a semaphore's. Under it, "locks" holds the line of
+// waiters (EPHEMERAL_SEQUENTIAL "_c_<guid>-lock-<seq>") and "leases" the
+// leases ("_c_<guid>-lease-<seq>"), as Apache Curator's InterProcessSemaphoreV2
+// lays them out. Only the head of the line may take leases: it reads the lease
+// count and, when n more fit, takes them in one multi-op that also checks the
+// path's version (the limit has not changed), creates the n leases and removes
+// its place in line. So:
+//
+//   - the limit holds by construction: leases are only ever created by the
+//     single head of the line, atomically with the check;
+//   - waiters are served in FIFO order, and AcquireN takes all n leases or none
+//     (a head that needs n waits until n are free: no two clients each hold part);
+//   - a release wakes O(1) clients: the head (its watch on the lease list
+//     fires), which in taking its leases removes its place in line and so wakes
+//     the next waiter (its watch on its predecessor fires) — two notifications,
+//     however many wait. No one else watches the lease list.
+//
+// Uncontended, an Acquire+Release costs five round trips: enter the line,
+// list it, count the leases, the multi-op, and the release.
+//
+// # Loss
+//
+// Each Lease has a loss signal: Lost() is closed the moment the lease may have
+// been lost — the connection dropped (Suspended), the session was lost, or the
+// session manager closed — before the server can hand its place to anyone
+// else. The lease is then over; Release removes its node (in the background if
+// the connection is down). A waiter keeps its place in line through a
+// disconnect its session survives and re-enters the line on a new session. A
+// holder whose process dies frees its lease when its session expires.
+package semaphore

@@ -1,0 +1,513 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Errors, matched with errors.Is.
+var (
+	ErrInvalidPath       = recipe.ErrInvalidPath
+	ErrInvalidArgument   = recipe.ErrInvalidArgument
+	ErrMaxLeasesMismatch = recipe.ErrMaxLeasesMismatch
+	ErrWrongKind         = recipe.ErrWrongKind
+	ErrLost              = recipe.ErrLost
+	ErrClosed            = recipe.ErrClosed
+	// ErrNoLease: TryAcquire found no lease free (or waiters ahead).
+	ErrNoLease = recipe.NewError("semaphore: no lease free")
+	// ErrConflict: SetMaxLeases lost a race with another change of the limit.
+	ErrConflict = recipe.NewError("semaphore: the limit was changed concurrently")
+)
+
+const (
+	marker      = "shepherd:semaphore:v1"
+	locksChild  = "locks"
+	leasesChild = "leases"
+	// MaxLeasesLimit bounds maxLeases (a multi-op creates up to n nodes).
+	MaxLeasesLimit = 10000
+)
+
+// Option configures a Semaphore.
+type Option func(*Semaphore)
+
+// WithData stores data (for example the holder's id) in the lease and
+// waiting nodes, for `shepherd status` and operators.
+func WithData(data []byte) Option {
+	return func(s *Semaphore) { s.data = append([]byte(nil), data...) }
+}
+
+// Semaphore is a client of the semaphore at one path. Its methods are safe
+// for concurrent use.
+type Semaphore struct {
+	sess   *session.Session
+	path   string
+	max    int
+	data   []byte
+	locks  recipe.Line
+	leases string
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	version int32 // the path's data version when the limit was last read
+	known   bool
+}
+
+// New returns a client of the semaphore at path with the given limit. It
+// does no I/O; the limit is checked against the one recorded at the path on
+// every acquire.
+func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Semaphore, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("semaphore: %w: nil session", ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return nil, fmt.Errorf("semaphore: %w", err)
+	}
+	if maxLeases < 1 || maxLeases > MaxLeasesLimit {
+		return nil, fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, maxLeases, MaxLeasesLimit)
+	}
+	full := sess.Path(path)
+	s := &Semaphore{sess: sess, path: full, max: maxLeases, leases: full + "/" + leasesChild,
+		log: sess.Logger().With("semaphore", full)}
+	for _, o := range opts {
+		o(s)
+	}
+	if len(s.data) > recipe.MaxDataLen {
+		return nil, fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(s.data), recipe.MaxDataLen)
+	}
+	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild}
+	return s, nil
+}
+
+// MaxLeases is this client's limit.
+func (s *Semaphore) MaxLeases() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
+}
+
+// Path is the semaphore's full path (namespace included).
+func (s *Semaphore) Path() string { return s.path }
+
+func markerData(max int) []byte { return []byte(fmt.Sprintf("%s maxLeases=%d", marker, max)) }
+
+// parseMarker returns the limit recorded in data.
+func parseMarker(data []byte) (int, bool) {
+	rest, ok := strings.CutPrefix(string(data), marker+" maxLeases=")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil
+}
+
+// ensureMeta reads (or records) the limit at the path and checks it against
+// ours. One round trip once the path exists.
+func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		data, st, err := ep.Conn().Get(s.path)
+		if errors.Is(err, zk.ErrNoNode) {
+			if err := recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
+				return err
+			}
+			_, err := ep.Conn().Multi(
+				&zk.CreateRequest{Path: s.path, Data: markerData(s.MaxLeases()), Acl: s.sess.ACL()},
+				&zk.CreateRequest{Path: s.path + "/" + locksChild, Acl: s.sess.ACL()},
+				&zk.CreateRequest{Path: s.leases, Acl: s.sess.ACL()})
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return err
+			}
+			continue
+		} else if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			// An empty node: adopt it, unless it is another recipe's.
+			names, _, err := ep.Conn().Children(s.path)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				if _, ok := recipe.ParseName(n); ok || n == "nonfair-lock" {
+					return fmt.Errorf("semaphore: %w: %s holds %s", ErrWrongKind, s.path, n)
+				}
+			}
+			_, err = ep.Conn().Multi(
+				&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: st.Version})
+			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
+				return err
+			}
+			for _, c := range []string{locksChild, leasesChild} {
+				if _, err := ep.Conn().Create(s.path+"/"+c, nil, 0, s.sess.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+					return err
+				}
+			}
+			continue
+		}
+		recorded, ok := parseMarker(data)
+		if !ok {
+			return fmt.Errorf("semaphore: %w: %s is not a semaphore's path (data %q)", ErrWrongKind, s.path, truncate(data))
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if recorded != s.max {
+			s.known = false
+			return fmt.Errorf("semaphore %s: %w: recorded %d, this client %d", s.path, ErrMaxLeasesMismatch, recorded, s.max)
+		}
+		s.version, s.known = st.Version, true
+		return nil
+	}
+	return fmt.Errorf("semaphore %s: could not read or record the limit", s.path)
+}
+
+func truncate(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+func parent(p string) string { return p[:strings.LastIndex(p, "/")] }
+
+// Acquire takes one lease, waiting in line until one is free or ctx ends.
+func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.AcquireN(ctx, 1) }
+
+// AcquireN takes n leases at once, all or none, waiting in line until n are
+// free or ctx ends. When ctx ends, the waiter's node is removed.
+func (s *Semaphore) AcquireN(ctx context.Context, n int) (*Lease, error) {
+	return s.acquire(ctx, n, true)
+}
+
+// TryAcquire takes a lease if one is free now and no one waits ahead; else it
+// returns ErrNoLease.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) { return s.acquire(ctx, 1, false) }
+
+// TryAcquireN is TryAcquire for n leases at once.
+func (s *Semaphore) TryAcquireN(ctx context.Context, n int) (*Lease, error) {
+	return s.acquire(ctx, n, false)
+}
+
+// errRecheck: the limit's version changed; read it again.
+var errRecheck = errors.New("semaphore: limit changed")
+
+func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
+	if n < 1 || n > s.MaxLeases() {
+		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
+	}
+	var own *recipe.Node
+	defer func() {
+		if own != nil { // not granted: leave the line
+			s.leave(own)
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		ep, err := s.sess.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		retry := func(err error) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, ErrNoLease) {
+				return err
+			}
+			if !recipe.Retryable(err) && !errors.Is(err, errRecheck) || attempt > 10000 {
+				return err
+			}
+			if errors.Is(err, errRecheck) {
+				return nil
+			}
+			return recipe.WaitLive(ctx, ep)
+		}
+		s.mu.Lock()
+		known := s.known
+		s.mu.Unlock()
+		if !known {
+			if err := s.ensureMeta(ep); err != nil {
+				if err := retry(err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if own != nil && own.SessionID != ep.SessionID() {
+			own = nil // a node of a lost session is never reused
+		}
+		handoff := false
+		if own == nil {
+			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
+			if err != nil {
+				own = nil
+				if err := retry(err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if wait {
+			err = s.locks.Await(ctx, ep, own, headTurn)
+			handoff = err == nil
+		} else {
+			err = s.isHead(ep, own)
+		}
+		if errors.Is(err, recipe.ErrNodeGone) {
+			own = nil
+			continue
+		}
+		if err != nil {
+			if err := retry(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l, err := s.take(ctx, ep, own, n, wait, handoff)
+		if err == nil {
+			own = nil // consumed by the multi-op
+			return l, nil
+		}
+		if errors.Is(err, errRecheck) {
+			s.mu.Lock()
+			s.known = false
+			s.mu.Unlock()
+		}
+		if errors.Is(err, recipe.ErrNodeGone) {
+			own = nil
+			continue
+		}
+		if err := retry(err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// headTurn: only the head of the line may take leases.
+func headTurn(line []recipe.Name, i int) (bool, int, bool) {
+	if i == 0 {
+		return true, 0, false
+	}
+	return false, i - 1, i == 1
+}
+
+// isHead reports (for TryAcquire) whether own heads the line.
+func (s *Semaphore) isHead(ep *session.Epoch, own *recipe.Node) error {
+	line, err := s.locks.List(ep)
+	if err != nil {
+		return err
+	}
+	switch recipe.Index(line, own.Name.Name) {
+	case -1:
+		return recipe.ErrNodeGone
+	case 0:
+		return nil
+	}
+	return ErrNoLease
+}
+
+// take, as the head of the line, waits until n leases are free and takes
+// them in one multi-op that also removes own from the line.
+func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int, wait, expectFull bool) (*Lease, error) {
+	guid := recipe.NewGUID()
+	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
+	for {
+		var names []string
+		var ch <-chan zk.Event
+		var err error
+		if expectFull && wait {
+			names, _, ch, err = ep.Conn().ChildrenW(s.leases)
+		} else {
+			names, _, err = ep.Conn().Children(s.leases)
+		}
+		if err != nil {
+			return nil, err
+		}
+		held := len(recipe.Sort(names, recipe.KindLease))
+		s.mu.Lock()
+		max, version := s.max, s.version
+		s.mu.Unlock()
+		if held+n <= max {
+			if ep.Context().Err() != nil {
+				return nil, fmt.Errorf("%w: connection lost", ErrLost)
+			}
+			ops := []any{&zk.CheckVersionRequest{Path: s.path, Version: version}}
+			for range n {
+				ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
+					Flags: zk.FlagEphemeral | zk.FlagSequence})
+			}
+			ops = append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
+			res, err := ep.Conn().Multi(ops...)
+			if err == nil {
+				paths := make([]string, n)
+				for i := range n {
+					paths[i] = res[1+i].String
+				}
+				return s.grant(ep, paths), nil
+			}
+			switch {
+			case len(res) > 0 && (errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoNode)):
+				return nil, errRecheck // the limit changed
+			case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
+				return nil, recipe.ErrNodeGone // our place is gone: our session too
+			case session.OutcomeUnknown(err):
+				// Did it land? Look for our leases by guid.
+				if paths, ok := s.findLeases(ep, guid); ok {
+					return s.grant(ep, paths), nil
+				}
+				return nil, err
+			default:
+				return nil, err
+			}
+		}
+		if !wait {
+			return nil, ErrNoLease
+		}
+		if ch == nil {
+			expectFull = true
+			continue
+		}
+		select {
+		case <-ch:
+			expectFull = false
+		case <-ep.Done():
+			return nil, fmt.Errorf("%w: connection lost", ErrLost)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// findLeases looks for the leases a multi-op with guid created in ep's
+// session, once the connection is back.
+func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) {
+	l := recipe.Line{Sess: s.sess, Path: s.leases}
+	for i := 0; i < 3; i++ {
+		p, ok, err := l.FindOwn(ep, guid)
+		if err == nil {
+			if !ok {
+				return nil, false
+			}
+			names, _, err := ep.Conn().Children(s.leases)
+			if err != nil {
+				return nil, false
+			}
+			var paths []string
+			for _, nm := range names {
+				if x, ok := recipe.ParseName(nm); ok && x.GUID == guid {
+					paths = append(paths, s.leases+"/"+nm)
+				}
+			}
+			_ = p
+			return paths, true
+		}
+		cur, werr := s.sess.Wait(ep.SessionContext())
+		if werr != nil || cur.SessionID() != ep.SessionID() {
+			return nil, false
+		}
+		ep = cur
+	}
+	return nil, false
+}
+
+func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
+	return &Lease{s: s, hold: recipe.NewHold(s.sess, ep, 0, paths...)}
+}
+
+// leave removes a waiter's node that was not granted.
+func (s *Semaphore) leave(own *recipe.Node) {
+	if ep, ok := s.sess.Current(); ok && ep.SessionID() == own.SessionID {
+		recipe.Delete(s.sess, ep, own.Path)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.sess.Timeout()*2)
+		defer cancel()
+		ep, err := s.sess.Wait(ctx)
+		if err == nil && ep.SessionID() == own.SessionID {
+			recipe.Delete(s.sess, ep, own.Path)
+		}
+	}()
+}
+
+// SetMaxLeases changes the limit recorded at the path, from this client's
+// limit to max: a versioned change that fails with ErrConflict if the limit
+// changed meanwhile, and ErrMaxLeasesMismatch if this client's limit is not
+// the recorded one. Other clients then get ErrMaxLeasesMismatch until they
+// use the new limit. Leases held beyond a lowered limit are not revoked; no
+// new lease is granted until the count is below it.
+func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
+	if max < 1 || max > MaxLeasesLimit {
+		return fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, max, MaxLeasesLimit)
+	}
+	return s.sess.Do(ctx, func(ep *session.Epoch) error {
+		if err := s.ensureMeta(ep); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		version := s.version
+		s.mu.Unlock()
+		_, err := ep.Conn().Set(s.path, markerData(max), version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
+		}
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.max, s.known = max, false
+		s.mu.Unlock()
+		return nil
+	})
+}
+
+// Lease is one or more held leases.
+type Lease struct {
+	s    *Semaphore
+	hold *recipe.Hold
+	once sync.Once
+	err  error
+}
+
+// Release gives the leases back: now, or (if the connection is down) in the
+// background until they are gone or their session is. It is idempotent: the
+// first call reports ErrLost if the lease had been lost before, later calls
+// return nil.
+func (l *Lease) Release(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.once.Do(func() {
+		if err := l.hold.Release(); err != nil && errors.Is(err, ErrLost) {
+			l.err = fmt.Errorf("semaphore %s: %w", l.s.path, err)
+		}
+	})
+	return l.err
+}
+
+// Lost is closed when the lease may have been lost (or was released).
+func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
+
+// Context is cancelled when the lease may have been lost (or was released).
+func (l *Lease) Context() context.Context { return l.hold.Context() }
+
+// Token is the lease's fencing token (the creation zxid of its nodes). The
+// first call costs a round trip.
+func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold.Token(ctx) }
+
+// Nodes are the lease's nodes.
+func (l *Lease) Nodes() []string { return l.hold.Nodes() }
+
+// Count is the number of leases held.
+func (l *Lease) Count() int { return len(l.hold.Nodes()) }
+
+// Hold is the underlying hold (fenced writes, Validate).
+func (l *Lease) Hold() *recipe.Hold { return l.hold }
