@@ -21,6 +21,10 @@ import (
 var zk *zktest.Cluster // the package's shared standalone server
 
 func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" {
+		runHolder()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	c, err := zktest.StartCluster(ctx, 1)
 	cancel()
