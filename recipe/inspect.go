@@ -1,0 +1,220 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Entry is one node of a recipe: a holder or a waiter.
+type Entry struct {
+	Node      string    `json:"node"`
+	Kind      string    `json:"kind"` // the name's kind ("lock-", "lease-", ...)
+	Seq       int64     `json:"seq"`
+	Data      string    `json:"data,omitempty"` // the holder's id or data
+	SessionID int64     `json:"session_id"`     // the owning session
+	Created   time.Time `json:"created"`
+	Token     Token     `json:"token"` // the creation zxid: the fencing token
+}
+
+// Snapshot is what is at a recipe's path.
+type Snapshot struct {
+	Path      string  `json:"path"`
+	Kind      string  `json:"kind"` // mutex, rwlock, semaphore, election, empty
+	Fair      bool    `json:"fair"`
+	MaxLeases int     `json:"max_leases,omitempty"`
+	Holders   []Entry `json:"holders"` // the lock holder(s), lease holders, or the leader
+	Waiters   []Entry `json:"waiters"` // in line order
+	// Watch fires when the snapshot may have changed (set by InspectW).
+	Watch <-chan zk.Event `json:"-"`
+}
+
+// Names of the nodes of non-fair recipes and of a semaphore's layout.
+const (
+	nonFairLockNode   = "nonfair-lock"
+	nonFairLeaderNode = "leader"
+	semaphoreMarker   = "shepherd:semaphore:v1 maxLeases="
+)
+
+// Inspect reads what is at path (full path, namespace included): the kind of
+// recipe, its holders and its waiters in line order, with their sessions,
+// ages and tokens.
+func Inspect(ctx context.Context, sess *session.Session, path string) (*Snapshot, error) {
+	return inspect(ctx, sess, path, false)
+}
+
+// InspectW is Inspect, also setting watches: the snapshot's Watch channel
+// fires at the next change of the line(s) read.
+func InspectW(ctx context.Context, sess *session.Session, path string) (*Snapshot, error) {
+	return inspect(ctx, sess, path, true)
+}
+
+func inspect(ctx context.Context, sess *session.Session, path string, watch bool) (*Snapshot, error) {
+	var snap *Snapshot
+	err := sess.Do(ctx, func(ep *session.Epoch) error {
+		var err error
+		snap, err = inspectIn(ep, path, watch)
+		return err
+	})
+	return snap, err
+}
+
+func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
+	c := ep.Conn()
+	snap := &Snapshot{Path: path, Kind: "empty", Fair: true, Holders: []Entry{}, Waiters: []Entry{}}
+	var watches []<-chan zk.Event
+	children := func(p string) ([]string, error) {
+		if watch {
+			names, _, ch, err := c.ChildrenW(p)
+			if err == nil {
+				watches = append(watches, ch)
+			}
+			return names, err
+		}
+		names, _, err := c.Children(p)
+		return names, err
+	}
+	data, _, err := c.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		if watch {
+			_, _, ch, err := c.ExistsW(path)
+			if err != nil {
+				return nil, err
+			}
+			snap.Watch = ch
+		}
+		return snap, nil
+	} else if err != nil {
+		return nil, err
+	}
+	entries := func(dir string, names []Name) ([]Entry, error) {
+		out := make([]Entry, 0, len(names))
+		for _, n := range names {
+			e, ok, err := entry(c, dir+"/"+n.Name, n)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	if rest, ok := strings.CutPrefix(string(data), semaphoreMarker); ok {
+		snap.Kind = "semaphore"
+		for _, ch := range rest {
+			if ch < '0' || ch > '9' {
+				break
+			}
+			snap.MaxLeases = snap.MaxLeases*10 + int(ch-'0')
+		}
+		leases, err := children(path + "/leases")
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		locks, err := children(path + "/locks")
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, err
+		}
+		if snap.Holders, err = entries(path+"/leases", Sort(leases, KindLease)); err != nil {
+			return nil, err
+		}
+		if snap.Waiters, err = entries(path+"/locks", Sort(locks)); err != nil {
+			return nil, err
+		}
+		snap.Watch = merge(watches)
+		return snap, nil
+	}
+	names, err := children(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if n == nonFairLockNode || n == nonFairLeaderNode {
+			snap.Fair = false
+			snap.Kind = "mutex"
+			if n == nonFairLeaderNode {
+				snap.Kind = "election"
+			}
+			e, ok, err := entry(c, path+"/"+n, Name{Name: n})
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				snap.Holders = append(snap.Holders, e)
+			}
+		}
+	}
+	line := Sort(names)
+	all, err := entries(path, line)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) > 0 {
+		switch all[0].Kind {
+		case KindLatch:
+			snap.Kind = "election"
+		case KindRead, KindWrite:
+			snap.Kind = "rwlock"
+		default:
+			snap.Kind = "mutex"
+		}
+	}
+	if snap.Fair {
+		n := 0
+		if len(all) > 0 {
+			n = 1
+			if snap.Kind == "rwlock" {
+				for n = 0; n < len(all) && (all[n].Kind == KindRead || all[n].Kind == KindKazooRead); n++ {
+				}
+				if n == 0 {
+					n = 1
+				}
+			}
+		}
+		snap.Holders, snap.Waiters = all[:n], all[n:]
+	} else {
+		snap.Waiters = all
+	}
+	snap.Watch = merge(watches)
+	return snap, nil
+}
+
+// entry reads one node's owner, age and data.
+func entry(c *zk.Conn, p string, n Name) (Entry, bool, error) {
+	data, st, err := c.Get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Entry{}, false, nil // gone meanwhile
+	} else if err != nil {
+		return Entry{}, false, err
+	}
+	return Entry{Node: p, Kind: n.Kind, Seq: n.Seq, Data: string(data), SessionID: st.EphemeralOwner,
+		Created: time.UnixMilli(st.Ctime), Token: Token(st.Czxid)}, true, nil
+}
+
+// merge returns a channel that fires when any of chs does.
+func merge(chs []<-chan zk.Event) <-chan zk.Event {
+	if len(chs) == 0 {
+		return nil
+	}
+	if len(chs) == 1 {
+		return chs[0]
+	}
+	out := make(chan zk.Event, 1)
+	for _, ch := range chs {
+		go func() {
+			if ev, ok := <-ch; ok {
+				select {
+				case out <- ev:
+				default:
+				}
+			}
+		}()
+	}
+	return out
+}
