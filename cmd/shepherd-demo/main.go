@@ -51,6 +51,7 @@ type demo struct {
 	zk             *zktest.Cluster
 	bin            string
 	procs          []*exec.Cmd
+	done           map[*exec.Cmd]chan struct{} // closed when the process has been waited for
 }
 
 func (d *demo) say(format string, args ...any) {
@@ -63,9 +64,11 @@ func (d *demo) note(format string, args ...any) {
 
 func (d *demo) cleanup() {
 	for _, p := range d.procs {
-		if p.ProcessState == nil {
+		select {
+		case <-d.done[p]:
+		default:
 			_ = p.Process.Kill()
-			_, _ = p.Process.Wait()
+			<-d.done[p]
 		}
 	}
 	if d.zk != nil {
@@ -106,7 +109,12 @@ func (d *demo) spawn(name string, args ...string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	d.procs = append(d.procs, cmd)
-	go func() { _ = cmd.Wait(); logf.Close() }()
+	if d.done == nil {
+		d.done = map[*exec.Cmd]chan struct{}{}
+	}
+	done := make(chan struct{})
+	d.done[cmd] = done
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	return cmd, nil
 }
 
