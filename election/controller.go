@@ -262,6 +262,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 	defer e.end()
 	defer e.leave()
 	for {
+		began := time.Now()
 		l, err := e.acquire(ctx, cb.OnLeader)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -269,6 +270,8 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			}
 			return err
 		}
+		e.report(session.RecipeEvent{Kind: session.Acquired, Wait: time.Since(began), Term: int64(l.term)})
+		e.report(session.RecipeEvent{Kind: session.Elected, Term: int64(l.term)})
 		stopAfter := context.AfterFunc(ctx, l.cancel)
 		resign := e.setLeading(l)
 		done := make(chan struct{})
@@ -286,7 +289,9 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		}
 		l.cancel()
 		stopAfter()
+		cancelled := time.Now()
 		stuck := e.awaitStop(done, l.term)
+		e.report(session.RecipeEvent{Kind: session.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
 		e.setLeading(nil)
 		if cb.OnRevoked != nil {
 			cb.OnRevoked()
@@ -320,14 +325,18 @@ func (e *Election) awaitStop(done <-chan struct{}, term Term) bool {
 	case <-t.C:
 	}
 	e.mu.Lock()
-	e.stuck = true
+	e.stuck, e.stuckNow = true, true
 	e.mu.Unlock()
 	e.log.Error("election: OnElected has not returned after its context was cancelled",
 		"term", term, "deadline", e.stopDeadline)
+	e.report(session.RecipeEvent{Kind: session.CallbackStuck, Term: int64(term)})
 	if e.onStuck != nil {
 		e.onStuck(term)
 	}
 	<-done
+	e.mu.Lock()
+	e.stuckNow = false
+	e.mu.Unlock()
 	return true
 }
 

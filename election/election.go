@@ -100,6 +100,8 @@ type Election struct {
 	node    *candidate // our node in line, if any
 	leading *leadership
 	stuck   bool
+	// stuckNow: OnElected is still running past its stop deadline.
+	stuckNow bool
 	// checkedIDs: the line was searched for our id once already.
 	checkedIDs bool
 	resignCh   chan struct{}
@@ -183,3 +185,30 @@ func newGUID() string {
 
 // isNoNode reports ZooKeeper's "no node".
 func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
+
+func (e *Election) report(ev session.RecipeEvent) {
+	ev.Recipe, ev.Path = "election", e.path
+	if cur, ok := e.sess.Current(); ok {
+		ev.SessionID = cur.SessionID()
+	}
+	e.sess.Report(ev)
+}
+
+// Healthy is a liveness check for a process that runs this candidate (like
+// client-go's HealthzAdaptor): it reports an error when OnElected is still
+// running past its stop deadline after leadership was lost (a leader that
+// cannot stop must not go on), or when the session has been Suspended for
+// longer than maxSuspended (0: no bound).
+func (e *Election) Healthy(maxSuspended time.Duration) error {
+	e.mu.Lock()
+	stuck := e.stuckNow
+	e.mu.Unlock()
+	if stuck {
+		return fmt.Errorf("election %s: OnElected has not returned %v after leadership was lost", e.path, e.stopDeadline)
+	}
+	if st, since := e.sess.StateSince(); maxSuspended > 0 && st == session.Suspended && time.Since(since) > maxSuspended {
+		return fmt.Errorf("election %s: ZooKeeper connection suspended for %v (bound %v)", e.path,
+			time.Since(since).Round(time.Millisecond), maxSuspended)
+	}
+	return nil
+}

@@ -230,7 +230,16 @@ func readTurn(line []recipe.Name, i int) (bool, int, bool) {
 	return false, w, writers == 1
 }
 
+// recipeName names the recipe for the observer.
+func (m *Mutex) recipeName() string {
+	if m.kind == recipe.KindLock {
+		return "mutex"
+	}
+	return "rwlock"
+}
+
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+	start := time.Now()
 	var own *recipe.Node
 	defer func() {
 		if own != nil { // not granted: leave the line
@@ -308,6 +317,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 			own = nil
 			continue
 		}
+		h.Observe(m.recipeName(), m.path, time.Since(start), max(own.Position, 0))
 		own = nil
 		return h, nil
 	}
@@ -326,6 +336,7 @@ func (m *Mutex) deleteLater(own *recipe.Node) {
 }
 
 func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+	start := time.Now()
 	node := m.path + "/" + NonFairNode
 	var delay time.Duration
 	for attempt := 0; ; attempt++ {
@@ -344,6 +355,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 				h.Release()
 				continue
 			}
+			h.Observe("mutex", m.path, time.Since(start), 0)
 			return h, nil
 		}
 		if ctx.Err() != nil {
@@ -392,6 +404,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 			}
 			h := recipe.NewHold(m.sess, ep, recipe.Token(st.Czxid), node)
 			h.SetFence(m.path, pst.Version)
+			h.Observe("mutex", m.path, time.Since(start), 0)
 			return h, nil
 		}
 		if !wait {

@@ -32,9 +32,12 @@ type Hold struct {
 	fencePath    string
 	fenceVersion int32
 
-	mu     sync.Mutex
-	token  Token
-	closed bool
+	mu       sync.Mutex
+	token    Token
+	closed   bool
+	recipe   string // for the observer
+	path     string
+	observed bool
 }
 
 // NewHold grants a hold on nodes (created by ep's session) within ep. token
@@ -44,6 +47,36 @@ func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...str
 	ctx, cancel := context.WithCancel(ep.Context())
 	return &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
 		granted: time.Now(), fencePath: nodes[0], fenceVersion: -1}
+}
+
+// Observe reports the grant to the session's observer (recipe is "mutex",
+// "semaphore", ...; wait is how long the acquisition took; position the place
+// in line it joined at), and from then on the hold's release or loss.
+func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
+	h.mu.Lock()
+	h.recipe, h.path, h.observed = recipe, path, true
+	h.mu.Unlock()
+	h.report(session.Acquired, func(ev *session.RecipeEvent) { ev.Wait, ev.Position = wait, position })
+	context.AfterFunc(h.ctx, func() {
+		h.mu.Lock()
+		released := h.closed
+		h.mu.Unlock()
+		if !released {
+			h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+		}
+	})
+}
+
+func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEvent)) {
+	h.mu.Lock()
+	observed, recipe, path := h.observed, h.recipe, h.path
+	h.mu.Unlock()
+	if !observed {
+		return
+	}
+	ev := session.RecipeEvent{Kind: kind, Recipe: recipe, Path: path, SessionID: h.ep.SessionID()}
+	set(&ev)
+	h.sess.Report(ev)
 }
 
 // SetFence makes fenced writes check path at version instead of the existence
@@ -167,6 +200,9 @@ func (h *Hold) Release() error {
 	h.closed = true
 	h.mu.Unlock()
 	lost := h.ctx.Err() != nil
+	if !lost {
+		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+	}
 	h.cancel()
 	DeleteMany(h.sess, h.ep, h.nodes...)
 	if lost {

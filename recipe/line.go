@@ -29,6 +29,9 @@ type Node struct {
 	Path string // full path
 	Name
 	SessionID int64
+	// Position is the node's place in line when first seen by Await (0: the
+	// head), -1 before.
+	Position int
 }
 
 // NewGUID returns a fresh random guid for a protected create.
@@ -125,7 +128,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		return nil, err
 	}
 	n, _ := ParseName(made[len(l.Path)+1:])
-	return &Node{Path: made, Name: n, SessionID: ep.SessionID()}, nil
+	return &Node{Path: made, Name: n, SessionID: ep.SessionID(), Position: -1}, nil
 }
 
 // findOwnWhenBack waits (bounded) for the session to be connected again and
@@ -150,6 +153,7 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 		p, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: p, SessionID: ep.SessionID()})
 			Delete(l.Sess, ep, p)
 			return
 		case err == nil:
@@ -223,6 +227,9 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 		i := Index(line, own.Name.Name)
 		if i < 0 {
 			return ErrNodeGone
+		}
+		if own.Position < 0 {
+			own.Position = i
 		}
 		granted, w, delGrants := turn(line, i)
 		if granted {
@@ -302,6 +309,7 @@ func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) {
 	if ep.Context().Err() == nil && try(ep) {
 		return
 	}
+	sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Path: paths[0], SessionID: ep.SessionID()})
 	go func() {
 		for i := 0; i < 600; i++ {
 			ctx, cancel := context.WithTimeout(ep.SessionContext(), time.Minute)

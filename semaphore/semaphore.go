@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -204,6 +205,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
 	}
+	start := time.Now()
 	var own *recipe.Node
 	defer func() {
 		if own != nil { // not granted: leave the line
@@ -273,6 +275,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		}
 		l, err := s.take(ctx, ep, own, n, wait, handoff)
 		if err == nil {
+			l.hold.Observe("semaphore", s.path, time.Since(start), max(own.Position, 0))
 			own = nil // consumed by the multi-op
 			return l, nil
 		}

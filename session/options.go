@@ -26,6 +26,7 @@ type config struct {
 	auth           []authInfo
 	log            *slog.Logger
 	dialer         zk.Dialer
+	observer       Observer
 	err            error
 }
 

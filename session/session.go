@@ -22,8 +22,9 @@ type Session struct {
 
 	mu        sync.Mutex
 	state     State
-	cur       *handle // the connection of the current session; nil while establishing
-	epoch     *Epoch  // the current (or last) epoch
+	stateAt   time.Time // when state began
+	cur       *handle   // the connection of the current session; nil while establishing
+	epoch     *Epoch    // the current (or last) epoch
 	ready     chan struct{}
 	listeners map[*listener]struct{}
 	closed    bool
@@ -111,6 +112,9 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 		close(s.runDone)
 		close(s.done)
 		return nil, err
+	}
+	if o := cfg.observer; o != nil {
+		s.Listen(o.SessionEvent)
 	}
 	s.mu.Lock()
 	s.adoptLocked(h, time.Now())
@@ -269,7 +273,10 @@ func (s *Session) loseLocked(now time.Time, reason string) {
 
 func (s *Session) setStateLocked(st State, now time.Time, reason string) {
 	ev := Event{State: st, Previous: s.state, SessionID: s.epoch.sid, Time: now, Reason: reason}
-	s.state = st
+	if !s.stateAt.IsZero() {
+		ev.InPrevious = now.Sub(s.stateAt)
+	}
+	s.state, s.stateAt = st, now
 	s.log.Info("session "+st.String(), "session", fmt.Sprintf("0x%x", ev.SessionID), "reason", reason)
 	for l := range s.listeners {
 		l.push(ev)
@@ -425,6 +432,13 @@ func (s *Session) Current() (*Epoch, bool) {
 		return nil, false
 	}
 	return s.epoch, true
+}
+
+// StateSince returns the current state and when it began.
+func (s *Session) StateSince() (State, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.stateAt
 }
 
 // Wait returns the current epoch once the session is usable. It fails with

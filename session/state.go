@@ -44,6 +44,9 @@ type Event struct {
 	SessionID int64     // the session the event is about
 	Time      time.Time // when the manager saw it
 	Reason    string    // why, for Suspended, Lost and Closed
+	// InPrevious is how long the manager was in the previous state (for
+	// Reconnected and Lost: how long it was Suspended).
+	InPrevious time.Duration
 }
 
 func (e Event) String() string {

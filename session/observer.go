@@ -1,0 +1,82 @@
+package session
+
+import "time"
+
+// Observer receives what a session manager and the recipes built on it do,
+// for metrics and tracing (see package observe/prometheus for an adapter). It
+// is an interface of the core with no dependency: implement it to export to
+// anything.
+type Observer interface {
+	// SessionEvent is called with every state transition, in order, on a
+	// goroutine of the observer's own (like a Listen function).
+	SessionEvent(Event)
+	// RecipeEvent is called by recipes, synchronously: it must not block.
+	RecipeEvent(RecipeEvent)
+}
+
+// WithObserver reports the session's state changes and its recipes' events
+// to o.
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// RecipeEventKind says what happened to a recipe.
+type RecipeEventKind int
+
+// Kinds of recipe events.
+const (
+	// Acquired: a lock, lease or leadership was granted (Wait, Position).
+	Acquired RecipeEventKind = iota + 1
+	// Released: a hold was given up by its holder (Held).
+	Released
+	// HoldLost: a hold's loss signal fired (Held): the connection or session
+	// was lost while it was held.
+	HoldLost
+	// Elected: leadership gained (Term).
+	Elected
+	// Revoked: a leader's callback returned after leadership ended (Term,
+	// Took: from the loss signal to the callback's return).
+	Revoked
+	// CallbackStuck: a leader's callback overran its stop deadline (Term).
+	CallbackStuck
+	// OrphanCleanup: a node left by an abandoned or lost-answer create was
+	// found and removed.
+	OrphanCleanup
+	// DeleteRetry: a release met a connection problem and is retried in the
+	// background (guaranteed delete).
+	DeleteRetry
+)
+
+var kindNames = map[RecipeEventKind]string{Acquired: "acquired", Released: "released", HoldLost: "hold_lost",
+	Elected: "elected", Revoked: "revoked", CallbackStuck: "callback_stuck", OrphanCleanup: "orphan_cleanup",
+	DeleteRetry: "delete_retry"}
+
+func (k RecipeEventKind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return "unknown"
+}
+
+// RecipeEvent is one thing a recipe did.
+type RecipeEvent struct {
+	Kind      RecipeEventKind
+	Recipe    string // "mutex", "rwlock", "semaphore", "election"
+	Path      string
+	SessionID int64
+	Time      time.Time
+	Wait      time.Duration // Acquired: from the call to the grant
+	Position  int           // Acquired: place in line when it joined (0: head)
+	Held      time.Duration // Released, HoldLost: how long it was held
+	Took      time.Duration // Revoked: loss signal to callback return
+	Term      int64         // Elected, Revoked, CallbackStuck
+}
+
+// Report hands a recipe event to the session's observer, if any.
+func (s *Session) Report(ev RecipeEvent) {
+	if s.cfg.observer == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	s.cfg.observer.RecipeEvent(ev)
+}
