@@ -99,7 +99,7 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 		}
 	}
 	for {
-		ms, _, err := e.list(ep)
+		ms, err := e.list(ep)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report fun
 // configured with the same id, or the node of our own previous session that
 // the server has not removed yet).
 func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
-	ms, _, err := e.list(ep)
+	ms, err := e.list(ep)
 	if err != nil {
 		return
 	}
@@ -254,7 +254,7 @@ func (e *Election) leave() {
 // return within the stop deadline.
 func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 	if cb.OnElected == nil {
-		return fmt.Errorf("%w: Callbacks.OnElected is required", ErrInvalidArgument)
+		return fmt.Errorf("election: %w: Callbacks.OnElected is required", ErrInvalidArgument)
 	}
 	if err := e.begin(modeRun); err != nil {
 		return err

@@ -2,8 +2,6 @@ package election
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,18 +12,19 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
 // Errors, matched with errors.Is.
 var (
-	ErrInvalidPath     = zkpath.ErrInvalid
-	ErrInvalidID       = errors.New("election: invalid candidate id")
-	ErrInvalidArgument = errors.New("election: invalid argument")
-	ErrNotLeader       = errors.New("election: not the leader")
-	ErrBusy            = errors.New("election: already campaigning")
-	ErrNoLeader        = errors.New("election: no leader")
-	ErrStopDeadline    = errors.New("election: OnElected did not return within the stop deadline")
+	ErrInvalidPath     = recipe.ErrInvalidPath
+	ErrInvalidID       = recipe.NewError("election: invalid candidate id")
+	ErrInvalidArgument = recipe.ErrInvalidArgument
+	ErrNotLeader       = recipe.NewError("election: not the leader")
+	ErrBusy            = recipe.NewError("election: already campaigning")
+	ErrNoLeader        = recipe.NewError("election: no leader")
+	ErrStopDeadline    = recipe.NewError("election: OnElected did not return within the stop deadline")
 	ErrClosed          = session.ErrClosed
 	ErrLost            = session.ErrLost
 )
@@ -128,7 +127,7 @@ type leadership struct {
 // MaxIDLen bytes.
 func New(sess *session.Session, path, id string, opts ...Option) (*Election, error) {
 	if sess == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidArgument)
+		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
@@ -142,7 +141,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		o(e)
 	}
 	if e.stopDeadline <= 0 {
-		return nil, fmt.Errorf("%w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
+		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
 	}
 	e.log = e.log.With("election", e.path, "id", id)
 	return e, nil
@@ -177,11 +176,6 @@ func (e *Election) IsLeader() bool {
 	return e.leading != nil && e.leading.ctx.Err() == nil
 }
 
-func newGUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // isNoNode reports ZooKeeper's "no node".
 func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }

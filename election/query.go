@@ -35,7 +35,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 			out = append(out, Participant{ID: l.ID, Node: l.Node, SessionID: l.SessionID, Leader: true})
 			return nil
 		}
-		ms, _, err := e.list(ep)
+		ms, err := e.list(ep)
 		if err != nil {
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
@@ -137,7 +137,7 @@ func readLeader(ep *session.Epoch, path string) (Leader, error) {
 // is closed when ctx ends or the session is closed. Watches, not polling.
 func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Leader, error) {
 	if sess == nil {
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidArgument)
+		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
