@@ -176,7 +176,6 @@ func (e *Election) IsLeader() bool {
 	return e.leading != nil && e.leading.ctx.Err() == nil
 }
 
-
 // isNoNode reports ZooKeeper's "no node".
 func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
 
