@@ -192,7 +192,7 @@ func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report fun
 			if ep.Context().Err() != nil {
 				return nil, errRetry
 			}
-			n := &candidate{path: p, name: leaderChild, sid: ep.SessionID(), czxid: st.Czxid}
+			n := &candidate{ep: ep, path: p, name: leaderChild, sid: ep.SessionID(), czxid: st.Czxid}
 			e.mu.Lock()
 			e.node = n
 			e.mu.Unlock()
@@ -240,7 +240,11 @@ func (e *Election) leave() {
 	if n == nil {
 		return
 	}
-	if ep, ok := e.sess.Current(); ok && ep.SessionID() == n.sid {
+	ep, ok := e.sess.Current()
+	if !ok || ep.SessionID() != n.sid {
+		ep = n.ep // not connected now: delete once its session is back
+	}
+	if ep != nil {
 		e.deleteNode(n.path, ep)
 	}
 }

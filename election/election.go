@@ -108,7 +108,8 @@ type Election struct {
 
 // candidate is our node, bound to the session that created it.
 type candidate struct {
-	path  string // full path
+	ep    *session.Epoch // the epoch it was created in (its session's)
+	path  string         // full path
 	name  string
 	seq   int64
 	sid   int64

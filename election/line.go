@@ -55,23 +55,21 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 	if err != nil {
 		return nil, err
 	}
-	var czxid int64
-	err = session.Call(ctx, func() error {
+	czxid, err := session.CallValue(ctx, func() (int64, error) {
 		ok, st, err := ep.Conn().Exists(n.Path)
 		switch {
 		case err != nil:
-			return err
+			return 0, err
 		case !ok || st.EphemeralOwner != ep.SessionID():
-			return session.ErrLost
+			return 0, session.ErrLost
 		}
-		czxid = st.Czxid
-		return nil
-	})
+		return st.Czxid, nil
+	}, nil)
 	if err != nil {
 		e.deleteNode(n.Path, ep)
 		return nil, err
 	}
-	return &candidate{path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: czxid}, nil
+	return &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: czxid}, nil
 }
 
 // deleteNode removes one of our nodes (guaranteed delete).

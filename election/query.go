@@ -55,7 +55,10 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err // op may still run: do not read out
+	}
+	return out, nil
 }
 
 // Validate confirms, after a sync with the leader of the ensemble, that this
@@ -93,7 +96,10 @@ func leaderAt(ctx context.Context, sess *session.Session, path string) (Leader, 
 		l, err = readLeader(ep, path)
 		return err
 	})
-	return l, err
+	if err != nil {
+		return Leader{}, err // op may still run: do not read l
+	}
+	return l, nil
 }
 
 // readLeader reads who leads at path, in either mode.

@@ -344,7 +344,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		if err != nil {
 			return nil, err
 		}
-		res, err := callMulti(ctx, ep,
+		res, err := m.callMulti(ctx, ep, node,
 			&zk.CreateRequest{Path: node, Data: m.data, Acl: m.sess.ACL(), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: m.path, Data: nonFairMark, Version: -1})
 		if err == nil {
@@ -372,13 +372,15 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		}
 		// Taken, or the answer was lost: read the node, and adopt it if it is
 		// ours (a create whose answer was lost).
-		var st *zk.Stat
-		var ch <-chan zk.Event
-		gerr := session.Call(ctx, func() error {
-			var err error
-			_, st, ch, err = ep.Conn().GetW(node)
-			return err
-		})
+		type watched struct {
+			st *zk.Stat
+			ch <-chan zk.Event
+		}
+		w, gerr := session.CallValue(ctx, func() (watched, error) {
+			_, st, ch, err := ep.Conn().GetW(node)
+			return watched{st, ch}, err
+		}, nil)
+		st, ch := w.st, w.ch
 		switch {
 		case errors.Is(gerr, zk.ErrNoNode):
 			continue
@@ -393,12 +395,11 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		}
 		if st.EphemeralOwner == ep.SessionID() {
 			// Ours: its grant's fence version is unknown; read the path's.
-			var pst *zk.Stat
-			if err := session.Call(ctx, func() error {
-				var err error
-				_, pst, err = ep.Conn().Get(m.path)
-				return err
-			}); err != nil {
+			pst, err := session.CallValue(ctx, func() (*zk.Stat, error) {
+				_, pst, err := ep.Conn().Get(m.path)
+				return pst, err
+			}, nil)
+			if err != nil {
 				recipe.Delete(m.sess, ep, node)
 				return nil, err
 			}
@@ -433,14 +434,43 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 	}
 }
 
-func callMulti(ctx context.Context, ep *session.Epoch, ops ...any) ([]zk.MultiResponse, error) {
-	var res []zk.MultiResponse
-	err := session.Call(ctx, func() error {
-		var err error
-		res, err = ep.Conn().Multi(ops...)
-		return err
+// callMulti runs a multi-op that creates node; if ctx ends with it in
+// flight, a node it made is removed once the answer (or the connection) is
+// back.
+func (m *Mutex) callMulti(ctx context.Context, ep *session.Epoch, node string, ops ...any) ([]zk.MultiResponse, error) {
+	type multi struct {
+		res []zk.MultiResponse
+		err error
+	}
+	r, err := session.CallValue(ctx, func() (multi, error) {
+		res, err := ep.Conn().Multi(ops...)
+		return multi{res, err}, nil
+	}, func(r multi, _ error) {
+		if r.err == nil {
+			recipe.Delete(m.sess, ep, node)
+		} else if session.OutcomeUnknown(r.err) {
+			m.removeIfOurs(ep, node)
+		}
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return r.res, r.err
+}
+
+// removeIfOurs deletes node if ep's session owns it, once the session is
+// usable again (bounded).
+func (m *Mutex) removeIfOurs(ep *session.Epoch, node string) {
+	ctx, cancel := context.WithTimeout(ep.SessionContext(), m.sess.Timeout()+5*time.Second)
+	defer cancel()
+	cur, err := m.sess.Wait(ctx)
+	if err != nil || cur.SessionID() != ep.SessionID() {
+		return
+	}
+	ok, st, err := cur.Conn().Exists(node)
+	if err == nil && ok && st.EphemeralOwner == ep.SessionID() {
+		recipe.Delete(m.sess, cur, node)
+	}
 }
 
 // Unlock decrements the hold count and releases the lock at zero. It returns

@@ -117,17 +117,17 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if h.ctx.Err() != nil {
 		return 0, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
 	}
-	var st *zk.Stat
-	var ok bool
-	err := session.Call(ctx, func() error {
-		var err error
-		ok, st, err = h.ep.Conn().Exists(h.nodes[0])
-		return err
-	})
+	st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
+		ok, st, err := h.ep.Conn().Exists(h.nodes[0])
+		if err == nil && !ok {
+			st = nil
+		}
+		return st, err
+	}, nil)
 	if err != nil {
 		return 0, err
 	}
-	if !ok || st.EphemeralOwner != h.ep.SessionID() {
+	if st == nil || st.EphemeralOwner != h.ep.SessionID() {
 		return 0, fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
 	}
 	h.mu.Lock()
@@ -145,12 +145,18 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		return nil, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
 	}
 	all := append([]any{&zk.CheckVersionRequest{Path: h.fencePath, Version: h.fenceVersion}}, ops...)
-	var res []zk.MultiResponse
-	err := session.Call(ctx, func() error {
-		var err error
-		res, err = h.ep.Conn().Multi(all...)
-		return err
-	})
+	type multi struct {
+		res []zk.MultiResponse
+		err error
+	}
+	m, err := session.CallValue(ctx, func() (multi, error) {
+		res, err := h.ep.Conn().Multi(all...)
+		return multi{res, err}, nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := m.res, m.err
 	if len(res) > 0 && res[0].Error != nil &&
 		(errors.Is(res[0].Error, zk.ErrNoNode) || errors.Is(res[0].Error, zk.ErrBadVersion)) {
 		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s is gone", ErrLost, h.nodes[0])
@@ -168,20 +174,20 @@ func (h *Hold) Validate(ctx context.Context) error {
 	if h.ctx.Err() != nil {
 		return fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
 	}
-	var ok bool
-	var st *zk.Stat
-	err := session.Call(ctx, func() error {
+	st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
 		if _, err := h.ep.Conn().Sync(h.nodes[0]); err != nil {
-			return err
+			return nil, err
 		}
-		var err error
-		ok, st, err = h.ep.Conn().Exists(h.nodes[0])
-		return err
-	})
+		ok, st, err := h.ep.Conn().Exists(h.nodes[0])
+		if err == nil && !ok {
+			st = nil
+		}
+		return st, err
+	}, nil)
 	if err != nil {
 		return err
 	}
-	if !ok || st.EphemeralOwner != h.ep.SessionID() || h.ctx.Err() != nil {
+	if st == nil || st.EphemeralOwner != h.ep.SessionID() || h.ctx.Err() != nil {
 		return fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
 	}
 	return nil

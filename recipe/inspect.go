@@ -61,7 +61,10 @@ func inspect(ctx context.Context, sess *session.Session, path string, watch bool
 		snap, err = inspectIn(ep, path, watch)
 		return err
 	})
-	return snap, err
+	if err != nil {
+		return nil, err // op may still run: do not read snap
+	}
+	return snap, nil
 }
 
 func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {

@@ -79,52 +79,48 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
-	var made string
-	err := session.Call(ctx, func() error {
+	made, err := session.CallValue(ctx, func() (string, error) {
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
 				// Not connected: a create now would wait in go-zookeeper's
 				// queue. Recover a node we may have made, then give up.
 				if attempt > 0 {
 					if p, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
-						made = p
-						return nil
+						return p, nil
 					}
 				}
-				return fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
+				return "", fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
 			}
 			p, err := ep.Conn().Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL())
 			switch {
 			case err == nil:
-				made = p
-				return nil
+				return p, nil
 			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
 				if err := l.EnsurePath(ep); err != nil {
-					return err
+					return "", err
 				}
 			case session.OutcomeUnknown(err) && attempt < 20:
 				p, found, ferr := l.findOwnWhenBack(ep, guid)
 				if ferr == nil && found {
-					made = p
-					return nil
+					return p, nil
 				}
 				if ep.SessionContext().Err() != nil {
-					return ErrLost
+					return "", ErrLost
 				}
 			default:
-				return err
+				return "", err
 			}
+		}
+	}, func(made string, err error) {
+		// The caller gave up (ctx ended) with the create in flight: remove
+		// what it made, or look for it by guid if its answer was lost.
+		if err == nil {
+			Delete(l.Sess, ep, made)
+		} else if session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded) {
+			l.cleanupGUID(ep, guid)
 		}
 	})
 	if err != nil {
-		if made != "" {
-			// ctx ended while the create was in flight: remove what it made.
-			Delete(l.Sess, ep, made)
-		} else if ctx.Err() != nil {
-			// The create may still land after we gave up on it: look for it
-			// by guid in the background and remove it.
-			go l.cleanupGUID(ep, guid)
-		}
 		return nil, err
 	}
 	n, _ := ParseName(made[len(l.Path)+1:])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,7 +51,8 @@ func OutcomeUnknown(err error) bool {
 // across sessions: once the session op first ran in is lost, Do returns an
 // error matching ErrLost. It returns early with ctx.Err() when ctx ends (a
 // request in flight then completes or fails on its own), and ErrClosed once the
-// manager is closed.
+// manager is closed. When Do returns an error, op may still be running: do
+// not read what op writes.
 func (s *Session) Do(ctx context.Context, op func(e *Epoch) error) error {
 	var sid int64
 	var b interface{ NextBackOff() time.Duration }
@@ -101,5 +103,52 @@ func (s *Session) Do(ctx context.Context, op func(e *Epoch) error) error {
 
 // Call runs fn and returns its error, or ctx.Err() as soon as ctx ends: fn's
 // request then completes or fails on its own (go-zookeeper requests have no
-// timeout of their own).
+// timeout of their own). When Call returns an error, fn may still be running:
+// do not read what fn writes (use CallValue to get a result).
 func Call(ctx context.Context, fn func() error) error { return call(ctx, fn) }
+
+// CallValue runs fn and returns its result, or ctx.Err() as soon as ctx
+// ends. If it returns early, abandoned (when not nil) is called with fn's
+// result once fn finishes — to undo what a request the caller gave up on did
+// (a create that landed after all).
+func CallValue[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	var mu sync.Mutex
+	gaveUp, finished := false, false
+	go func() {
+		v, err := fn()
+		mu.Lock()
+		if gaveUp {
+			mu.Unlock()
+			if abandoned != nil {
+				abandoned(v, err)
+			}
+			return
+		}
+		finished = true
+		mu.Unlock()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		mu.Lock()
+		if finished {
+			mu.Unlock()
+			r := <-ch
+			return r.v, r.err
+		}
+		gaveUp = true
+		mu.Unlock()
+		return zero, ctx.Err()
+	}
+}

@@ -1,0 +1,9 @@
+// Package chaos holds shepherd's fault matrix and randomized soak: every
+// recipe (mutex fair and non-fair, read-write lock, semaphore, election fair
+// and non-fair) under every fault (ZooKeeper leader or follower killed,
+// standalone server restarted, client connection stalled shorter and longer
+// than the session timeout, session expired on demand, client process
+// SIGKILLed, whole ensemble restarted), with invariant checkers on one clock
+// in one process. It has no non-test code; run it with `go test ./chaos` or
+// `make chaos` (the soak, 10 minutes by default).
+package chaos

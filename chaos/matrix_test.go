@@ -1,0 +1,306 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// harness runs clients of one recipe against one cluster, through a fault
+// proxy each, checking the recipe's invariant as they go.
+type harness struct {
+	t       *testing.T
+	spec    recipeSpec
+	cluster *zktest.Cluster
+	path    string
+	res     string // the fenced resource
+	chk     *checker
+	clients []*clientRun
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	holdFor time.Duration
+	errs    chan error
+}
+
+type clientRun struct {
+	id    string
+	sess  *session.Session
+	proxy *zktest.Proxy
+	mu    sync.Mutex
+	cur   *grant
+}
+
+func (c *clientRun) holding() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur != nil
+}
+
+func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *harness {
+	h := &harness{t: t, spec: spec, cluster: cluster, path: uniquePath(spec.name),
+		chk: newChecker(spec.max, spec.rw), stop: make(chan struct{}), holdFor: 15 * time.Millisecond,
+		errs: make(chan error, 100)}
+	h.res = h.path + "-resource"
+	admin := open(t, cluster.Servers())
+	ep, err := admin.Wait(ctxFor(t, 10*time.Second))
+	require.NoError(t, err)
+	_, err = ep.Conn().Create("/chaos", nil, 0, gozk.WorldACL(gozk.PermAll))
+	if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+		require.NoError(t, err)
+	}
+	_, err = ep.Conn().Create(h.res, []byte("0"), 0, gozk.WorldACL(gozk.PermAll))
+	require.NoError(t, err)
+	for i := range n {
+		p, err := zktest.NewProxy(cluster.Servers()...)
+		require.NoError(t, err)
+		t.Cleanup(func() { p.Close() })
+		s := open(t, p.Addrs())
+		cl, err := spec.make(s, h.path, i)
+		require.NoError(t, err)
+		cr := &clientRun{id: fmt.Sprint("c", i), sess: s, proxy: p}
+		h.clients = append(h.clients, cr)
+		h.wg.Add(1)
+		go h.loop(cr, cl)
+	}
+	return h
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// loop acquires, holds briefly (or until the hold is lost), releases; until
+// the harness stops. Bounded in count.
+func (h *harness) loop(c *clientRun, cl client) {
+	defer h.wg.Done()
+	for n := 0; n < 100000; n++ {
+		select {
+		case <-h.stop:
+			return
+		default:
+		}
+		actx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-h.stop:
+			case <-actx.Done():
+			}
+			cancel()
+		}()
+		hd, err := cl.acquire(actx)
+		if err != nil {
+			cancel()
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(20 * time.Millisecond): // e.g. the session is being re-established
+			}
+			continue
+		}
+		g := h.chk.granted(c.id, hd.writer, hd.lost)
+		c.mu.Lock()
+		c.cur = g
+		c.mu.Unlock()
+		if hd.fence != nil {
+			fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			prev, tok, err := hd.fence(fctx, c.sess, h.res)
+			fcancel()
+			if err == nil {
+				h.chk.fenced(c.id, prev, tok)
+			}
+		}
+		select {
+		case <-hd.lost:
+			h.chk.lost(g, time.Now())
+		case <-time.After(h.holdFor):
+		case <-h.stop:
+		}
+		h.chk.released(g)
+		c.mu.Lock()
+		c.cur = nil
+		c.mu.Unlock()
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = hd.release(rctx)
+		rcancel()
+		cancel()
+	}
+}
+
+// holder returns a client holding now (or the first).
+func (h *harness) holder() *clientRun {
+	for i := 0; i < 200; i++ {
+		for _, c := range h.clients {
+			if c.holding() {
+				return c
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return h.clients[0]
+}
+
+// progressed waits until every client has been granted again since counts.
+func (h *harness) progressed(before map[string]int, d time.Duration) {
+	h.t.Helper()
+	require.Eventually(h.t, func() bool {
+		for _, c := range h.clients {
+			if h.chk.count(c.id) <= before[c.id] {
+				return false
+			}
+		}
+		return true
+	}, d, 10*time.Millisecond, "every client is granted again after the fault heals")
+}
+
+func (h *harness) counts() map[string]int {
+	m := map[string]int{}
+	for _, c := range h.clients {
+		m[c.id] = h.chk.count(c.id)
+	}
+	return m
+}
+
+// finish stops the clients, closes their sessions and checks for orphans
+// and violations.
+func (h *harness) finish() {
+	h.t.Helper()
+	close(h.stop)
+	h.wg.Wait()
+	for _, c := range h.clients {
+		c.sess.Close()
+		<-c.sess.Done()
+	}
+	admin := open(h.t, h.cluster.Servers())
+	require.Eventually(h.t, func() bool {
+		ep, err := admin.Wait(ctxFor(h.t, 10*time.Second))
+		if err != nil {
+			return false
+		}
+		for _, d := range h.spec.dirs {
+			p := h.path
+			if d != "" {
+				p += "/" + d
+			}
+			names, _, err := ep.Conn().Children(p)
+			if err != nil && !errors.Is(err, gozk.ErrNoNode) {
+				return false
+			}
+			for _, n := range names {
+				if n != "leases" && n != "locks" {
+					return false // an orphan
+				}
+			}
+		}
+		return true
+	}, 2*sessionTimeout+5*time.Second, 20*time.Millisecond, "no orphaned nodes once every client has closed")
+	grants, gap, gaps, fences, violations := h.chk.summary()
+	require.Empty(h.t, violations)
+	h.t.Logf("%s: %d grants, %d fenced writes, min gap loss→next grant %v over %d losses", h.spec.name, grants, fences, gap, gaps)
+}
+
+// fault is one column of the matrix.
+type fault struct {
+	name       string
+	standalone bool
+	inject     func(h *harness)
+}
+
+var faults = []fault{
+	{name: "leader-killed", inject: func(h *harness) {
+		ctx := ctxFor(h.t, 60*time.Second)
+		i, err := h.cluster.Leader(ctx)
+		require.NoError(h.t, err)
+		require.NoError(h.t, h.cluster.Kill(i))
+		h.waitGrants(1, 20*time.Second) // the recipe goes on on the others
+		require.NoError(h.t, h.cluster.Restart(ctx, i))
+	}},
+	{name: "follower-killed", inject: func(h *harness) {
+		ctx := ctxFor(h.t, 60*time.Second)
+		l, err := h.cluster.Leader(ctx)
+		require.NoError(h.t, err)
+		f := (l + 1) % h.cluster.Size()
+		require.NoError(h.t, h.cluster.Kill(f))
+		h.waitGrants(3, 20*time.Second)
+		require.NoError(h.t, h.cluster.Restart(ctx, f))
+	}},
+	{name: "server-restarted", standalone: true, inject: func(h *harness) {
+		ctx := ctxFor(h.t, 60*time.Second)
+		require.NoError(h.t, h.cluster.Kill(0))
+		require.NoError(h.t, h.cluster.Restart(ctx, 0))
+	}},
+	{name: "stall-short", inject: func(h *harness) {
+		c := h.holder()
+		c.proxy.Stall()
+		time.Sleep(sessionTimeout * 3 / 4) // the fault's length: Suspended, not expired
+		c.proxy.Heal()
+	}},
+	{name: "stall-long", inject: func(h *harness) {
+		c := h.holder()
+		sid := c.sess.SessionID()
+		c.proxy.Stall()
+		require.Eventually(h.t, func() bool { s := c.sess.SessionID(); return s != sid && s != 0 || c.sess.State() == session.Lost },
+			3*sessionTimeout, 10*time.Millisecond)
+		time.Sleep(sessionTimeout / 2) // past the server's expiry too
+		c.proxy.Heal()
+	}},
+	{name: "session-expired", inject: func(h *harness) {
+		c := h.holder()
+		_ = c.proxy.ExpireSession(ctxFor(h.t, 20*time.Second), c.sess.SessionID())
+	}},
+	{name: "client-sigkilled", inject: func(h *harness) {
+		cmd, exited := startChild(h.t, h.spec, h.cluster.Servers(), h.path)
+		g := h.chk.granted("child", true, exited)
+		require.NoError(h.t, cmd.Process.Signal(syscall.SIGKILL))
+		<-exited
+		h.chk.lost(g, time.Now())
+	}},
+	{name: "ensemble-restarted", inject: func(h *harness) {
+		require.NoError(h.t, h.cluster.RestartAll(ctxFor(h.t, 90*time.Second)))
+	}},
+}
+
+// waitGrants waits for n more grants (any client), bounded.
+func (h *harness) waitGrants(n int, d time.Duration) {
+	h.t.Helper()
+	g0, _, _, _, _ := h.chk.summary()
+	require.Eventually(h.t, func() bool { g, _, _, _, _ := h.chk.summary(); return g >= g0+n }, d, 10*time.Millisecond)
+}
+
+// TestFaultMatrix: every recipe under every fault; invariants checked on one
+// clock; after each fault every client is granted again; no orphans; no
+// leaks (TestMain).
+func TestFaultMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault matrix takes minutes; run without -short")
+	}
+	for _, f := range faults {
+		for _, spec := range recipes {
+			t.Run(f.name+"/"+spec.name, func(t *testing.T) {
+				cl := ensemble
+				if f.standalone {
+					cl = standalone
+				}
+				h := newHarness(t, spec, cl, 4)
+				h.waitGrants(4, 20*time.Second)
+				for range *reps {
+					before := h.counts()
+					f.inject(h)
+					h.progressed(before, 45*time.Second)
+				}
+				h.finish()
+			})
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+
+	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/semaphore"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// hold is one granted hold, whatever the recipe.
+type hold struct {
+	lost    <-chan struct{}
+	writer  bool
+	release func(context.Context) error
+	// fence, if not nil, does a fenced write of the hold's token to res
+	// (a znode holding the last token written), conditional on res's version
+	// too, and returns the token it replaced and its own.
+	fence func(ctx context.Context, s *session.Session, res string) (prev, tok int64, err error)
+}
+
+// client acquires a recipe's hold for one session.
+type client interface {
+	acquire(ctx context.Context) (*hold, error)
+}
+
+// recipeSpec is one recipe of the matrix.
+type recipeSpec struct {
+	name string
+	max  int  // holders allowed at once
+	rw   bool // read-write semantics (clients with odd index read)
+	// dirs are the children of the path that hold contender nodes ("" for
+	// the path itself), for the orphan check.
+	dirs []string
+	make func(s *session.Session, path string, i int) (client, error)
+}
+
+var recipes = []recipeSpec{
+	{name: "mutex-fair", max: 1, dirs: []string{""}, make: newMutexClient(true)},
+	{name: "mutex-nonfair", max: 1, dirs: []string{""}, make: newMutexClient(false)},
+	{name: "rwlock", rw: true, dirs: []string{""}, make: newRWClient},
+	{name: "semaphore", max: 2, dirs: []string{"leases", "locks"}, make: newSemClient},
+	{name: "election-fair", max: 1, dirs: []string{""}, make: newElectionClient(true)},
+	{name: "election-nonfair", max: 1, dirs: []string{""}, make: newElectionClient(false)},
+}
+
+func recipeByName(name string) (recipeSpec, bool) {
+	for _, r := range recipes {
+		if r.name == name {
+			return r, true
+		}
+	}
+	return recipeSpec{}, false
+}
+
+type mutexClient struct{ m *mutex.Mutex }
+
+func newMutexClient(fair bool) func(*session.Session, string, int) (client, error) {
+	return func(s *session.Session, path string, i int) (client, error) {
+		opts := []mutex.Option{mutex.WithData([]byte(fmt.Sprint("c", i)))}
+		if !fair {
+			opts = append(opts, mutex.NonFair())
+		}
+		m, err := mutex.New(s, path, opts...)
+		return &mutexClient{m}, err
+	}
+}
+
+func (c *mutexClient) acquire(ctx context.Context) (*hold, error) {
+	if err := c.m.Lock(ctx); err != nil {
+		return nil, err
+	}
+	h := c.m.Hold()
+	return &hold{lost: h.Lost(), writer: true,
+		release: func(ctx context.Context) error { return c.m.Unlock(ctx) },
+		fence:   fenceWith(h)}, nil
+}
+
+// fenceWith writes the hold's token to res, guarded by the hold: ZooKeeper
+// applies "tok after prev" atomically, so a stale holder's write would show
+// as tok < prev.
+func fenceWith(h *recipe.Hold) func(context.Context, *session.Session, string) (int64, int64, error) {
+	return func(ctx context.Context, s *session.Session, res string) (int64, int64, error) {
+		tok, err := h.Token(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		ep, err := s.Wait(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		var data []byte
+		var st *gozk.Stat
+		if err := session.Call(ctx, func() error {
+			var err error
+			data, st, err = ep.Conn().Get(res)
+			return err
+		}); err != nil {
+			return 0, 0, err
+		}
+		var prev int64
+		fmt.Sscan(string(data), &prev)
+		_, err = h.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte(fmt.Sprint(int64(tok))), Version: st.Version})
+		return prev, int64(tok), err
+	}
+}
+
+type rwClient struct {
+	rw     *mutex.RWMutex
+	writer bool
+}
+
+func newRWClient(s *session.Session, path string, i int) (client, error) {
+	rw, err := mutex.NewRW(s, path, mutex.WithData([]byte(fmt.Sprint("c", i))))
+	return &rwClient{rw: rw, writer: i%2 == 0}, err
+}
+
+func (c *rwClient) acquire(ctx context.Context) (*hold, error) {
+	if c.writer {
+		if err := c.rw.Lock(ctx); err != nil {
+			return nil, err
+		}
+		return &hold{lost: c.rw.Writer().Lost(), writer: true, release: c.rw.Unlock}, nil
+	}
+	if err := c.rw.RLock(ctx); err != nil {
+		return nil, err
+	}
+	return &hold{lost: c.rw.Reader().Lost(), release: c.rw.RUnlock}, nil
+}
+
+type semClient struct{ sem *semaphore.Semaphore }
+
+func newSemClient(s *session.Session, path string, i int) (client, error) {
+	sem, err := semaphore.New(s, path, 2, semaphore.WithData([]byte(fmt.Sprint("c", i))))
+	return &semClient{sem}, err
+}
+
+func (c *semClient) acquire(ctx context.Context) (*hold, error) {
+	l, err := c.sem.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &hold{lost: l.Lost(), release: l.Release}, nil
+}
+
+type electionClient struct{ e *election.Election }
+
+func newElectionClient(fair bool) func(*session.Session, string, int) (client, error) {
+	return func(s *session.Session, path string, i int) (client, error) {
+		var opts []election.Option
+		if !fair {
+			opts = append(opts, election.NonFair())
+		}
+		e, err := election.New(s, path, fmt.Sprint("c", i), opts...)
+		return &electionClient{e}, err
+	}
+}
+
+func (c *electionClient) acquire(ctx context.Context) (*hold, error) {
+	if _, err := c.e.Campaign(ctx); err != nil {
+		return nil, err
+	}
+	return &hold{lost: c.e.Lost(), writer: true, release: c.e.Resign}, nil
+}
