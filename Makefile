@@ -19,6 +19,7 @@ build:
 ## test: install what is missing, then run the whole suite with the race detector.
 test: setup-bench lint
 	$(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKGS)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: setup
 	$(GO) test -race -short -count=1 $(PKGS)
@@ -38,3 +39,15 @@ bench: setup-bench
 
 bench-quick: setup-bench
 	$(GO) run ./bench/cmd/zkbench -quick
+
+## chaos: randomized soak of every recipe under random faults (SEED= to replay).
+CHAOS_DURATION ?= 10m
+SEED ?= 0
+chaos: setup
+	$(GO) test -race -count=1 -timeout 60m -run TestChaosSoak -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED)
+
+## fuzz: the name parser and path validation, briefly.
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./recipe
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/zkpath

@@ -170,6 +170,9 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 // tryNonFair races for the single leader node within one epoch.
 func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*leadership, error) {
 	p := e.path + "/" + leaderChild
+	if err := e.awaitDelete(ctx); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		_, err := ep.Conn().Create(p, []byte(e.id), zk.FlagEphemeral, e.sess.ACL())
 		switch {

@@ -104,6 +104,7 @@ type Election struct {
 	// checkedIDs: the line was searched for our id once already.
 	checkedIDs bool
 	resignCh   chan struct{}
+	deleting   <-chan struct{} // closed when the delete of our last node is over
 }
 
 // candidate is our node, bound to the session that created it.

@@ -73,4 +73,28 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 }
 
 // deleteNode removes one of our nodes (guaranteed delete).
-func (e *Election) deleteNode(path string, ep *session.Epoch) { recipe.Delete(e.sess, ep, path) }
+// The non-fair mode's node has a fixed name: until its delete is over, the
+// candidate must not race for it again (it would adopt the node on its way
+// out as a new leadership).
+func (e *Election) deleteNode(path string, ep *session.Epoch) {
+	done := recipe.Delete(e.sess, ep, path)
+	e.mu.Lock()
+	e.deleting = done
+	e.mu.Unlock()
+}
+
+// awaitDelete waits until a delete of our previous node is over.
+func (e *Election) awaitDelete(ctx context.Context) error {
+	e.mu.Lock()
+	done := e.deleting
+	e.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +34,28 @@ const NonFairNode = "nonfair-lock"
 // path rather than corrupt it.
 const semaphoreChild = "leases"
 
-// nonFairMark is the data a non-fair lock writes to its path (each grant bumps
-// the path's version: the fence).
-var nonFairMark = []byte("shepherd:mutex:nonfair")
+// nonFairMark is the data a non-fair lock writes to its path with each
+// grant, followed by the grant attempt's guid (each grant bumps the path's
+// version: the fence; the guid tells a lost answer's node from an older one
+// of the same session).
+const nonFairMark = "shepherd:mutex:nonfair "
+
+// attemptOf reads the non-fair lock's path: the guid of the attempt that was
+// granted last, and the path's version.
+func (m *Mutex) attemptOf(ctx context.Context, ep *session.Epoch) (string, int32, error) {
+	type res struct {
+		guid    string
+		version int32
+	}
+	r, err := session.CallValue(ctx, func() (res, error) {
+		data, st, err := ep.Conn().Get(m.path)
+		if err != nil {
+			return res{}, err
+		}
+		return res{strings.TrimPrefix(string(data), nonFairMark), st.Version}, nil
+	}, nil)
+	return r.guid, r.version, err
+}
 
 // Option configures a Mutex.
 type Option func(*config)
@@ -344,9 +364,10 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		if err != nil {
 			return nil, err
 		}
-		res, err := m.callMulti(ctx, ep, node,
+		guid := recipe.NewGUID()
+		res, err := m.callMulti(ctx, ep, node, guid,
 			&zk.CreateRequest{Path: node, Data: m.data, Acl: m.sess.ACL(), Flags: zk.FlagEphemeral},
-			&zk.SetDataRequest{Path: m.path, Data: nonFairMark, Version: -1})
+			&zk.SetDataRequest{Path: m.path, Data: []byte(nonFairMark + guid), Version: -1})
 		if err == nil {
 			st := res[1].Stat
 			h := recipe.NewHold(m.sess, ep, recipe.Token(st.Mzxid), node)
@@ -394,19 +415,26 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 			continue
 		}
 		if st.EphemeralOwner == ep.SessionID() {
-			// Ours: its grant's fence version is unknown; read the path's.
-			pst, err := session.CallValue(ctx, func() (*zk.Stat, error) {
-				_, pst, err := ep.Conn().Get(m.path)
-				return pst, err
-			}, nil)
+			// Our session's node: adopt it only if this attempt made it (a
+			// lost answer), not an older hold whose release is still under
+			// way or an abandoned attempt, which are deleted shortly.
+			g, version, err := m.attemptOf(ctx, ep)
 			if err != nil {
-				recipe.Delete(m.sess, ep, node)
-				return nil, err
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				continue
 			}
-			h := recipe.NewHold(m.sess, ep, recipe.Token(st.Czxid), node)
-			h.SetFence(m.path, pst.Version)
-			h.Observe("mutex", m.path, time.Since(start), 0)
-			return h, nil
+			if g == guid {
+				h := recipe.NewHold(m.sess, ep, recipe.Token(st.Czxid), node)
+				h.SetFence(m.path, version)
+				if h.Context().Err() != nil {
+					h.Release()
+					continue
+				}
+				h.Observe("mutex", m.path, time.Since(start), 0)
+				return h, nil
+			}
 		}
 		if !wait {
 			return nil, nil
@@ -437,7 +465,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 // callMulti runs a multi-op that creates node; if ctx ends with it in
 // flight, a node it made is removed once the answer (or the connection) is
 // back.
-func (m *Mutex) callMulti(ctx context.Context, ep *session.Epoch, node string, ops ...any) ([]zk.MultiResponse, error) {
+func (m *Mutex) callMulti(ctx context.Context, ep *session.Epoch, node, guid string, ops ...any) ([]zk.MultiResponse, error) {
 	type multi struct {
 		res []zk.MultiResponse
 		err error
@@ -446,10 +474,8 @@ func (m *Mutex) callMulti(ctx context.Context, ep *session.Epoch, node string, o
 		res, err := ep.Conn().Multi(ops...)
 		return multi{res, err}, nil
 	}, func(r multi, _ error) {
-		if r.err == nil {
-			recipe.Delete(m.sess, ep, node)
-		} else if session.OutcomeUnknown(r.err) {
-			m.removeIfOurs(ep, node)
+		if r.err == nil || session.OutcomeUnknown(r.err) {
+			m.removeIfOurs(ep, node, guid)
 		}
 	})
 	if err != nil {
@@ -458,18 +484,19 @@ func (m *Mutex) callMulti(ctx context.Context, ep *session.Epoch, node string, o
 	return r.res, r.err
 }
 
-// removeIfOurs deletes node if ep's session owns it, once the session is
-// usable again (bounded).
-func (m *Mutex) removeIfOurs(ep *session.Epoch, node string) {
+// removeIfOurs deletes node if the attempt with guid made it (once the
+// session is usable again, bounded): guarded by the path's version, so a later
+// hold is never touched.
+func (m *Mutex) removeIfOurs(ep *session.Epoch, node, guid string) {
 	ctx, cancel := context.WithTimeout(ep.SessionContext(), m.sess.Timeout()+5*time.Second)
 	defer cancel()
 	cur, err := m.sess.Wait(ctx)
 	if err != nil || cur.SessionID() != ep.SessionID() {
 		return
 	}
-	ok, st, err := cur.Conn().Exists(node)
-	if err == nil && ok && st.EphemeralOwner == ep.SessionID() {
-		recipe.Delete(m.sess, cur, node)
+	g, version, err := m.attemptOf(ctx, cur)
+	if err == nil && g == guid {
+		recipe.DeleteGuarded(m.sess, cur, &zk.CheckVersionRequest{Path: m.path, Version: version}, node)
 	}
 }
 

@@ -210,7 +210,12 @@ func (h *Hold) Release() error {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
 	h.cancel()
-	DeleteMany(h.sess, h.ep, h.nodes...)
+	if h.fenceVersion >= 0 {
+		// A fixed-name node: delete it only while the fence is ours.
+		DeleteGuarded(h.sess, h.ep, &zk.CheckVersionRequest{Path: h.fencePath, Version: h.fenceVersion}, h.nodes...)
+	} else {
+		DeleteMany(h.sess, h.ep, h.nodes...)
+	}
 	if lost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}

@@ -269,18 +269,36 @@ func Retryable(err error) bool {
 // with a context of its own, until it is gone or its session is (the server
 // then removes it). It never touches another session's node: path is one ep's
 // session created.
-func Delete(sess *session.Session, ep *session.Epoch, path string) {
-	DeleteMany(sess, ep, path)
+// The returned channel is closed when the delete is over (done, or the
+// session is gone).
+func Delete(sess *session.Session, ep *session.Epoch, path string) <-chan struct{} {
+	return DeleteMany(sess, ep, path)
 }
 
 // DeleteMany is Delete for several nodes, in one multi-op.
-func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) {
+func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) <-chan struct{} {
+	return DeleteGuarded(sess, ep, nil, paths...)
+}
+
+// DeleteGuarded is DeleteMany, but only while guard (a version check) holds:
+// for nodes with a fixed name, which a later hold of the same session may
+// have re-created, a retried delete must not remove the new one. A failed
+// guard ends the delete (the nodes are someone else's business now).
+func DeleteGuarded(sess *session.Session, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
+	done := make(chan struct{})
 	if len(paths) == 0 {
-		return
+		close(done)
+		return done
 	}
 	try := func(ep *session.Epoch) bool {
 		var err error
-		if len(paths) == 1 {
+		if guard != nil {
+			ops := []any{guard}
+			for _, p := range paths {
+				ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+			}
+			_, err = ep.Conn().Multi(ops...)
+		} else if len(paths) == 1 {
 			err = ep.Conn().Delete(paths[0], -1)
 		} else {
 			ops := make([]any, len(paths))
@@ -303,10 +321,12 @@ func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) {
 			!session.OutcomeUnknown(err)
 	}
 	if ep.Context().Err() == nil && try(ep) {
-		return
+		close(done)
+		return done
 	}
 	sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Path: paths[0], SessionID: ep.SessionID()})
 	go func() {
+		defer close(done)
 		for i := 0; i < 600; i++ {
 			ctx, cancel := context.WithTimeout(ep.SessionContext(), time.Minute)
 			cur, err := sess.Wait(ctx)
@@ -326,6 +346,7 @@ func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) {
 			}
 		}
 	}()
+	return done
 }
 
 // WaitLive waits until the session is usable again after ep ended (or ctx
