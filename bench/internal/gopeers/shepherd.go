@@ -2,11 +2,11 @@ package gopeers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/shepherdzk/shepherd/bench"
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -53,14 +53,24 @@ func (c shepherdClient) Children(ctx context.Context, p string) (int, error) {
 
 func (c shepherdClient) Close() { c.s.Close() }
 
-var errNotYet = errors.New("not wired yet")
+var shepherdWorkloads = bench.Workloads
 
-var shepherdWorkloads = []string{bench.W4}
-
-func (c shepherdClient) NewLocker(string) (Locker, error) {
-	return nil, fmt.Errorf("shepherd mutex: %w: %w", errNotYet, errors.ErrUnsupported)
+// NewLocker is shepherd's fair mutex.
+func (c shepherdClient) NewLocker(p string) (Locker, error) {
+	return mutex.New(c.s, p)
 }
 
-func (c shepherdClient) NewSemaphore(string, int) (Semaphore, error) {
-	return nil, fmt.Errorf("shepherd semaphore: %w: %w", errNotYet, errors.ErrUnsupported)
+// NewSemaphore is shepherd's semaphore.
+func (c shepherdClient) NewSemaphore(p string, max int) (Semaphore, error) {
+	sem, err := semaphore.New(c.s, p, max)
+	if err != nil {
+		return nil, err
+	}
+	return SemaphoreFunc(func(ctx context.Context) (func(context.Context) error, error) {
+		l, err := sem.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}), nil
 }

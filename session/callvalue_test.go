@@ -1,0 +1,44 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// TestCallValueAbandoned: when ctx ends first, CallValue returns at once and
+// hands fn's late result to abandoned; when fn finishes first, abandoned is
+// never called.
+func TestCallValueAbandoned(t *testing.T) {
+	release := make(chan struct{})
+	got := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	_, err := session.CallValue(ctx, func() (string, error) { return "never", nil }, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	v, err := session.CallValue(ctx2, func() (string, error) {
+		<-release
+		return "late", nil
+	}, func(v string, err error) { got <- v })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, v)
+	close(release)
+	select {
+	case v := <-got:
+		require.Equal(t, "late", v)
+	case <-time.After(5 * time.Second):
+		t.Fatal("abandoned not called")
+	}
+	boom := errors.New("boom")
+	v, err = session.CallValue(context.Background(), func() (string, error) { return "x", boom },
+		func(string, error) { t.Error("abandoned called for a result that was returned") })
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, "x", v)
+}
