@@ -242,6 +242,11 @@ func (d *demo) run(ctx context.Context, workers bool) error {
 		fmt.Fprintf(d.out, "  %-8s %s → %s in %8v   term %d → %d\n", r.how, r.from, r.to, r.took.Round(time.Millisecond), int64(r.fromTerm), int64(r.toTerm))
 	}
 	fmt.Fprintf(d.out, "  (a crash costs about one session timeout, %v; a graceful handover milliseconds)\n\n", d.sessionTimeout)
+	for _, r := range reps {
+		if r.id == l.ID {
+			d.showMetrics(ctx, r)
+		}
+	}
 	if workers {
 		return d.runWorkers(ctx)
 	}
@@ -281,4 +286,26 @@ func (d *demo) showHTTP(ctx context.Context, reps []*replica, leader string) err
 		d.note("GET http://%s/ (%s) → %s", r.addr, r.id, line)
 	}
 	return nil
+}
+
+// showMetrics prints a few of the leader's Prometheus metrics (/metrics).
+func (d *demo) showMetrics(ctx context.Context, r *replica) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/metrics", nil)
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
+	if err != nil {
+		d.note("metrics: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	d.say("GET http://%s/metrics (%s), a few of its lines:", r.addr, r.id)
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, p := range []string{"shepherd_leader{", "shepherd_leader_term{", "shepherd_leadership_changes_total{",
+			`shepherd_session_state{state="Connected"}`, "shepherd_acquire_wait_seconds_count"} {
+			if strings.HasPrefix(line, p) {
+				d.note("%s", line)
+			}
+		}
+	}
+	fmt.Fprintln(d.out)
 }

@@ -7,6 +7,8 @@
 //	go run ./examples/failover -id a -listen 127.0.0.1:8081
 //	go run ./examples/failover -id b -listen 127.0.0.1:8082
 //	curl -i http://127.0.0.1:8081/
+//	curl http://127.0.0.1:8081/metrics   # Prometheus metrics
+//	curl -i http://127.0.0.1:8081/healthz # liveness probe
 package main
 
 import (
@@ -24,7 +26,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/shepherdzk/shepherd/election"
+	promobs "github.com/shepherdzk/shepherd/observe/prometheus"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -85,8 +92,16 @@ func run(id, listen, zk, path string, timeout time.Duration, log *slog.Logger) e
 	if err != nil {
 		return err
 	}
+	// Metrics: the session and the election report to a private registry,
+	// served at /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	obs, err := promobs.New(reg)
+	if err != nil {
+		return err
+	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := session.Open(octx, servers, session.WithSessionTimeout(timeout))
+	sess, err := session.Open(octx, servers, session.WithSessionTimeout(timeout), session.WithObserver(obs))
 	cancel()
 	if err != nil {
 		return err
@@ -111,6 +126,17 @@ func run(id, listen, zk, path string, timeout time.Duration, log *slog.Logger) e
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(st.status())
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// A liveness probe: unhealthy when a lost leadership's callback cannot
+	// stop, or the ZooKeeper connection has been suspended for over a
+	// session timeout.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := e.Healthy(timeout); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
 	})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -1,0 +1,160 @@
+// Package prometheus exports what a shepherd session and its recipes do as
+// Prometheus metrics. It lives in its own package so that programs that do
+// not use Prometheus do not link it.
+//
+//	obs, err := prometheus.New(registry)
+//	sess, err := session.Open(ctx, servers, session.WithObserver(obs))
+//
+// Metrics (namespace "shepherd"):
+//
+//	shepherd_session_state{state}                    1 for the current state, 0 for the others
+//	shepherd_session_transitions_total{state}        transitions into each state
+//	shepherd_session_suspended_seconds               time spent Suspended, per suspension
+//	shepherd_session_epochs_total                    connected stretches (Connected or Reconnected)
+//	shepherd_acquire_wait_seconds{recipe}            time from the call to the grant
+//	shepherd_acquire_queue_position{recipe}          place in line when joining (0: the head)
+//	shepherd_holds{recipe}                           holds held now
+//	shepherd_hold_duration_seconds{recipe,outcome}   how long holds lasted (outcome released|lost)
+//	shepherd_hold_lost_total{recipe}                 holds whose loss signal fired
+//	shepherd_leader{path}                            1 while this process leads the election at path (under Run)
+//	shepherd_leader_term{path}                       the term of the current or last leadership
+//	shepherd_leadership_changes_total{path,change}   change elected|revoked
+//	shepherd_leader_stop_seconds{path}               loss signal to OnElected's return
+//	shepherd_leader_callback_stuck_total{path}       OnElected overran its stop deadline
+//	shepherd_orphan_cleanups_total                   abandoned nodes found and removed
+//	shepherd_delete_retries_total                    releases retried in the background
+//
+// Labels are bounded: recipe is one of a handful of names; path appears only
+// on election metrics, one per election a process takes part in.
+package prometheus
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Observer implements session.Observer with Prometheus metrics.
+type Observer struct {
+	state        *prometheus.GaugeVec
+	transitions  *prometheus.CounterVec
+	suspended    prometheus.Histogram
+	epochs       prometheus.Counter
+	wait         *prometheus.HistogramVec
+	position     *prometheus.HistogramVec
+	holds        *prometheus.GaugeVec
+	holdDuration *prometheus.HistogramVec
+	holdLost     *prometheus.CounterVec
+	leader       *prometheus.GaugeVec
+	term         *prometheus.GaugeVec
+	changes      *prometheus.CounterVec
+	stop         *prometheus.HistogramVec
+	stuck        *prometheus.CounterVec
+	orphans      prometheus.Counter
+	deletes      prometheus.Counter
+}
+
+var _ session.Observer = (*Observer)(nil)
+
+var states = []session.State{session.Connected, session.Suspended, session.Reconnected, session.Lost, session.Closed}
+
+// New creates the metrics and registers them with reg.
+func New(reg prometheus.Registerer) (*Observer, error) {
+	const ns = "shepherd"
+	lat := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	o := &Observer{
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "session_state",
+			Help: "1 for the session manager's current state, 0 for the others."}, []string{"state"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "session_transitions_total",
+			Help: "Session state transitions, by the state entered."}, []string{"state"}),
+		suspended: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "session_suspended_seconds",
+			Help: "Time spent Suspended, per suspension.", Buckets: lat}),
+		epochs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_epochs_total",
+			Help: "Connected stretches of sessions (Connected or Reconnected)."}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "acquire_wait_seconds",
+			Help: "Time from an acquire call to the grant.", Buckets: lat}, []string{"recipe"}),
+		position: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "acquire_queue_position",
+			Help: "Place in line when joining (0: the head).", Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}},
+			[]string{"recipe"}),
+		holds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "holds",
+			Help: "Holds (locks, leases, leaderships) held now."}, []string{"recipe"}),
+		holdDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "hold_duration_seconds",
+			Help: "How long holds lasted, by how they ended.", Buckets: lat}, []string{"recipe", "outcome"}),
+		holdLost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_lost_total",
+			Help: "Holds whose loss signal fired while held."}, []string{"recipe"}),
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "leader",
+			Help: "1 while this process leads the election at path."}, []string{"path"}),
+		term: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "leader_term",
+			Help: "The term (fencing token) of this process's current or last leadership."}, []string{"path"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leadership_changes_total",
+			Help: "Leadership gained (elected) and given up or lost (revoked)."}, []string{"path", "change"}),
+		stop: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "leader_stop_seconds",
+			Help: "Time from a leadership's loss signal to its OnElected returning.", Buckets: lat}, []string{"path"}),
+		stuck: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leader_callback_stuck_total",
+			Help: "OnElected calls that overran their stop deadline."}, []string{"path"}),
+		orphans: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "orphan_cleanups_total",
+			Help: "Nodes of abandoned or answer-lost creates found and removed."}),
+		deletes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "delete_retries_total",
+			Help: "Releases that met a connection problem and were retried in the background."}),
+	}
+	for _, c := range []prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
+		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.orphans, o.deletes} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// SessionEvent implements session.Observer.
+func (o *Observer) SessionEvent(ev session.Event) {
+	for _, st := range states {
+		v := 0.0
+		if st == ev.State {
+			v = 1
+		}
+		o.state.WithLabelValues(st.String()).Set(v)
+	}
+	o.transitions.WithLabelValues(ev.State.String()).Inc()
+	if ev.Previous == session.Suspended {
+		o.suspended.Observe(ev.InPrevious.Seconds())
+	}
+	if ev.State == session.Connected || ev.State == session.Reconnected {
+		o.epochs.Inc()
+	}
+}
+
+// RecipeEvent implements session.Observer.
+func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
+	switch ev.Kind {
+	case session.Acquired:
+		o.wait.WithLabelValues(ev.Recipe).Observe(ev.Wait.Seconds())
+		o.position.WithLabelValues(ev.Recipe).Observe(float64(ev.Position))
+		if ev.Recipe != "election" { // leaderships count from Elected to Revoked
+			o.holds.WithLabelValues(ev.Recipe).Inc()
+		}
+	case session.Released:
+		o.holds.WithLabelValues(ev.Recipe).Dec()
+		o.holdDuration.WithLabelValues(ev.Recipe, "released").Observe(ev.Held.Seconds())
+	case session.HoldLost:
+		o.holds.WithLabelValues(ev.Recipe).Dec()
+		o.holdLost.WithLabelValues(ev.Recipe).Inc()
+		o.holdDuration.WithLabelValues(ev.Recipe, "lost").Observe(ev.Held.Seconds())
+	case session.Elected:
+		o.holds.WithLabelValues("election").Inc()
+		o.leader.WithLabelValues(ev.Path).Set(1)
+		o.term.WithLabelValues(ev.Path).Set(float64(ev.Term))
+		o.changes.WithLabelValues(ev.Path, "elected").Inc()
+	case session.Revoked:
+		o.holds.WithLabelValues("election").Dec()
+		o.leader.WithLabelValues(ev.Path).Set(0)
+		o.changes.WithLabelValues(ev.Path, "revoked").Inc()
+		o.stop.WithLabelValues(ev.Path).Observe(ev.Took.Seconds())
+	case session.CallbackStuck:
+		o.stuck.WithLabelValues(ev.Path).Inc()
+	case session.OrphanCleanup:
+		o.orphans.Inc()
+	case session.DeleteRetry:
+		o.deletes.Inc()
+	}
+}

@@ -1,0 +1,238 @@
+package prometheus_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/mutex"
+	promobs "github.com/shepherdzk/shepherd/observe/prometheus"
+	"github.com/shepherdzk/shepherd/semaphore"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+var zk *zktest.Cluster
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c, err := zktest.StartCluster(ctx, 1)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	zk = c
+	code := m.Run()
+	c.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var pathN atomic.Int64
+
+func uniquePath(t *testing.T) string {
+	return fmt.Sprintf("/metrics-test/%s-%d", t.Name(), pathN.Add(1))
+}
+
+func open(t *testing.T, servers []string, opts ...session.Option) *session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := session.Open(ctx, servers, append(opts, session.WithSessionTimeout(2*time.Second))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(); <-s.Done() })
+	return s
+}
+
+// metric gathers one series from reg (0 when absent); for histograms it
+// returns the sample count.
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for k, v := range labels {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == k && lp.GetValue() == v {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// TestScenario: acquire, contend, expire a session, fail over — and the
+// metrics say so.
+func TestScenario(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	obs, err := promobs.New(reg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	defer p.Close()
+	a := open(t, p.Addrs(), session.WithObserver(obs))
+	b := open(t, zk.Servers(), session.WithObserver(obs))
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_session_state", map[string]string{"state": "Connected"}) == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, 2.0, metric(t, reg, "shepherd_session_epochs_total", nil))
+
+	// Acquire and release a lock.
+	path := uniquePath(t)
+	ma, _ := mutex.New(a, path)
+	mb, _ := mutex.New(b, path)
+	require.NoError(t, ma.Lock(ctx))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_holds", map[string]string{"recipe": "mutex"}))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_acquire_wait_seconds", map[string]string{"recipe": "mutex"}))
+	// Contend: b waits in line at position 1.
+	got := make(chan error, 1)
+	go func() { got <- mb.Lock(ctx) }()
+	require.Eventually(t, func() bool { return len(mustChildren(t, b, path)) == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, ma.Unlock(ctx))
+	require.NoError(t, <-got)
+	require.Equal(t, 2.0, metric(t, reg, "shepherd_acquire_queue_position", map[string]string{"recipe": "mutex"}))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_duration_seconds", map[string]string{"recipe": "mutex", "outcome": "released"}))
+	require.NoError(t, mb.Unlock(ctx))
+	require.Equal(t, 0.0, metric(t, reg, "shepherd_holds", map[string]string{"recipe": "mutex"}))
+
+	// A semaphore lease.
+	sem, _ := semaphore.New(a, uniquePath(t), 2)
+	l, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_holds", map[string]string{"recipe": "semaphore"}))
+	require.NoError(t, l.Release(ctx))
+	require.Equal(t, 0.0, metric(t, reg, "shepherd_holds", map[string]string{"recipe": "semaphore"}))
+
+	// Expire a's session while it holds the lock: the hold is lost, the
+	// session goes Suspended, then Lost, then a new session is Connected.
+	require.NoError(t, ma.Lock(ctx))
+	sid := a.SessionID()
+	require.NoError(t, p.ExpireSession(ctx, sid))
+	require.Eventually(t, func() bool { s := a.SessionID(); return s != 0 && s != sid }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_hold_lost_total", map[string]string{"recipe": "mutex"}) == 1 &&
+			metric(t, reg, "shepherd_session_transitions_total", map[string]string{"state": "Lost"}) == 1 &&
+			metric(t, reg, "shepherd_session_epochs_total", nil) == 3
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 0.0, metric(t, reg, "shepherd_holds", map[string]string{"recipe": "mutex"}))
+	require.GreaterOrEqual(t, metric(t, reg, "shepherd_session_suspended_seconds", nil), 1.0)
+	_ = ma.Unlock(ctx)
+
+	// Fail over: two candidates; the leader's Run ends; the other leads.
+	epath := uniquePath(t)
+	full := a.Path(epath)
+	runs := map[string]context.CancelFunc{}
+	dones := map[string]chan error{}
+	elected := make(chan string, 10)
+	for id, s := range map[string]*session.Session{"a": a, "b": b} {
+		e, err := election.New(s, epath, id)
+		require.NoError(t, err)
+		rctx, rcancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		runs[id], dones[id] = rcancel, done
+		go func() {
+			done <- e.Run(rctx, election.Callbacks{OnElected: func(c context.Context, _ election.Term) {
+				elected <- id
+				<-c.Done()
+			}})
+		}()
+	}
+	first := <-elected
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_leader", map[string]string{"path": full}) == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	term1 := metric(t, reg, "shepherd_leader_term", map[string]string{"path": full})
+	require.NotZero(t, term1)
+	runs[first]()
+	require.NoError(t, <-dones[first])
+	second := <-elected
+	require.NotEqual(t, first, second)
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_leadership_changes_total", map[string]string{"path": full, "change": "elected"}) == 2 &&
+			metric(t, reg, "shepherd_leadership_changes_total", map[string]string{"path": full, "change": "revoked"}) == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Greater(t, metric(t, reg, "shepherd_leader_term", map[string]string{"path": full}), term1)
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_leader_stop_seconds", map[string]string{"path": full}))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_leader", map[string]string{"path": full}))
+	runs[second]()
+	require.NoError(t, <-dones[second])
+	require.Equal(t, 0.0, metric(t, reg, "shepherd_leader", map[string]string{"path": full}))
+}
+
+func mustChildren(t *testing.T, s *session.Session, path string) []string {
+	ep, err := s.Wait(context.Background())
+	require.NoError(t, err)
+	names, _, err := ep.Conn().Children(s.Path(path))
+	if err != nil {
+		return nil
+	}
+	return names
+}
+
+// TestHealth: the leader's connection is stalled and its OnElected ignores
+// its ctx: election.Healthy turns unhealthy; when the callback returns and the
+// connection heals, it recovers.
+func TestHealth(t *testing.T) {
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	defer p.Close()
+	s := open(t, p.Addrs())
+	e, err := election.New(s, uniquePath(t), "stuck", election.WithStopDeadline(300*time.Millisecond))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	leading := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(ctx, election.Callbacks{OnElected: func(context.Context, election.Term) {
+			leading <- struct{}{}
+			<-release // ignores its ctx: a leader that cannot stop
+		}})
+	}()
+	<-leading
+	require.NoError(t, e.Healthy(500*time.Millisecond))
+	p.Stall()
+	require.Eventually(t, func() bool { return e.Healthy(500*time.Millisecond) != nil }, 10*time.Second, 10*time.Millisecond)
+	t.Logf("unhealthy: %v", e.Healthy(500*time.Millisecond))
+	close(release)
+	p.Heal()
+	require.Eventually(t, func() bool { return e.Healthy(500*time.Millisecond) == nil }, 15*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
+}
