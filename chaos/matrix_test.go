@@ -12,6 +12,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -154,14 +155,18 @@ func (h *harness) holder() *clientRun {
 // progressed waits until every client has been granted again since counts.
 func (h *harness) progressed(before map[string]int, d time.Duration) {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool {
+	ok := waitFor(d, func() bool {
 		for _, c := range h.clients {
 			if h.chk.count(c.id) <= before[c.id] {
 				return false
 			}
 		}
 		return true
-	}, d, 10*time.Millisecond, "every client is granted again after the fault heals")
+	})
+	if !ok {
+		h.dump()
+		h.t.Fatalf("%s: not every client was granted again within %v of the fault", h.spec.name, d)
+	}
 }
 
 func (h *harness) counts() map[string]int {
@@ -223,7 +228,7 @@ var faults = []fault{
 		i, err := h.cluster.Leader(ctx)
 		require.NoError(h.t, err)
 		require.NoError(h.t, h.cluster.Kill(i))
-		h.waitGrants(1, 20*time.Second) // the recipe goes on on the others
+		h.waitGrants(1, 45*time.Second) // the recipe goes on on the others
 		require.NoError(h.t, h.cluster.Restart(ctx, i))
 	}},
 	{name: "follower-killed", inject: func(h *harness) {
@@ -232,7 +237,7 @@ var faults = []fault{
 		require.NoError(h.t, err)
 		f := (l + 1) % h.cluster.Size()
 		require.NoError(h.t, h.cluster.Kill(f))
-		h.waitGrants(3, 20*time.Second)
+		h.waitGrants(3, 45*time.Second)
 		require.NoError(h.t, h.cluster.Restart(ctx, f))
 	}},
 	{name: "server-restarted", standalone: true, inject: func(h *harness) {
@@ -275,7 +280,11 @@ var faults = []fault{
 func (h *harness) waitGrants(n int, d time.Duration) {
 	h.t.Helper()
 	g0, _, _, _, _ := h.chk.summary()
-	require.Eventually(h.t, func() bool { g, _, _, _, _ := h.chk.summary(); return g >= g0+n }, d, 10*time.Millisecond)
+	ok := waitFor(d, func() bool { g, _, _, _, _ := h.chk.summary(); return g >= g0+n })
+	if !ok {
+		h.dump()
+		h.t.Fatalf("%s: fewer than %d grants within %v", h.spec.name, n, d)
+	}
 }
 
 // TestFaultMatrix: every recipe under every fault; invariants checked on one
@@ -302,5 +311,38 @@ func TestFaultMatrix(t *testing.T) {
 				h.finish()
 			})
 		}
+	}
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}
+
+// dump logs what each client and the path look like, for a failure.
+func (h *harness) dump() {
+	for _, c := range h.clients {
+		h.t.Logf("%s: %d grants, holding %v, session 0x%x %v", c.id, h.chk.count(c.id), c.holding(),
+			c.sess.SessionID(), c.sess.State())
+	}
+	admin := open(h.t, h.cluster.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if snap, err := recipe.Inspect(ctx, admin, h.path); err == nil {
+		for _, e := range snap.Holders {
+			h.t.Logf("holder %s (%s) session 0x%x", e.Node, e.Data, e.SessionID)
+		}
+		for _, e := range snap.Waiters {
+			h.t.Logf("waiter %s (%s) session 0x%x", e.Node, e.Data, e.SessionID)
+		}
+	} else {
+		h.t.Logf("inspect %s: %v", h.path, err)
 	}
 }

@@ -43,7 +43,10 @@ func ExpireSession(ctx context.Context, servers []string, cred Credentials) erro
 			break
 		}
 		sent, err := expireOn(ctx, addr, cred)
-		for try := 0; try < 10 && err != nil && errors.Is(err, io.EOF) && ctx.Err() == nil; try++ {
+		for try := 0; try < 10 && err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded)) &&
+			ctx.Err() == nil; try++ {
+			// (A server too busy to answer within an attempt's time is
+			// asked again, like one that dropped the connection.)
 			// The connection ended before the server's answer: the client
 			// took its session back in between (then attach again), or the
 			// server closed the session and the connection with it (then the

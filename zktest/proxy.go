@@ -47,6 +47,10 @@ type proxyConn struct {
 	server net.Conn // guarded by Proxy.mu
 }
 
+// ExpirePartition is how long Proxy.ExpireSession keeps a client cut off
+// before it closes the client's session.
+const ExpirePartition = 20 * time.Millisecond
+
 // dialTimeout bounds the proxy's connection to a server.
 const dialTimeout = 5 * time.Second
 
@@ -329,14 +333,18 @@ func (p *Proxy) pass(pc *proxyConn, toClient bool) bool {
 	return false
 }
 
-// ExpireSession ends the session of a client connected through the proxy at
-// once, as the server does on expiry: the session's ephemeral nodes are
-// deleted and its connection dropped. New connections through the proxy are
-// refused meanwhile, so the client cannot take its session back between the
-// attach and the close (a client that reconnects at once otherwise can, and a
-// session closed while the client's own connection is attached is applied by
-// the server — watches fired, then the connection dropped — in an order no
-// client can improve on). Refusing stops when it returns.
+// ExpireSession ends the session of a client connected through the proxy,
+// the way a server expires a partitioned client, only without waiting for the
+// session timeout: the client's connections are cut and new ones refused (a
+// partition), and after a short moment (ExpirePartition) the session is closed
+// on the server, which deletes its ephemeral nodes; then the proxy lets
+// connections through again and the client learns its session is gone. The
+// client is thus told it is disconnected before its nodes go, as with a real
+// expiry (where the margin is a third of the session timeout).
+//
+// To end a session while its client is still attached — the race no client
+// can win by more than a network round trip — use ExpireSession (the package
+// function) directly.
 func (p *Proxy) ExpireSession(ctx context.Context, sessionID int64) error {
 	cred, ok := p.Credentials(sessionID)
 	if !ok {
@@ -345,11 +353,19 @@ func (p *Proxy) ExpireSession(ctx context.Context, sessionID int64) error {
 	p.mu.Lock()
 	was := p.refuse
 	p.refuse = true
+	p.closeAllLocked()
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		p.refuse = was
 		p.mu.Unlock()
 	}()
+	t := time.NewTimer(ExpirePartition)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
 	return ExpireSession(ctx, p.targets, cred)
 }
