@@ -322,19 +322,22 @@ func (s *Semaphore) isHead(ep *session.Epoch, own *recipe.Node) error {
 func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int, wait, expectFull bool) (*Lease, error) {
 	guid := recipe.NewGUID()
 	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
+	held := -1 // leases held, when known without listing
 	for {
-		var names []string
 		var ch <-chan zk.Event
-		var err error
-		if expectFull && wait {
-			names, _, ch, err = ep.Conn().ChildrenW(s.leases)
-		} else {
-			names, _, err = ep.Conn().Children(s.leases)
+		if held < 0 {
+			var names []string
+			var err error
+			if expectFull && wait {
+				names, _, ch, err = ep.Conn().ChildrenW(s.leases)
+			} else {
+				names, _, err = ep.Conn().Children(s.leases)
+			}
+			if err != nil {
+				return nil, err
+			}
+			held = len(recipe.Sort(names, recipe.KindLease))
 		}
-		if err != nil {
-			return nil, err
-		}
-		held := len(recipe.Sort(names, recipe.KindLease))
 		s.mu.Lock()
 		max, version := s.max, s.version
 		s.mu.Unlock()
@@ -375,12 +378,21 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 			return nil, ErrNoLease
 		}
 		if ch == nil {
-			expectFull = true
+			expectFull, held = true, -1
 			continue
 		}
 		select {
-		case <-ch:
+		case ev := <-ch:
 			expectFull = false
+			// Only the head of the line (we) creates leases: a change of
+			// the lease list while we wait is a release (or an expiry), so
+			// at most held-1 are held now. If that leaves room, take it
+			// without listing again; else look.
+			if ev.Type == zk.EventNodeChildrenChanged && held-1+n <= max {
+				held--
+			} else {
+				held = -1
+			}
 		case <-ep.Done():
 			return nil, fmt.Errorf("%w: connection lost", ErrLost)
 		case <-ctx.Done():
