@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -120,18 +121,10 @@ func startChild(t *testing.T, spec recipeSpec, servers []string, path string) (*
 
 const sessionTimeout = 2 * time.Second
 
+func uniquePath(name string) string { return fmt.Sprintf("/chaos/%s-%d", name, pathN.Add(1)) }
+
 var pathN atomic.Int64
 
-func uniquePath(name string) string {
-	return fmt.Sprintf("/chaos/%s-%d", name, pathN.Add(1))
-}
-
 func open(t *testing.T, servers []string) *session.Session {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := session.Open(ctx, servers, session.WithSessionTimeout(sessionTimeout))
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close(); <-s.Done() })
-	return s
+	return testutil.Open(t, servers, session.WithSessionTimeout(sessionTimeout))
 }

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -20,39 +19,13 @@ import (
 var zk *zktest.Cluster // the package's shared standalone server
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	c, err := zktest.StartCluster(ctx, 1)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	zk = c
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testutil.Main(m, &zk, 1))
 }
 
-var pathN atomic.Int64
-
-func uniquePath(t *testing.T) string {
-	return fmt.Sprintf("/election-test/%s-%d", t.Name(), pathN.Add(1))
-}
+func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "election-test") }
 
 func open(t *testing.T, servers []string, opts ...session.Option) *session.Session {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := session.Open(ctx, servers, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close(); <-s.Done() })
-	return s
+	return testutil.Open(t, servers, opts...)
 }
 
 // checker proves single leadership on one clock: when a leader's OnElected

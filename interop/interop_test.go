@@ -16,9 +16,9 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -26,39 +26,11 @@ import (
 
 var zk *zktest.Cluster
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	c, err := zktest.StartCluster(ctx, 1)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	zk = c
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m, &zk, 1)) }
 
-var pathN atomic.Int64
+func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "interop") }
 
-func uniquePath(t *testing.T) string { return fmt.Sprintf("/interop/%s-%d", t.Name(), pathN.Add(1)) }
-
-func open(t *testing.T) *session.Session {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := session.Open(ctx, zk.Servers())
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close(); <-s.Done() })
-	return s
-}
+func open(t *testing.T) *session.Session { return testutil.Open(t, zk.Servers()) }
 
 // holder checks exclusion across libraries: each holder creates the
 // ephemeral node path-holder while it holds, which fails if anyone else does.
@@ -151,76 +123,33 @@ func javaResult(t *testing.T, lines <-chan string) (acq, viol int) {
 	}
 }
 
-// TestCuratorMutex: Curator's InterProcessMutex and shepherd's fair mutex on
-// one path exclude each other.
-func TestCuratorMutex(t *testing.T) {
-	path := uniquePath(t)
-	h := &holder{path: path}
-	_, lines := curator(t, "mutex", path, 3, 20)
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for i := range 3 {
-		s := open(t)
-		m, err := mutex.New(s, path)
-		require.NoError(t, err)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			for range 20 {
-				if err := m.Lock(ctx); err != nil {
-					errs <- err
-					return
-				}
-				err := h.hold(s, fmt.Sprint("go-", i), 3*time.Millisecond)
-				if uerr := m.Unlock(ctx); err == nil {
-					err = uerr
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	acq, viol := javaResult(t, lines)
-	t.Logf("curator: %d acquisitions, %d violations; shepherd: %d acquisitions, %d violations", acq, viol, h.grants.Load(), h.violations.Load())
-	require.Zero(t, viol)
-	require.Zero(t, h.violations.Load())
-	require.Equal(t, 60, acq)
-	require.EqualValues(t, 60, h.grants.Load())
+// hold is one acquire/release pair of a shepherd recipe.
+type hold struct {
+	acquire, release func(context.Context) error
 }
 
-// TestCuratorLeaderLatch: Curator's LeaderLatch and shepherd's fair election
-// on one path never have two leaders, and leadership moves between them.
-func TestCuratorLeaderLatch(t *testing.T) {
-	path := uniquePath(t)
-	h := &holder{path: path}
-	_, lines := curator(t, "latch", path, 2, 8)
+// shepherdClients runs n shepherd clients, each in a session of its own, for
+// rounds acquisitions each, holding for d (checked by h), and waits for them.
+func shepherdClients(t *testing.T, h *holder, n, rounds int, d time.Duration, mk func(s *session.Session, i int) (hold, error)) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for i := range 2 {
+	errs := make(chan error, n)
+	for i := range n {
 		s := open(t)
-		e, err := election.New(s, path, fmt.Sprint("go-", i))
+		c, err := mk(s, i)
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			for range 8 {
-				if _, err := e.Campaign(ctx); err != nil {
+			for range rounds {
+				if err := c.acquire(ctx); err != nil {
 					errs <- err
 					return
 				}
-				err := h.hold(s, fmt.Sprint("go-", i), 30*time.Millisecond)
-				if rerr := e.Resign(ctx); err == nil {
+				err := h.hold(s, fmt.Sprint("go-", i), d)
+				if rerr := c.release(ctx); err == nil {
 					err = rerr
 				}
 				if err != nil {
@@ -235,6 +164,46 @@ func TestCuratorLeaderLatch(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+func shepherdMutex(path string) func(*session.Session, int) (hold, error) {
+	return func(s *session.Session, _ int) (hold, error) {
+		m, err := mutex.New(s, path)
+		if err != nil {
+			return hold{}, err
+		}
+		return hold{acquire: m.Lock, release: m.Unlock}, nil
+	}
+}
+
+// TestCuratorMutex: Curator's InterProcessMutex and shepherd's fair mutex on
+// one path exclude each other.
+func TestCuratorMutex(t *testing.T) {
+	path := uniquePath(t)
+	h := &holder{path: path}
+	_, lines := curator(t, "mutex", path, 3, 20)
+	shepherdClients(t, h, 3, 20, 3*time.Millisecond, shepherdMutex(path))
+	acq, viol := javaResult(t, lines)
+	t.Logf("curator: %d acquisitions, %d violations; shepherd: %d acquisitions, %d violations", acq, viol, h.grants.Load(), h.violations.Load())
+	require.Zero(t, viol)
+	require.Zero(t, h.violations.Load())
+	require.Equal(t, 60, acq)
+	require.EqualValues(t, 60, h.grants.Load())
+}
+
+// TestCuratorLeaderLatch: Curator's LeaderLatch and shepherd's fair election
+// on one path never have two leaders, and leadership moves between them.
+func TestCuratorLeaderLatch(t *testing.T) {
+	path := uniquePath(t)
+	h := &holder{path: path}
+	_, lines := curator(t, "latch", path, 2, 8)
+	shepherdClients(t, h, 2, 8, 30*time.Millisecond, func(s *session.Session, i int) (hold, error) {
+		e, err := election.New(s, path, fmt.Sprint("go-", i))
+		if err != nil {
+			return hold{}, err
+		}
+		return hold{acquire: func(ctx context.Context) error { _, err := e.Campaign(ctx); return err }, release: e.Resign}, nil
+	})
 	acq, viol := javaResult(t, lines)
 	t.Logf("curator: %d terms, %d violations; shepherd: %d terms, %d violations", acq, viol, h.grants.Load(), h.violations.Load())
 	require.Zero(t, viol)
@@ -252,7 +221,7 @@ func TestGoZookeeperLock(t *testing.T) {
 	ep, err := admin.Wait(context.Background())
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	errs := make(chan error, 6)
+	errs := make(chan error, 3)
 	for i := range 3 {
 		conn, _, err := gozk.Connect(zk.Servers(), 10*time.Second, gozk.WithLogInfo(false))
 		require.NoError(t, err)
@@ -283,30 +252,8 @@ func TestGoZookeeperLock(t *testing.T) {
 				}
 			}
 		}()
-		s := open(t)
-		m, err := mutex.New(s, path)
-		require.NoError(t, err)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			for range 20 {
-				if err := m.Lock(ctx); err != nil {
-					errs <- err
-					return
-				}
-				err := h.hold(s, fmt.Sprint("go-", i), 3*time.Millisecond)
-				if uerr := m.Unlock(ctx); err == nil {
-					err = uerr
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
 	}
+	shepherdClients(t, h, 3, 20, 3*time.Millisecond, shepherdMutex(path))
 	wg.Wait()
 	close(errs)
 	for err := range errs {

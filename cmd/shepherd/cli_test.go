@@ -11,14 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -39,31 +38,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	c, err := zktest.StartCluster(ctx, 1)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	zk = c
-	code := m.Run()
-	c.Close()
+	code := testutil.Main(m, &zk, 1)
 	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
 	os.Exit(code)
 }
 
-var pathN atomic.Int64
-
-func uniquePath(t *testing.T) string {
-	return fmt.Sprintf("/cli-test/%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), pathN.Add(1))
-}
+func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "cli-test") }
 
 type result struct {
 	code           int

@@ -2,17 +2,15 @@ package prometheus_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	promobs "github.com/shepherdzk/shepherd/observe/prometheus"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -22,40 +20,13 @@ import (
 
 var zk *zktest.Cluster
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	c, err := zktest.StartCluster(ctx, 1)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	zk = c
-	code := m.Run()
-	c.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m, &zk, 1)) }
 
-var pathN atomic.Int64
+func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "metrics-test") }
 
-func uniquePath(t *testing.T) string {
-	return fmt.Sprintf("/metrics-test/%s-%d", t.Name(), pathN.Add(1))
-}
-
+// open opens a session with a 2s timeout, closed with the test.
 func open(t *testing.T, servers []string, opts ...session.Option) *session.Session {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := session.Open(ctx, servers, append(opts, session.WithSessionTimeout(2*time.Second))...)
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close(); <-s.Done() })
-	return s
+	return testutil.Open(t, servers, append(opts, session.WithSessionTimeout(2*time.Second))...)
 }
 
 // metric gathers one series from reg (0 when absent); for histograms it
