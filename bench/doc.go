@@ -21,6 +21,14 @@
 //     waiter in turn takes and releases it: first-handoff latency (every
 //     waiter queued), handoff p50/p99, watch notifications per release (1 for
 //     a herd-free lock, up to the number of waiters for a herd).
+//   - W7: scale: W5's chain with 10 waiters (W7-10) and with 1,000 (W7-1000;
+//     300 with -quick), for the Go peers: a handoff should cost the same
+//     however long the line (the line is listed by each new head, so some
+//     growth is expected).
+//
+// W6 (leader crash through a stalled proxy) is not a bench workload: the
+// election and chaos test suites measure it (the old leader's loss signal
+// precedes the next leader's election in every sample).
 //
 // Every load loop is bounded in count (Spec.Cycles) and time (Spec.Seconds);
 // whatever is already waiting when the bound is reached completes, and every

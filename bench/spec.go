@@ -24,10 +24,14 @@ const (
 	// every waiter in turn takes and releases it: the handoff latency, and the
 	// watch notifications one release fires.
 	W5 = "W5"
+	// W7s and W7l: W5's chain of handoffs with few (10) and many (1,000 in a
+	// full run) waiters queued: what a handoff costs as the line grows.
+	W7s = "W7-10"
+	W7l = "W7-1000"
 )
 
 // Workloads lists every workload in the order the runner runs them.
-var Workloads = []string{W1, W2, W3, W4, W5}
+var Workloads = []string{W1, W2, W3, W4, W5, W7s, W7l}
 
 // Title describes a workload in one line.
 func Title(w string) string {
@@ -42,6 +46,8 @@ func Title(w string) string {
 		return "leader election: the leader resigns and rejoins; time until the next leader knows"
 	case W5:
 		return "N waiters queued on a held mutex; chain of handoffs as each takes and releases it"
+	case W7s, W7l:
+		return "scale: W5's chain of handoffs with a short and a long line of waiters"
 	}
 	return w
 }
@@ -107,7 +113,7 @@ func (s Spec) Validate() error {
 	}
 	switch s.Workload {
 	case W1:
-	case W2, W4, W5:
+	case W2, W4, W5, W7s, W7l:
 		if s.Sessions < 2 {
 			return fmt.Errorf("bench: %s needs at least 2 sessions", s.Workload)
 		}
@@ -133,8 +139,10 @@ func Params(quick bool) map[string]Spec {
 			W3: with(func(s *Spec) {
 				s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Leases, s.HoldMS = W3, 16, 2000, 1.5, 4, 10
 			}),
-			W4: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 10, 5, 20 }),
-			W5: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+			W4:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 10, 5, 20 }),
+			W5:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+			W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
+			W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 300, 300, 20 }),
 		}
 	}
 	return map[string]Spec{
@@ -143,8 +151,10 @@ func Params(quick bool) map[string]Spec {
 		W3: with(func(s *Spec) {
 			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Leases, s.HoldMS = W3, 16, 5000, 4, 4, 10
 		}),
-		W4: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 30, 8, 20 }),
-		W5: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+		W4:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 30, 8, 20 }),
+		W5:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+		W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
+		W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 1000, 1000, 30 }),
 	}
 }
 
@@ -189,7 +199,7 @@ func tableMetrics(w string) []metricInfo {
 			{MLatencyP99, "wait p99 µs"}, rpo, npo}
 	case W4:
 		return []metricInfo{{MLatencyP50, "handoff p50 µs"}, {MLatencyP99, "handoff p99 µs"}, rpo, npo}
-	case W5:
+	case W5, W7s, W7l:
 		return []metricInfo{{MFirstHandoff, "first handoff µs"}, {MLatencyP50, "handoff p50 µs"},
 			{MLatencyP99, "handoff p99 µs"}, {MViolations, "violations"}, rpo, npo}
 	}

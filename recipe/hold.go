@@ -53,6 +53,9 @@ func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...str
 // "semaphore", ...; wait is how long the acquisition took; position the place
 // in line it joined at), and from then on the hold's release or loss.
 func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
+	if !h.sess.Observed() {
+		return
+	}
 	h.mu.Lock()
 	h.recipe, h.path, h.observed = recipe, path, true
 	h.mu.Unlock()

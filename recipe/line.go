@@ -79,7 +79,7 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
-	made, err := session.CallValue(ctx, func() (string, error) {
+	made, err := enterCall(ctx, func() (string, error) {
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
 				// Not connected: a create now would wait in go-zookeeper's
@@ -361,4 +361,14 @@ func WaitLive(ctx context.Context, ep *session.Epoch) error {
 	case <-t.C:
 	}
 	return nil
+}
+
+// enterCall runs a create loop: directly when ctx cannot end (no goroutine,
+// no extra wakeup on the hot path), else through session.CallValue so that
+// the caller can give up with the request in flight.
+func enterCall(ctx context.Context, fn func() (string, error), abandoned func(string, error)) (string, error) {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	return session.CallValue(ctx, fn, abandoned)
 }

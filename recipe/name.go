@@ -28,24 +28,35 @@ type Name struct {
 }
 
 // ParseName parses a contender's node name. It reports false for names that
-// are not contenders (foreign children).
+// are not contenders (foreign children). It reads the name once, from the
+// end: waiters parse whole lines of names.
 func ParseName(name string) (Name, bool) {
-	best := -1
-	var kind string
-	for _, k := range allKinds {
-		if i := strings.LastIndex(name, k); i > best {
-			best, kind = i, k
-		}
+	j := len(name)
+	for j > 0 && name[j-1] >= '0' && name[j-1] <= '9' {
+		j--
 	}
-	if best < 0 {
+	if j == len(name) || len(name)-j > 19 {
 		return Name{}, false
 	}
-	seq, ok := parseSeq(name[best+len(kind):])
+	kind, start := "", -1
+	// A negative sequence number (a counter past 2^31) first: "lock--5".
+	if j > 0 && name[j-1] == '-' {
+		if k := kindSuffix(name[:j-1]); k != "" {
+			kind, start = k, j-1
+		}
+	}
+	if start < 0 {
+		if kind = kindSuffix(name[:j]); kind == "" {
+			return Name{}, false
+		}
+		start = j
+	}
+	seq, ok := parseSeq(name[start:])
 	if !ok {
 		return Name{}, false
 	}
 	n := Name{Name: name, Kind: kind, Seq: seq}
-	prefix := name[:best]
+	prefix := name[:start-len(kind)]
 	switch {
 	case prefix == "":
 	case kind == KindKazooLock || kind == KindKazooRead:
@@ -56,6 +67,16 @@ func ParseName(name string) (Name, bool) {
 		return Name{}, false
 	}
 	return n, true
+}
+
+// kindSuffix returns the kind s ends with, or "".
+func kindSuffix(s string) string {
+	for _, k := range allKinds {
+		if strings.HasSuffix(s, k) {
+			return k
+		}
+	}
+	return ""
 }
 
 // parseSeq parses a sequence suffix: decimal digits, with a leading '-' for a

@@ -26,9 +26,9 @@ func TestMain(m *testing.M) {
 	os.Exit(testutil.Main(m, &zk, 1))
 }
 
-func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "semaphore-test") }
+func uniquePath(t testing.TB) string { return testutil.UniquePath(t, "semaphore-test") }
 
-func open(t *testing.T, servers []string, opts ...session.Option) *session.Session {
+func open(t testing.TB, servers []string, opts ...session.Option) *session.Session {
 	return testutil.Open(t, servers, opts...)
 }
 
@@ -79,7 +79,7 @@ func (b *bound) check(t *testing.T) {
 	require.Empty(t, b.violations)
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context { return testutil.Ctx(t, d) }
+func ctxT(t testing.TB, d time.Duration) context.Context { return testutil.Ctx(t, d) }
 
 func children(t *testing.T, s *session.Session, path string) []string {
 	return testutil.Children(t, s, path)

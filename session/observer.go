@@ -70,6 +70,10 @@ type RecipeEvent struct {
 	Term      int64         // Elected, Revoked, CallbackStuck
 }
 
+// Observed reports whether the session has an observer (recipes skip the
+// bookkeeping of events no one receives).
+func (s *Session) Observed() bool { return s.cfg.observer != nil }
+
 // Report hands a recipe event to the session's observer, if any.
 func (s *Session) Report(ev RecipeEvent) {
 	if s.cfg.observer == nil {

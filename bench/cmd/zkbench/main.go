@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -62,9 +63,21 @@ func run(ctx context.Context) error {
 	disk := flag.Bool("disk", false, "keep ZooKeeper's data on disk (a directory under $TMPDIR) instead of tmpfs")
 	repeat := flag.Int("repeat", 0, "repetitions (default 3, or 1 with -quick)")
 	jsonOut := flag.String("json", "", "write one JSON line per run to this file")
-	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5)")
+	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5,W7-10,W7-1000)")
 	peerList := flag.String("peers", "", "comma-separated peers to run (default all available)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runner (the Go peers run in it) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	t0 := time.Now()
 	if *repeat == 0 {
