@@ -87,6 +87,39 @@ func TestEnsembleSurvivesLeaderKill(t *testing.T) {
 	require.NotEmpty(t, c.Mode(ctx, leader))
 }
 
+// TestFiveNodes: a 5-node ensemble starts, elects one leader, and keeps a
+// quorum through two followers killed.
+func TestFiveNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ensemble test skipped in -short mode")
+	}
+	c := zktest.Start(t, 5)
+	t.Logf("5-node ensemble started in %v", c.StartupTime())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	require.NoError(t, err)
+	leaders := 0
+	for i := range c.Size() {
+		if c.Mode(ctx, i) == "leader" {
+			leaders++
+		}
+	}
+	require.Equal(t, 1, leaders)
+	conn := connect(t, c.Servers())
+	killed := 0
+	for i := 0; i < c.Size() && killed < 2; i++ {
+		if i != leader {
+			require.NoError(t, c.Kill(i))
+			killed++
+		}
+	}
+	require.Eventually(t, func() bool {
+		_, err := conn.Create("/five", nil, 0, zk.WorldACL(zk.PermAll))
+		return err == nil || err == zk.ErrNodeExists
+	}, 30*time.Second, 50*time.Millisecond, "3 of 5 nodes keep serving writes")
+}
+
 func TestBadInput(t *testing.T) {
 	_, err := zktest.StartCluster(context.Background(), 0)
 	require.Error(t, err)
