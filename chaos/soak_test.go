@@ -60,6 +60,7 @@ func TestChaosSoak(t *testing.T) {
 		}
 		h := hs[rng.IntN(len(hs))]
 		before := h.counts()
+		t.Logf("fault %d: %s on %s", i, name, h.spec.name)
 		faultByName(name).inject(h)
 		injected[name]++
 		h.progressed(before, 60*time.Second)

@@ -359,12 +359,21 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 	start := time.Now()
 	node := m.path + "/" + NonFairNode
 	var delay time.Duration
+	// One guid for the whole call: a create whose answer was lost is
+	// recognised on any later attempt of this call, never left behind.
+	guid := recipe.NewGUID()
+	var unknown *session.Epoch // an epoch in which a create's outcome stayed unknown
+	granted := false
+	defer func() {
+		if !granted && unknown != nil {
+			go m.removeIfOurs(unknown, node, guid)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		ep, err := m.sess.Wait(ctx)
 		if err != nil {
 			return nil, err
 		}
-		guid := recipe.NewGUID()
 		res, err := m.callMulti(ctx, ep, node, guid,
 			&zk.CreateRequest{Path: node, Data: m.data, Acl: m.sess.ACL(), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: m.path, Data: []byte(nonFairMark + guid), Version: -1})
@@ -377,6 +386,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 				continue
 			}
 			h.Observe("mutex", m.path, time.Since(start), 0)
+			granted = true
 			return h, nil
 		}
 		if ctx.Err() != nil {
@@ -390,6 +400,9 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		}
 		if !errors.Is(err, zk.ErrNodeExists) && !session.OutcomeUnknown(err) && !errors.Is(err, session.ErrLost) {
 			return nil, err
+		}
+		if session.OutcomeUnknown(err) {
+			unknown = ep
 		}
 		// Taken, or the answer was lost: read the node, and adopt it if it is
 		// ours (a create whose answer was lost).
@@ -433,6 +446,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 					continue
 				}
 				h.Observe("mutex", m.path, time.Since(start), 0)
+				granted = true
 				return h, nil
 			}
 		}

@@ -121,6 +121,12 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		}
 	})
 	if err != nil {
+		if ctx.Err() == nil && (session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded)) {
+			// A create may have landed unseen: find it by guid once the
+			// connection is back and remove it (the caller enters again with
+			// a new node).
+			go l.cleanupGUID(ep, guid)
+		}
 		return nil, err
 	}
 	n, _ := ParseName(made[len(l.Path)+1:])

@@ -369,6 +369,9 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 				if paths, ok := s.findLeases(ep, guid); ok {
 					return s.grant(ep, paths), nil
 				}
+				// Not seen: if the multi landed after all, its leases must
+				// not stay behind, held by no one.
+				go s.cleanupLeases(ep, guid)
 				return nil, err
 			default:
 				return nil, err
@@ -431,6 +434,43 @@ func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) 
 		ep = cur
 	}
 	return nil, false
+}
+
+// cleanupLeases removes leases a multi-op with guid may have created in ep's
+// session without anyone learning of it: it looks a few times once the
+// session is usable (bounded), and deletes what it finds.
+func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
+	looked := 0
+	for i := 0; i < 50 && looked < 3; i++ {
+		ctx, cancel := context.WithTimeout(ep.SessionContext(), s.sess.Timeout()+5*time.Second)
+		cur, err := s.sess.Wait(ctx)
+		cancel()
+		if err != nil || cur.SessionID() != ep.SessionID() {
+			return // the session is gone: so are its leases
+		}
+		names, _, err := cur.Conn().Children(s.leases)
+		if err == nil {
+			looked++
+			var paths []string
+			for _, nm := range names {
+				if x, ok := recipe.ParseName(nm); ok && x.GUID == guid {
+					paths = append(paths, s.leases+"/"+nm)
+				}
+			}
+			if len(paths) > 0 {
+				s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: paths[0], SessionID: ep.SessionID()})
+				<-recipe.DeleteMany(s.sess, cur, paths...)
+				return
+			}
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-cur.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
