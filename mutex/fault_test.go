@@ -3,6 +3,8 @@ package mutex_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,4 +220,41 @@ func TestLostCreateAnswerLeavesNoOrphan(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestLossIsLogged: a lost hold is logged at Warn with its path, node and
+// session; nothing is logged by default.
+func TestLossIsLogged(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := open(t, p.Addrs(), session.WithSessionTimeout(2*time.Second), session.WithLogger(log))
+	path := uniquePath(t)
+	m, _ := mutex.New(s, path)
+	ctx := ctxT(t, 30*time.Second)
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, p.ExpireSession(ctx, s.SessionID()))
+	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "mutex: hold lost") }, 10*time.Second, 5*time.Millisecond)
+	require.Contains(t, buf.String(), "path="+s.Path(path))
+	require.Contains(t, buf.String(), "session=0x")
+	require.ErrorIs(t, m.Unlock(ctx), mutex.ErrLost)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

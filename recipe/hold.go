@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -53,6 +54,22 @@ func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...str
 // "semaphore", ...; wait is how long the acquisition took; position the place
 // in line it joined at), and from then on the hold's release or loss.
 func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
+	log := h.sess.Logger()
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		log.Debug(recipe+": acquired", "path", path, "node", h.nodes[0], "session", fmt.Sprintf("0x%x", h.ep.SessionID()),
+			"wait", wait, "position", position)
+	}
+	if log.Enabled(context.Background(), slog.LevelWarn) {
+		context.AfterFunc(h.ctx, func() {
+			h.mu.Lock()
+			released := h.closed
+			h.mu.Unlock()
+			if !released {
+				log.Warn(recipe+": hold lost (connection or session lost)", "path", path, "node", h.nodes[0],
+					"session", fmt.Sprintf("0x%x", h.ep.SessionID()), "held", time.Since(h.granted))
+			}
+		})
+	}
 	if !h.sess.Observed() {
 		return
 	}
