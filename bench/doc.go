@@ -8,27 +8,36 @@
 //
 //   - W1: one session, uncontended mutex acquire+release cycles: cycles/s,
 //     acquire p50/p99, requests per cycle.
+//
 //   - W2: 16 sessions contend for one mutex; each acquisition checks with an
 //     in-process holder counter that nobody else holds it: acquisitions/s,
 //     wait p50/p99, violations, requests per acquisition.
+//
 //   - W3: a semaphore with maxLeases 4 shared by 16 sessions that hold a
 //     lease for 10 ms: acquisitions/s, time-weighted mean leases in use
 //     (4 is the ideal), over-limit events, requests per acquisition.
+//
 //   - W4: 5 election candidates; the leader resigns gracefully and rejoins:
 //     handoff p50/p99 (from the resignation to the next leader being told),
 //     requests and watch notifications per handoff (the rejoin included).
+//
 //   - W5: 50 waiters queued on a held mutex; the holder releases and each
 //     waiter in turn takes and releases it: first-handoff latency (every
 //     waiter queued), handoff p50/p99, watch notifications per release (1 for
 //     a herd-free lock, up to the number of waiters for a herd).
+//
 //   - W7: scale: W5's chain with 10 waiters (W7-10) and with 1,000 (W7-1000;
 //     300 with -quick), for the Go peers: a handoff should cost the same
 //     however long the line (the line is listed by each new head, so some
 //     growth is expected).
 //
-// W6 (leader crash through a stalled proxy) is not a bench workload: the
-// election and chaos test suites measure it (the old leader's loss signal
-// precedes the next leader's election in every sample).
+//   - W6: leader crash: 3 candidates, each behind a fault proxy (2 s session
+//     timeout); the leader's connection is stalled: time until another
+//     leads, and the share of crashes where the old leader's own loss signal
+//     came first (shepherd only: a lock-based election cannot tell its
+//     leader). Go peers only; go-zookeeper's zk.Lock is left out: in this
+//     harness its waiters stayed blocked after the leader's session expired
+//     (no new leader within the run's bound).
 //
 // Every load loop is bounded in count (Spec.Cycles) and time (Spec.Seconds);
 // whatever is already waiting when the bound is reached completes, and every

@@ -24,6 +24,10 @@ const (
 	// every waiter in turn takes and releases it: the handoff latency, and the
 	// watch notifications one release fires.
 	W5 = "W5"
+	// W6: Sessions candidates, each behind a fault proxy; the leader's
+	// connection is stalled (it crashes, as the others see it): the time until
+	// another leads, and whether the old leader's own loss signal came first.
+	W6 = "W6"
 	// W7s and W7l: W5's chain of handoffs with few (10) and many (1,000 in a
 	// full run) waiters queued: what a handoff costs as the line grows.
 	W7s = "W7-10"
@@ -31,7 +35,7 @@ const (
 )
 
 // Workloads lists every workload in the order the runner runs them.
-var Workloads = []string{W1, W2, W3, W4, W5, W7s, W7l}
+var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l}
 
 // Title describes a workload in one line.
 func Title(w string) string {
@@ -46,6 +50,8 @@ func Title(w string) string {
 		return "leader election: the leader resigns and rejoins; time until the next leader knows"
 	case W5:
 		return "N waiters queued on a held mutex; chain of handoffs as each takes and releases it"
+	case W6:
+		return "leader crash: the leader's connection stalls; time until another leads, and who learns first"
 	case W7s, W7l:
 		return "scale: W5's chain of handoffs with a short and a long line of waiters"
 	}
@@ -113,7 +119,7 @@ func (s Spec) Validate() error {
 	}
 	switch s.Workload {
 	case W1:
-	case W2, W4, W5, W7s, W7l:
+	case W2, W4, W5, W6, W7s, W7l:
 		if s.Sessions < 2 {
 			return fmt.Errorf("bench: %s needs at least 2 sessions", s.Workload)
 		}
@@ -139,8 +145,11 @@ func Params(quick bool) map[string]Spec {
 			W3: with(func(s *Spec) {
 				s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Leases, s.HoldMS = W3, 16, 2000, 1.5, 4, 10
 			}),
-			W4:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 10, 5, 20 }),
-			W5:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+			W4: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 10, 5, 20 }),
+			W5: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+			W6: with(func(s *Spec) {
+				s.Workload, s.Sessions, s.Cycles, s.Seconds, s.SessionTimeoutMS = W6, 3, 2, 20, 2000
+			}),
 			W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 			W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 300, 300, 20 }),
 		}
@@ -151,8 +160,11 @@ func Params(quick bool) map[string]Spec {
 		W3: with(func(s *Spec) {
 			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Leases, s.HoldMS = W3, 16, 5000, 4, 4, 10
 		}),
-		W4:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 30, 8, 20 }),
-		W5:  with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+		W4: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.TermMS = W4, 5, 30, 8, 20 }),
+		W5: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W5, 50, 50, 10 }),
+		W6: with(func(s *Spec) {
+			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.SessionTimeoutMS = W6, 3, 4, 40, 2000
+		}),
 		W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 		W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 1000, 1000, 30 }),
 	}
@@ -175,6 +187,7 @@ const (
 	MOverLimit     = "over_limit"           // W3: more than maxLeases holders at once
 	MLeasesInUse   = "leases_in_use"        // W3: time-weighted mean of held leases
 	MFirstHandoff  = "first_handoff_us"     // W5: the handoff with every waiter queued
+	MLossFirst     = "loss_signal_first"    // W6: share of crashes where the old leader was told before the new one led
 	MRequestsPerOp = "requests_per_op"      // added by the runner: zk_packets_received delta / ops
 	MNotifsPerOp   = "notifications_per_op" // added by the runner: watch notifications fired / ops
 )
@@ -199,6 +212,9 @@ func tableMetrics(w string) []metricInfo {
 			{MLatencyP99, "wait p99 µs"}, rpo, npo}
 	case W4:
 		return []metricInfo{{MLatencyP50, "handoff p50 µs"}, {MLatencyP99, "handoff p99 µs"}, rpo, npo}
+	case W6:
+		return []metricInfo{{MLatencyP50, "time to new leader p50 µs"}, {MLatencyP99, "p99 µs"},
+			{MLossFirst, "old leader told first"}}
 	case W5, W7s, W7l:
 		return []metricInfo{{MFirstHandoff, "first handoff µs"}, {MLatencyP50, "handoff p50 µs"},
 			{MLatencyP99, "handoff p99 µs"}, {MViolations, "violations"}, rpo, npo}

@@ -109,6 +109,8 @@ func describeSpec(s Spec) string {
 			"    raw here is the textbook semaphore (every waiter watches the children), not a floor", s.Leases, s.Sessions, s.HoldMS, s.Cycles, s.Seconds)
 	case W4:
 		return fmt.Sprintf("%d candidates, up to %d handoffs or %gs, term %gms; per-op counts include the resigned candidate's rejoin", s.Sessions, s.Cycles, s.Seconds, s.TermMS)
+	case W6:
+		return fmt.Sprintf("%d candidates, each behind a fault proxy, session timeout %dms, %d crashes (a stalled leader); Go peers only", s.Sessions, s.SessionTimeoutMS, s.Cycles)
 	case W5, W7s, W7l:
 		return fmt.Sprintf("%d waiters + 1 holder, one chain of %d handoffs; per-op counts per handoff (the holder's release included)", s.Sessions, s.Sessions)
 	}

@@ -148,6 +148,8 @@ func (p *peer) Prepare(ctx context.Context, spec bench.Spec) (bench.Run, error) 
 		err = r.prepareW4(pctx, p.lib)
 	case bench.W5, bench.W7s, bench.W7l:
 		err = r.prepareW5(pctx, p.lib)
+	case bench.W6:
+		err = r.prepareW6(pctx, p.lib)
 	default:
 		err = fmt.Errorf("gopeers: unknown workload %q", spec.Workload)
 	}

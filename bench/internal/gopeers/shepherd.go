@@ -40,6 +40,7 @@ type campaigner struct{ e *election.Election }
 
 func (c campaigner) Campaign(ctx context.Context) error { _, err := c.e.Campaign(ctx); return err }
 func (c campaigner) Resign(ctx context.Context) error   { return c.e.Resign(ctx) }
+func (c campaigner) Lost() <-chan struct{}              { return c.e.Lost() }
 
 func (c shepherdClient) Children(ctx context.Context, p string) (int, error) {
 	n := 0
