@@ -99,7 +99,7 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 		}
 	}
 	for {
-		ms, err := e.list(ep)
+		ms, err := e.listFor(ep, node)
 		if err != nil {
 			return nil, err
 		}

@@ -115,6 +115,10 @@ type candidate struct {
 	seq   int64
 	sid   int64
 	czxid int64
+	// The line as listed with the create (used once, by the goroutine
+	// that campaigns with this candidate).
+	seen    []recipe.Name
+	hasSeen bool
 }
 
 // leadership is a held leadership.

@@ -35,11 +35,26 @@ func (e *Election) list(ep *session.Epoch) ([]member, error) {
 	if err != nil {
 		return nil, err
 	}
+	return members(names), nil
+}
+
+// listFor is list, but the first time for c it is the listing that came with
+// c's create (same round trip), when there is one.
+func (e *Election) listFor(ep *session.Epoch, c *candidate) ([]member, error) {
+	if c.hasSeen {
+		names := c.seen
+		c.seen, c.hasSeen = nil, false
+		return members(names), nil
+	}
+	return e.list(ep)
+}
+
+func members(names []recipe.Name) []member {
 	ms := make([]member, len(names))
 	for i, n := range names {
 		ms[i] = member{name: n.Name, seq: n.Seq, guid: n.GUID}
 	}
-	return ms, nil
+	return ms
 }
 
 // ensureParents creates the election path and its parents.
@@ -54,6 +69,11 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 	n, err := e.line().Enter(ctx, ep, recipe.KindLatch, []byte(e.id))
 	if err != nil {
 		return nil, err
+	}
+	if n.Czxid != 0 {
+		c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
+		c.seen, c.hasSeen = n.TakeSeen()
+		return c, nil
 	}
 	czxid, err := session.CallValue(ctx, func() (int64, error) {
 		ok, st, err := ep.Conn().Exists(n.Path)

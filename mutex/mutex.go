@@ -295,7 +295,10 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 		}
 		turn := m.turnFor()
 		if !wait {
-			line, err := m.line.List(ep)
+			line, seen := own.TakeSeen()
+			if !seen {
+				line, err = m.line.List(ep)
+			}
 			if err != nil {
 				if recipe.Retryable(err) && ctx.Err() == nil {
 					if err := recipe.WaitLive(ctx, ep); err != nil {

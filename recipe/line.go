@@ -29,9 +29,22 @@ type Node struct {
 	Path string // full path
 	Name
 	SessionID int64
+	// Czxid is the zxid that created the node, 0 when not known (the node
+	// was found again after a lost answer).
+	Czxid int64
 	// Position is the node's place in line when first seen by Await (0: the
 	// head), -1 before.
 	Position int
+
+	seen []Name // the line as listed together with the create (nil: not seen)
+}
+
+// TakeSeen returns, once, the line as it was listed in the same round trip
+// as the node's create (it includes the node), and whether there is one.
+func (n *Node) TakeSeen() ([]Name, bool) {
+	s := n.seen
+	n.seen = nil
+	return s, s != nil
 }
 
 // NewGUID returns a fresh random guid for a protected create.
@@ -63,6 +76,11 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.sorted(names)
+}
+
+// sorted checks children for refused names and returns the line in order.
+func (l *Line) sorted(names []string) ([]Name, error) {
 	for _, n := range names {
 		if what, ok := l.Refuse[n]; ok {
 			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
@@ -75,47 +93,54 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 // create of the given kind: if the create's answer is lost, the node is looked
 // for by its guid (and adopted only if ep's session owns it) before another
 // create is tried, so a lost answer leaves neither an orphan nor a duplicate.
-// It creates the path on demand. One round trip when the path exists.
+// It creates the path on demand. The line is listed in the same round trip
+// (the create and the list are sent back to back): Node.TakeSeen gives it.
+// One round trip when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
-	made, err := enterCall(ctx, func() (string, error) {
+	type entered struct {
+		path  string
+		czxid int64    // 0: unknown
+		seen  []string // the line listed with the create, nil if not
+	}
+	res, err := enterCall(ctx, func() (entered, error) {
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
 				// Not connected: a create now would wait in go-zookeeper's
 				// queue. Recover a node we may have made, then give up.
 				if attempt > 0 {
 					if p, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
-						return p, nil
+						return entered{path: p}, nil
 					}
 				}
-				return "", fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
+				return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
 			}
-			p, err := ep.Conn().Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL())
-			switch {
+			r := ep.Conn().CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
+			switch err := r.Err; {
 			case err == nil:
-				return p, nil
+				return entered{path: r.Path, czxid: r.Stat.Czxid, seen: r.Children}, nil
 			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
 				if err := l.EnsurePath(ep); err != nil {
-					return "", err
+					return entered{}, err
 				}
 			case session.OutcomeUnknown(err) && attempt < 20:
 				p, found, ferr := l.findOwnWhenBack(ep, guid)
 				if ferr == nil && found {
-					return p, nil
+					return entered{path: p}, nil
 				}
 				if ep.SessionContext().Err() != nil {
-					return "", ErrLost
+					return entered{}, ErrLost
 				}
 			default:
-				return "", err
+				return entered{}, err
 			}
 		}
-	}, func(made string, err error) {
+	}, func(made entered, err error) {
 		// The caller gave up (ctx ended) with the create in flight: remove
 		// what it made, or look for it by guid if its answer was lost.
 		if err == nil {
-			Delete(l.Sess, ep, made)
+			Delete(l.Sess, ep, made.path)
 		} else if session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded) {
 			l.cleanupGUID(ep, guid)
 		}
@@ -129,8 +154,16 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		}
 		return nil, err
 	}
-	n, _ := ParseName(made[len(l.Path)+1:])
-	return &Node{Path: made, Name: n, SessionID: ep.SessionID(), Position: -1}, nil
+	n, _ := ParseName(res.path[len(l.Path)+1:])
+	own := &Node{Path: res.path, Name: n, SessionID: ep.SessionID(), Czxid: res.czxid, Position: -1}
+	if res.seen != nil {
+		// Trusted only if it shows our node (the two requests may have gone
+		// out on different connections) and no refused name.
+		if line, err := l.sorted(res.seen); err == nil && Index(line, n.Name) >= 0 {
+			own.seen = line
+		}
+	}
+	return own, nil
 }
 
 // findOwnWhenBack waits (bounded) for the session to be connected again and
@@ -222,9 +255,12 @@ type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool
 // notification per change that matters.
 func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
 	for {
-		line, err := l.List(ep)
-		if err != nil {
-			return err
+		line, ok := own.TakeSeen()
+		if !ok {
+			var err error
+			if line, err = l.List(ep); err != nil {
+				return err
+			}
 		}
 		i := Index(line, own.Name.Name)
 		if i < 0 {
@@ -372,7 +408,7 @@ func WaitLive(ctx context.Context, ep *session.Epoch) error {
 // enterCall runs a create loop: directly when ctx cannot end (no goroutine,
 // no extra wakeup on the hot path), else through session.CallValue so that
 // the caller can give up with the request in flight.
-func enterCall(ctx context.Context, fn func() (string, error), abandoned func(string, error)) (string, error) {
+func enterCall[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
 	if ctx.Done() == nil {
 		return fn()
 	}

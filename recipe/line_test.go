@@ -1,0 +1,124 @@
+package recipe_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+var zk *zktest.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(testutil.Main(m, &zk, 1))
+}
+
+func enter(t *testing.T, s *session.Session, l *recipe.Line) *recipe.Node {
+	t.Helper()
+	ctx := testutil.Ctx(t, 10*time.Second)
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	n, err := l.Enter(ctx, ep, recipe.KindLock, nil)
+	require.NoError(t, err)
+	return n
+}
+
+// Enter lists the line with its create: the listing includes the node and
+// every node ahead of it, in order, and is given out once; the node's Czxid
+// is the server's.
+func TestEnterListsTheLineWithItsCreate(t *testing.T) {
+	path := testutil.UniquePath(t, "recipe-test")
+	var ahead []string
+	for i := 0; i < 2; i++ {
+		s := testutil.Open(t, zk.Servers())
+		n := enter(t, s, &recipe.Line{Sess: s, Path: path})
+		ahead = append(ahead, n.Name.Name)
+	}
+	s := testutil.Open(t, zk.Servers())
+	n := enter(t, s, &recipe.Line{Sess: s, Path: path})
+
+	line, ok := n.TakeSeen()
+	require.True(t, ok, "no listing with the create")
+	var names []string
+	for _, m := range line {
+		names = append(names, m.Name)
+	}
+	require.Equal(t, append(ahead, n.Name.Name), names)
+	_, again := n.TakeSeen()
+	require.False(t, again, "the listing is given out once")
+
+	ep, err := s.Wait(testutil.Ctx(t, 5*time.Second))
+	require.NoError(t, err)
+	exists, st, err := ep.Conn().Exists(n.Path)
+	require.NoError(t, err)
+	require.True(t, exists)
+	require.Equal(t, st.Czxid, n.Czxid)
+	require.Equal(t, ep.SessionID(), st.EphemeralOwner)
+}
+
+// The list goes out before the create's answer is back (one round trip for
+// both): with the server's answers muted, the server still receives the
+// list right after the create. Sent one after the other, the list would
+// wait for an answer that never comes.
+func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+	ctx := testutil.Ctx(t, 20*time.Second)
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	l := &recipe.Line{Sess: s, Path: testutil.UniquePath(t, "recipe-test")}
+	require.NoError(t, l.EnsurePath(ep))
+
+	sid := fmt.Sprintf("sid=0x%x,", ep.SessionID())
+	// lcxid: the last request (xid) the server answered for the session;
+	// pings do not move it.
+	lcxid := func() (int64, string) {
+		out, err := zk.FourLetter(ctx, 0, "cons")
+		require.NoError(t, err)
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.Contains(line, sid) {
+				continue
+			}
+			_, rest, _ := strings.Cut(line, "lcxid=0x")
+			hex, _, _ := strings.Cut(rest, ",")
+			n, err := strconv.ParseInt(hex, 16, 64)
+			require.NoError(t, err, line)
+			return n, line
+		}
+		t.Fatalf("session %s not in cons: %s", sid, out)
+		return 0, ""
+	}
+	before, _ := lcxid()
+
+	p.MuteReplies()
+	ectx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Enter(ectx, ep, recipe.KindLock, nil)
+		done <- err
+	}()
+	var last string
+	listed := false
+	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline) && !listed; {
+		var n int64
+		n, last = lcxid()
+		listed = n >= before+2 // the create and the list
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Heal()
+	cancel()
+	<-done
+	require.True(t, listed, "the server never saw the list while answers were muted; last: %s", last)
+}
