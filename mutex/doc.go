@@ -19,9 +19,11 @@
 // exclude each other. The read-write lock uses Curator's "__READ__" and
 // "__WRIT__" names.
 //
-// An uncontended fair Lock+Unlock takes three round trips (create, list,
-// delete), the minimum; a waiter's grant after its predecessor, when that
-// predecessor was the head of the line, takes none beyond the notification.
+// An uncontended fair Lock+Unlock takes three requests (create, list,
+// delete) in two round trips: the list goes out right behind the create,
+// without waiting for its answer (the server applies a session's requests in
+// order). A waiter's grant after its predecessor, when that predecessor was
+// the head of the line, takes none beyond the notification.
 // Token reads the node's creation zxid (one more round trip) when first
 // asked; a non-fair lock learns it with the grant.
 package mutex

@@ -1,7 +1,8 @@
 package recipe
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -71,6 +72,12 @@ func ParseName(name string) (Name, bool) {
 
 // kindSuffix returns the kind s ends with, or "".
 func kindSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	if c := s[len(s)-1]; c != '-' && c != '_' {
+		return "" // every kind ends with one of these
+	}
 	for _, k := range allKinds {
 		if strings.HasSuffix(s, k) {
 			return k
@@ -89,10 +96,18 @@ func parseSeq(s string) (int64, bool) {
 	if digits == "" {
 		return 0, false
 	}
+	var v int64
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
 			return 0, false
 		}
+		v = v*10 + int64(digits[i]-'0')
+	}
+	if len(digits) <= 18 { // no overflow possible
+		if len(digits) < len(s) {
+			v = -v
+		}
+		return v, true
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
@@ -109,6 +124,12 @@ func ProtectedPrefix(guid, kind string) string { return "_c_" + guid + "-" + kin
 // (all kinds when kinds is empty), and returns the rest in line order.
 func Sort(names []string, kinds ...string) []Name {
 	out := make([]Name, 0, len(names))
+	// Sorted by a compact key, not by moving Names around: a waiter behind
+	// a thousand others sorts a thousand names per wakeup. The key packs
+	// the sequence number above the index into out when both fit (they
+	// always do unless a counter wrapped or the line is huge).
+	keys := make([]uint64, 0, len(names))
+	packed := len(names) < 1<<packBits
 	for _, s := range names {
 		n, ok := ParseName(s)
 		if !ok {
@@ -117,16 +138,42 @@ func Sort(names []string, kinds ...string) []Name {
 		if len(kinds) > 0 && !hasKind(kinds, n.Kind) {
 			continue
 		}
+		if n.Seq < 0 || n.Seq >= 1<<(64-packBits) {
+			packed = false
+		}
+		keys = append(keys, uint64(n.Seq)<<packBits|uint64(len(out)))
 		out = append(out, n)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Seq != out[j].Seq {
-			return out[i].Seq < out[j].Seq
+	if packed {
+		slices.Sort(keys)
+		for i := 1; i < len(keys) && packed; i++ {
+			packed = keys[i]>>packBits != keys[i-1]>>packBits // equal sequences: order by name
 		}
-		return out[i].Name < out[j].Name
-	})
-	return out
+	}
+	if !packed {
+		for i := range keys {
+			keys[i] = uint64(i)
+		}
+		slices.SortFunc(keys, func(a, b uint64) int {
+			x, y := &out[a], &out[b]
+			if x.Seq != y.Seq {
+				return cmp.Compare(x.Seq, y.Seq)
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+	}
+	sorted := make([]Name, len(out))
+	for i, k := range keys {
+		if packed {
+			k &= 1<<packBits - 1
+		}
+		sorted[i] = out[k]
+	}
+	return sorted
 }
+
+// packBits is how many low bits of a sort key hold an index.
+const packBits = 24
 
 func hasKind(kinds []string, k string) bool {
 	for _, x := range kinds {

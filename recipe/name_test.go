@@ -1,6 +1,10 @@
 package recipe
 
 import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,4 +110,53 @@ func FuzzParseName(f *testing.F) {
 			t.Fatalf("Sort dropped a parsable name %q", s)
 		}
 	})
+}
+
+// Sort agrees with the plain definition (by sequence, then by name) on lines
+// with wrapped (negative) and repeated sequence numbers, foreign children
+// and other kinds, in any order.
+func TestSortAgreesWithTheDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	kinds := []string{KindLock, KindLatch, KindRead, KindKazooLock}
+	for round := 0; round < 300; round++ {
+		n := rng.IntN(60)
+		var names []string
+		for i := 0; i < n; i++ {
+			seq := int64(rng.IntN(40))
+			switch rng.IntN(10) {
+			case 0:
+				seq = -seq - 1 // a wrapped counter
+			case 1:
+				seq += 1 << 41 // past what the packed key holds
+			}
+			k := kinds[rng.IntN(len(kinds))]
+			switch {
+			case rng.IntN(15) == 0:
+				names = append(names, fmt.Sprintf("foreign-%d", i))
+			case k == KindKazooLock:
+				names = append(names, fmt.Sprintf("%x%s%010d", rng.Uint64(), k, seq))
+			default:
+				names = append(names, fmt.Sprintf("_c_%x-%s%010d", rng.Uint64(), k, seq))
+			}
+		}
+		var want []Name
+		for _, s := range names {
+			if n, ok := ParseName(s); ok && n.Kind != KindRead {
+				want = append(want, n)
+			}
+		}
+		slices.SortFunc(want, func(a, b Name) int {
+			if a.Seq != b.Seq {
+				return cmp.Compare(a.Seq, b.Seq)
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		got := Sort(names, KindLock, KindLatch, KindKazooLock)
+		if len(want) == 0 {
+			want = []Name{}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: Sort(%q)\n got %v\nwant %v", round, names, got, want)
+		}
+	}
 }

@@ -94,3 +94,25 @@ func Notifications(t testing.TB, c *zktest.Cluster, i int) int64 {
 	}
 	return sum
 }
+
+// LastXid is the xid of the last request of session sid that server i of c
+// answered (from the "cons" command): it moves by one per request and not at
+// all on pings, so the difference between two readings counts requests.
+func LastXid(t testing.TB, c *zktest.Cluster, i int, sid int64) int64 {
+	t.Helper()
+	out, err := c.FourLetter(Ctx(t, 5*time.Second), i, "cons")
+	require.NoError(t, err)
+	tag := fmt.Sprintf("sid=0x%x,", sid)
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, tag) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, "lcxid=0x")
+		hex, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(hex, 16, 64)
+		require.NoError(t, err, line)
+		return n
+	}
+	t.Fatalf("session 0x%x not among server %d's connections:\n%s", sid, i, out)
+	return 0
+}
