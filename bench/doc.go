@@ -27,15 +27,17 @@
 //     a herd-free lock, up to the number of waiters for a herd).
 //
 //   - W7: scale: W5's chain with 10 waiters (W7-10) and with 1,000 (W7-1000;
-//     300 with -quick), for the Go peers: a handoff should cost the same
-//     however long the line (the line is listed by each new head, so some
-//     growth is expected).
+//     300 with -quick): a handoff should cost the same however long the
+//     line (the line is listed by each new head, so some growth is
+//     expected). Every peer runs W7-10; Curator does not run W7-1000 (see
+//     curatorWorkloads for why).
 //
 //   - W6: leader crash: 3 candidates, each behind a fault proxy (2 s session
 //     timeout); the leader's connection is stalled: time until another
 //     leads, and the share of crashes where the old leader's own loss signal
 //     came first (shepherd only: a lock-based election cannot tell its
-//     leader). Go peers only; go-zookeeper's zk.Lock is left out: in this
+//     leader). Go peers only (the Java and Python drivers would need a fault
+//     proxy per session); go-zookeeper's zk.Lock is left out: in this
 //     harness its waiters stayed blocked after the leader's session expired
 //     (no new leader within the run's bound).
 //

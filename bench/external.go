@@ -135,7 +135,7 @@ func NewCurator(ctx context.Context, logDir string) (*Subprocess, error) {
 	argv := []string{java, "-Xmx512m", "-XX:+ExitOnOutOfMemoryError",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", dir + ":" + cp, "Bench", "--serve"}
-	return NewSubprocess("curator", argv, dir, filepath.Join(logDir, "curator.log"), Workloads...), nil
+	return NewSubprocess("curator", argv, dir, filepath.Join(logDir, "curator.log"), curatorWorkloads...), nil
 }
 
 // KazooPython returns a Python interpreter that can import kazoo:
@@ -171,5 +171,16 @@ func NewKazoo(ctx context.Context, logDir string) (*Subprocess, error) {
 		return nil, err
 	}
 	argv := []string{py, "-u", filepath.Join(dir, "bench.py"), "--serve"}
-	return NewSubprocess("kazoo", argv, dir, filepath.Join(logDir, "kazoo.log"), Workloads...), nil
+	return NewSubprocess("kazoo", argv, dir, filepath.Join(logDir, "kazoo.log"), kazooWorkloads...), nil
 }
+
+// The workloads the Curator and Kazoo drivers run. Neither runs W6 (a stalled
+// leader): it needs a fault proxy per session, which their JSON-lines
+// protocol cannot ask for yet. Curator does not run W7-1000: closing a
+// thousand ZooKeeper Java clients in one JVM takes over 100 s, because
+// ClientCnxnSocketNIO.cleanup sleeps 100 ms while holding a lock shared by
+// every client of the JVM (the ZooKeeper$States monitor; seen with jstack).
+var (
+	curatorWorkloads = []string{W1, W2, W3, W4, W5, W7s}
+	kazooWorkloads   = []string{W1, W2, W3, W4, W5, W7s, W7l}
+)

@@ -427,7 +427,8 @@ class W5(Workload):
                                           "violations": self.violations}, list(self.lat))
 
 
-WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5}
+# W7 is W5's chain with a short and a long line.
+WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5, "W7-10": W5, "W7-1000": W5}
 
 
 def create(spec):
