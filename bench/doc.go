@@ -35,11 +35,13 @@
 //   - W6: leader crash: 3 candidates, each behind a fault proxy (2 s session
 //     timeout); the leader's connection is stalled: time until another
 //     leads, and the share of crashes where the old leader's own loss signal
-//     came first (shepherd only: a lock-based election cannot tell its
-//     leader). Go peers only (the Java and Python drivers would need a fault
-//     proxy per session); go-zookeeper's zk.Lock is left out: in this
-//     harness its waiters stayed blocked after the leader's session expired
-//     (no new leader within the run's bound).
+//     came first (Curator: LeaderLatch's notLeader; Kazoo: its client
+//     leaving CONNECTED; a lock-based election cannot tell its leader). The
+//     Java and Python drivers get one connect string per session and stall
+//     their leader through a loopback HTTP endpoint (bench/faults.go), and
+//     time everything on their own clock. go-zookeeper's zk.Lock is left
+//     out: in this harness its waiters stayed blocked after the leader's
+//     session expired (no new leader within the run's bound).
 //
 // Every load loop is bounded in count (Spec.Cycles) and time (Spec.Seconds);
 // whatever is already waiting when the bound is reached completes, and every

@@ -174,13 +174,12 @@ func NewKazoo(ctx context.Context, logDir string) (*Subprocess, error) {
 	return NewSubprocess("kazoo", argv, dir, filepath.Join(logDir, "kazoo.log"), kazooWorkloads...), nil
 }
 
-// The workloads the Curator and Kazoo drivers run. Neither runs W6 (a stalled
-// leader): it needs a fault proxy per session, which their JSON-lines
-// protocol cannot ask for yet. Curator does not run W7-1000: closing a
+// The workloads the Curator and Kazoo drivers run. Curator does not run
+// W7-1000: closing a
 // thousand ZooKeeper Java clients in one JVM takes over 100 s, because
 // ClientCnxnSocketNIO.cleanup sleeps 100 ms while holding a lock shared by
 // every client of the JVM (the ZooKeeper$States monitor; seen with jstack).
 var (
-	curatorWorkloads = []string{W1, W2, W3, W4, W5, W7s}
-	kazooWorkloads   = []string{W1, W2, W3, W4, W5, W7s, W7l}
+	curatorWorkloads = []string{W1, W2, W3, W4, W5, W6, W7s}
+	kazooWorkloads   = []string{W1, W2, W3, W4, W5, W6, W7s, W7l}
 )

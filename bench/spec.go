@@ -85,6 +85,13 @@ type Spec struct {
 	// GraceS bounds every blocking call beyond the load loop's end: a run
 	// that is not done by then has failed.
 	GraceS float64 `json:"grace_s"`
+	// Connects (W6, subprocess peers) holds one connect string per session,
+	// separated by ';': session i connects through a fault proxy of its own.
+	Connects string `json:"connects,omitempty"`
+	// FaultURL (W6, subprocess peers) is a loopback HTTP endpoint: GET
+	// FaultURL/stall?i=N stalls session N's proxy (no byte passes either
+	// way), /heal?i=N heals it.
+	FaultURL string `json:"fault_url,omitempty"`
 }
 
 // Duration is Seconds as a time.Duration.

@@ -247,18 +247,29 @@ func (s *Subprocess) Prepare(ctx context.Context, spec Spec) (Run, error) {
 	if err := s.Start(ctx); err != nil {
 		return nil, err
 	}
+	var faults *faultService
+	if spec.Workload == W6 {
+		var err error
+		if faults, err = startFaults(&spec, spec.Sessions); err != nil {
+			return nil, err
+		}
+	}
 	_, err := s.call(ctx, prepareCmd{Cmd: "prepare", Spec: spec}, 60*time.Second+2*spec.Grace())
 	if err != nil {
 		// The peer answers every prepare, failed or not, with a close.
 		_, _ = s.call(ctx, simpleCmd{"close"}, spec.Grace())
+		if faults != nil {
+			faults.close()
+		}
 		return nil, err
 	}
-	return &subprocessRun{s: s, spec: spec}, nil
+	return &subprocessRun{s: s, spec: spec, faults: faults}, nil
 }
 
 type subprocessRun struct {
-	s    *Subprocess
-	spec Spec
+	s      *Subprocess
+	spec   Spec
+	faults *faultService // W6 only
 }
 
 func (r *subprocessRun) Go(ctx context.Context) (Result, error) {
@@ -274,6 +285,9 @@ func (r *subprocessRun) Go(ctx context.Context) (Result, error) {
 
 func (r *subprocessRun) Close(ctx context.Context) error {
 	_, err := r.s.call(ctx, simpleCmd{"close"}, r.spec.Grace())
+	if r.faults != nil {
+		r.faults.close()
+	}
 	return err
 }
 

@@ -140,7 +140,7 @@ public final class Bench {
     // ---------------------------------------------------------------- spec
 
     static final class Spec {
-        final String workload, connect, path;
+        final String workload, connect, path, connects, faultUrl;
         final int sessions, cycles, leases, sessionTimeoutMs;
         final double seconds, holdMs, termMs, graceS;
 
@@ -148,6 +148,8 @@ public final class Bench {
             workload = req(m, "workload");
             connect = req(m, "connect");
             path = req(m, "path");
+            connects = m.getOrDefault("connects", "");
+            faultUrl = m.getOrDefault("fault_url", "");
             sessions = (int) num(m, "sessions", 16);
             cycles = (int) num(m, "cycles", 1000);
             leases = (int) num(m, "leases", 4);
@@ -293,6 +295,8 @@ public final class Bench {
                     return new W3(s);
                 case "W4":
                     return new W4(s);
+                case "W6":
+                    return new W6(s);
                 case "W5":
                 case "W7-10":
                     // W7 is W5's chain with a short line (see external.go
@@ -309,10 +313,18 @@ public final class Bench {
 
         /** Opens n sessions (one CuratorFramework each), connecting concurrently. */
         List<CuratorFramework> connect(int n) throws Exception {
+            String[] to = new String[n];
+            Arrays.fill(to, s.connect);
+            return connectTo(to);
+        }
+
+        /** One session per connect string. */
+        List<CuratorFramework> connectTo(String[] to) throws Exception {
+            int n = to.length;
             List<CuratorFramework> cs = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 CuratorFramework c = CuratorFrameworkFactory.builder()
-                        .connectString(s.connect)
+                        .connectString(to[i])
                         .sessionTimeoutMs(s.sessionTimeoutMs)
                         .connectionTimeoutMs(10000)
                         .retryPolicy(new ExponentialBackoffRetry(100, 3))
@@ -633,6 +645,170 @@ public final class Bench {
             r.ops = lat.size();
             r.elapsedS = (System.nanoTime() - start) / 1e9;
             r.metrics.put("ops_per_s", r.ops / r.elapsedS);
+            r.latencies(lat);
+            return r;
+        }
+
+        @Override
+        void close() {
+            if (latches != null) {
+                for (LeaderLatch l : latches) {
+                    try {
+                        if (l != null && l.getState() == LeaderLatch.State.STARTED) {
+                            l.close();
+                        }
+                    } catch (Throwable ignored) {
+                        // closing anyway
+                    }
+                }
+            }
+            super.close();
+        }
+    }
+
+
+    /**
+     * W6: LeaderLatch candidates, each session behind a fault proxy of its own
+     * (spec connects, one per session). The leader's proxy is stalled through
+     * the runner's fault endpoint (a crash, as the others see it); measured:
+     * the time until another candidate's isLeader() fires, and whether the old
+     * leader's notLeader() (Curator's loss signal, at SUSPENDED) came first.
+     * The old leader is then healed and rejoins (its session has expired:
+     * Curator makes a new one and the latch resets).
+     */
+    static final class W6 extends Workload {
+        List<CuratorFramework> cs;
+        LeaderLatch[] latches;
+        final Object mon = new Object();
+        int leader = -1;
+        long electedAt;
+        long elections;
+        long[] lostAt;
+
+        W6(Spec s) {
+            super(s);
+        }
+
+        void fault(String what, int i) throws Exception {
+            java.net.HttpURLConnection c = (java.net.HttpURLConnection)
+                    new java.net.URL(s.faultUrl + "/" + what + "?i=" + i).openConnection();
+            c.setConnectTimeout(5000);
+            c.setReadTimeout(5000);
+            int code = c.getResponseCode();
+            c.disconnect();
+            if (code != 200) {
+                throw new IllegalStateException("fault endpoint: " + what + " " + i + ": HTTP " + code);
+            }
+        }
+
+        void prepare() throws Exception {
+            if (s.connects.isEmpty() || s.faultUrl.isEmpty()) {
+                throw new IllegalArgumentException("W6 needs connects and fault_url");
+            }
+            String[] to = s.connects.split(";");
+            cs = connectTo(to);
+            latches = new LeaderLatch[cs.size()];
+            lostAt = new long[cs.size()];
+            for (int i = 0; i < cs.size(); i++) {
+                final int idx = i;
+                LeaderLatch l = new LeaderLatch(cs.get(i), s.path, "candidate-" + i);
+                l.addListener(new LeaderLatchListener() {
+                    @Override
+                    public void isLeader() {
+                        long now = System.nanoTime();
+                        synchronized (mon) {
+                            leader = idx;
+                            electedAt = now;
+                            elections++;
+                            mon.notifyAll();
+                        }
+                    }
+
+                    @Override
+                    public void notLeader() {
+                        long now = System.nanoTime();
+                        synchronized (mon) {
+                            if (lostAt[idx] == 0) {
+                                lostAt[idx] = now;
+                            }
+                        }
+                    }
+                });
+                latches[i] = l;
+                l.start();
+            }
+            synchronized (mon) {
+                if (!awaitElection(0, s.graceMs())) {
+                    throw new IllegalStateException("no first leader");
+                }
+            }
+        }
+
+        /** Waits until elections passes seen; returns false on timeout. Holds mon. */
+        boolean awaitElection(long seen, long timeoutMs) throws InterruptedException {
+            long until = System.nanoTime() + timeoutMs * 1_000_000;
+            while (elections == seen) {
+                long left = (until - System.nanoTime()) / 1_000_000;
+                if (left <= 0) {
+                    return false;
+                }
+                mon.wait(left);
+            }
+            return true;
+        }
+
+        /** Waits (bounded) until every candidate is in line again. */
+        void awaitLine(int healthy) throws Exception {
+            long until = System.nanoTime() + s.graceMs() * 1_000_000;
+            while (cs.get(healthy).getChildren().forPath(s.path).size() < cs.size()) {
+                check();
+                if (System.nanoTime() > until) {
+                    throw new IllegalStateException("the healed candidate did not rejoin in time");
+                }
+                Thread.sleep(10);
+            }
+        }
+
+        Result run() throws Exception {
+            LongList lat = new LongList();
+            int first = 0;
+            long start = System.nanoTime();
+            long deadline = s.deadlineNanos(start);
+            while (lat.size() < s.cycles && System.nanoTime() < deadline) {
+                int old;
+                long seen;
+                synchronized (mon) {
+                    old = leader;
+                    seen = elections;
+                    lostAt[old] = 0;
+                }
+                long t0 = System.nanoTime();
+                fault("stall", old);
+                int next;
+                long at, lost;
+                synchronized (mon) {
+                    if (!awaitElection(seen, s.graceMs())) {
+                        throw new IllegalStateException("no new leader after candidate " + old + " stalled");
+                    }
+                    if (leader == old) {
+                        throw new IllegalStateException("stalled candidate " + old + " was elected again");
+                    }
+                    next = leader;
+                    at = electedAt;
+                    lost = lostAt[old];
+                }
+                lat.add(at - t0);
+                if (lost != 0 && lost < at) {
+                    first++;
+                }
+                fault("heal", old);
+                awaitLine(next);
+            }
+            Result r = new Result();
+            r.ops = lat.size();
+            r.elapsedS = (System.nanoTime() - start) / 1e9;
+            r.metrics.put("ops_per_s", r.ops / r.elapsedS);
+            r.metrics.put("loss_signal_first", r.ops == 0 ? Double.NaN : (double) first / r.ops);
             r.latencies(lat);
             return r;
         }

@@ -23,9 +23,11 @@ import math
 import sys
 import threading
 import time
+import urllib.request
 
 import kazoo
 from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
 
 try:
     from kazoo.version import __version__ as KAZOO_VERSION
@@ -53,6 +55,8 @@ class Spec(object):
         self.workload = need("workload")
         self.connect = need("connect")
         self.path = need("path")
+        self.connects = m.get("connects", "")
+        self.fault_url = m.get("fault_url", "")
         self.sessions = int(float(m.get("sessions", 16)))
         self.cycles = int(float(m.get("cycles", 1000)))
         self.leases = int(float(m.get("leases", 4)))
@@ -115,10 +119,14 @@ class Workload(object):
 
     def connect(self, n):
         """Opens n sessions (one KazooClient each), concurrently."""
-        cs = [KazooClient(hosts=self.s.connect, timeout=self.s.session_timeout_ms / 1000.0,
+        return self.connect_to([self.s.connect] * n)
+
+    def connect_to(self, hosts):
+        """Opens one session per connect string, concurrently."""
+        cs = [KazooClient(hosts=h, timeout=self.s.session_timeout_ms / 1000.0,
                           connection_retry={"max_tries": 3, "delay": 0.1, "backoff": 2},
                           command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2})
-              for _ in range(n)]
+              for h in hosts]
         self.clients.extend(cs)
         errs = []
 
@@ -364,6 +372,115 @@ class W4(Workload):
             t.join(5)
 
 
+class W6(Workload):
+    """Election candidates, each session behind a fault proxy of its own
+    (spec connects). The leader's proxy is stalled through the runner's fault
+    endpoint (a crash, as the others see it); measured: the time until another
+    candidate's function is called, and whether the old leader learned first
+    that it may have lost leadership (Kazoo's signal: the client's state
+    leaving CONNECTED, at SUSPENDED). The old leader is then healed and runs
+    the election again (Kazoo makes a new session after the expiry)."""
+
+    def prepare(self):
+        if not self.s.connects or not self.s.fault_url:
+            raise ValueError("W6 needs connects and fault_url")
+        cs = self.connect_to(self.s.connects.split(";"))
+        self.cs = cs
+        self.cond = threading.Condition()
+        self.leader = -1
+        self.elected_at = 0
+        self.elections = 0
+        self.stopping = False
+        self.lost_at = [0] * len(cs)
+        self.stop = [threading.Event() for _ in cs]
+        self.elections_objs = [c.Election(self.s.path, "candidate-%d" % i) for i, c in enumerate(cs)]
+        for i, c in enumerate(cs):
+            c.add_listener(lambda state, i=i: self.on_state(i, state))
+            self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.elections > 0 or self.failure is not None,
+                                      self.s.grace_s):
+                raise RuntimeError("no first leader")
+        self.check()
+
+    def on_state(self, i, state):
+        # Called on Kazoo's connection thread: no blocking here.
+        if state != KazooState.CONNECTED:
+            t = now()
+            with self.cond:
+                if self.leader == i and self.lost_at[i] == 0:
+                    self.lost_at[i] = t
+            self.stop[i].set()
+        return False  # stay registered
+
+    def candidate(self, i):
+        def lead():
+            t = now()
+            with self.cond:
+                self.leader = i
+                self.elected_at = t
+                self.elections += 1
+                self.cond.notify_all()
+            if self.cs[i].state == KazooState.CONNECTED:
+                self.stop[i].clear()
+                if self.cs[i].state == KazooState.CONNECTED:
+                    # Lead until the connection is in doubt (bounded).
+                    self.stop[i].wait(self.s.seconds + 3 * self.s.grace_s)
+
+        while not self.stopping:
+            try:
+                self.elections_objs[i].run(lead)
+            except Exception:  # noqa: BLE001 - a lost session: run again
+                time.sleep(0.05)
+
+    def fault(self, what, i):
+        with urllib.request.urlopen("%s/%s?i=%d" % (self.s.fault_url, what, i), timeout=5) as r:
+            if r.status != 200:
+                raise RuntimeError("fault endpoint: %s %d: HTTP %d" % (what, i, r.status))
+
+    def run(self):
+        lat = []
+        first = 0
+        start = now()
+        deadline = self.s.deadline(start)
+        while len(lat) < self.s.cycles and now() < deadline:
+            with self.cond:
+                old, seen = self.leader, self.elections
+                self.lost_at[old] = 0
+            t0 = now()
+            self.fault("stall", old)
+            with self.cond:
+                if not self.cond.wait_for(lambda: (self.elections > seen and self.leader != old)
+                                          or self.failure is not None, self.s.grace_s):
+                    raise RuntimeError("no new leader after candidate %d stalled" % old)
+                self.check()
+                nxt, at, lost = self.leader, self.elected_at, self.lost_at[old]
+            lat.append(at - t0)
+            if lost and lost < at:
+                first += 1
+            self.fault("heal", old)
+            until = time.monotonic() + self.s.grace_s
+            while len(self.cs[nxt].get_children(self.s.path)) < len(self.cs):
+                self.check()
+                if time.monotonic() > until:
+                    raise RuntimeError("the healed candidate did not rejoin in time")
+                time.sleep(0.01)
+        el = (now() - start) / 1e9
+        m = {"ops_per_s": len(lat) / el}
+        if lat:
+            m["loss_signal_first"] = first / len(lat)
+        return result(len(lat), el, m, lat)
+
+    def stop_workers(self):
+        self.stopping = True
+        for e in getattr(self, "elections_objs", []):
+            e.cancel()
+        for ev in getattr(self, "stop", []):
+            ev.set()
+        for t in self.threads:
+            t.join(5)
+
+
 class W5(Workload):
     """One session holds the Lock while `sessions` waiters queue behind it; on
     go the holder releases and each waiter in turn takes the lock and
@@ -428,7 +545,7 @@ class W5(Workload):
 
 
 # W7 is W5's chain with a short and a long line.
-WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5, "W7-10": W5, "W7-1000": W5}
+WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5, "W6": W6, "W7-10": W5, "W7-1000": W5}
 
 
 def create(spec):
