@@ -15,7 +15,8 @@ import (
 )
 
 // BenchmarkLockUnlock: an uncontended fair Lock+Unlock against the real
-// server (three round trips), with the client's allocations.
+// server (three requests in two round trips; non-fair: two), with the
+// client's allocations.
 func BenchmarkLockUnlock(b *testing.B) {
 	for _, fair := range []bool{true, false} {
 		name := "fair"
