@@ -549,13 +549,8 @@ public final class Bench {
         }
     }
 
-    /**
-     * W4: LeaderLatch candidates. The leader leads for term_ms, then closes its
-     * latch (a graceful resign); the handoff is the time until another
-     * candidate's isLeader() fires. The resigned candidate rejoins with a new
-     * latch on the same session.
-     */
-    static final class W4 extends Workload {
+    /** What W4 and W6 share: LeaderLatch candidates and who leads. */
+    abstract static class Elections extends Workload {
         List<CuratorFramework> cs;
         LeaderLatch[] latches;
         final Object mon = new Object();
@@ -563,7 +558,7 @@ public final class Bench {
         long electedAt;
         long elections;
 
-        W4(Spec s) {
+        Elections(Spec s) {
             super(s);
         }
 
@@ -583,10 +578,16 @@ public final class Bench {
 
                 @Override
                 public void notLeader() {
+                    lost(i);
                 }
             });
             latches[i] = l;
             l.start();
+        }
+
+
+        /** Called when candidate i's latch says it may have lost leadership. */
+        void lost(int i) {
         }
 
         /** Waits until elections passes seen; returns false on timeout. Holds mon. */
@@ -600,6 +601,35 @@ public final class Bench {
                 mon.wait(left);
             }
             return true;
+        }
+
+        @Override
+        void close() {
+            if (latches != null) {
+                for (LeaderLatch l : latches) {
+                    try {
+                        if (l != null && l.getState() == LeaderLatch.State.STARTED) {
+                            l.close();
+                        }
+                    } catch (Throwable ignored) {
+                        // closing anyway
+                    }
+                }
+            }
+            super.close();
+        }
+    }
+
+    /**
+     * W4: LeaderLatch candidates. The leader leads for term_ms, then closes its
+     * latch (a graceful resign); the handoff is the time until another
+     * candidate's isLeader() fires. The resigned candidate rejoins with a new
+     * latch on the same session.
+     */
+    static final class W4 extends Elections {
+
+        W4(Spec s) {
+            super(s);
         }
 
         void prepare() throws Exception {
@@ -649,21 +679,6 @@ public final class Bench {
             return r;
         }
 
-        @Override
-        void close() {
-            if (latches != null) {
-                for (LeaderLatch l : latches) {
-                    try {
-                        if (l != null && l.getState() == LeaderLatch.State.STARTED) {
-                            l.close();
-                        }
-                    } catch (Throwable ignored) {
-                        // closing anyway
-                    }
-                }
-            }
-            super.close();
-        }
     }
 
 
@@ -676,17 +691,21 @@ public final class Bench {
      * The old leader is then healed and rejoins (its session has expired:
      * Curator makes a new one and the latch resets).
      */
-    static final class W6 extends Workload {
-        List<CuratorFramework> cs;
-        LeaderLatch[] latches;
-        final Object mon = new Object();
-        int leader = -1;
-        long electedAt;
-        long elections;
+    static final class W6 extends Elections {
         long[] lostAt;
 
         W6(Spec s) {
             super(s);
+        }
+
+        @Override
+        void lost(int i) {
+            long now = System.nanoTime();
+            synchronized (mon) {
+                if (lostAt[i] == 0) {
+                    lostAt[i] = now;
+                }
+            }
         }
 
         void fault(String what, int i) throws Exception {
@@ -710,32 +729,7 @@ public final class Bench {
             latches = new LeaderLatch[cs.size()];
             lostAt = new long[cs.size()];
             for (int i = 0; i < cs.size(); i++) {
-                final int idx = i;
-                LeaderLatch l = new LeaderLatch(cs.get(i), s.path, "candidate-" + i);
-                l.addListener(new LeaderLatchListener() {
-                    @Override
-                    public void isLeader() {
-                        long now = System.nanoTime();
-                        synchronized (mon) {
-                            leader = idx;
-                            electedAt = now;
-                            elections++;
-                            mon.notifyAll();
-                        }
-                    }
-
-                    @Override
-                    public void notLeader() {
-                        long now = System.nanoTime();
-                        synchronized (mon) {
-                            if (lostAt[idx] == 0) {
-                                lostAt[idx] = now;
-                            }
-                        }
-                    }
-                });
-                latches[i] = l;
-                l.start();
+                startLatch(i);
             }
             synchronized (mon) {
                 if (!awaitElection(0, s.graceMs())) {
@@ -744,18 +738,6 @@ public final class Bench {
             }
         }
 
-        /** Waits until elections passes seen; returns false on timeout. Holds mon. */
-        boolean awaitElection(long seen, long timeoutMs) throws InterruptedException {
-            long until = System.nanoTime() + timeoutMs * 1_000_000;
-            while (elections == seen) {
-                long left = (until - System.nanoTime()) / 1_000_000;
-                if (left <= 0) {
-                    return false;
-                }
-                mon.wait(left);
-            }
-            return true;
-        }
 
         /** Waits (bounded) until every candidate is in line again. */
         void awaitLine(int healthy) throws Exception {
@@ -813,21 +795,6 @@ public final class Bench {
             return r;
         }
 
-        @Override
-        void close() {
-            if (latches != null) {
-                for (LeaderLatch l : latches) {
-                    try {
-                        if (l != null && l.getState() == LeaderLatch.State.STARTED) {
-                            l.close();
-                        }
-                    } catch (Throwable ignored) {
-                        // closing anyway
-                    }
-                }
-            }
-            super.close();
-        }
     }
 
     /**

@@ -319,20 +319,26 @@ class W4(Workload):
         self.elections_objs = [c.Election(self.s.path, "candidate-%d" % i) for i, c in enumerate(cs)]
         for i in range(len(cs)):
             self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
+        self.await_first_leader()
+
+    def await_first_leader(self):
         with self.cond:
             if not self.cond.wait_for(lambda: self.elections > 0 or self.failure is not None,
                                       self.s.grace_s):
                 raise RuntimeError("no first leader")
         self.check()
 
+    def elected(self, i):
+        t = now()
+        with self.cond:
+            self.leader = i
+            self.elected_at = t
+            self.elections += 1
+            self.cond.notify_all()
+
     def candidate(self, i):
         def lead():
-            t = now()
-            with self.cond:
-                self.leader = i
-                self.elected_at = t
-                self.elections += 1
-                self.cond.notify_all()
+            self.elected(i)
             # Lead until told to resign (bounded: the run's own bound).
             self.resign[i].wait(self.s.seconds + 3 * self.s.grace_s)
             self.resign[i].clear()
@@ -372,7 +378,7 @@ class W4(Workload):
             t.join(5)
 
 
-class W6(Workload):
+class W6(W4):
     """Election candidates, each session behind a fault proxy of its own
     (spec connects). The leader's proxy is stalled through the runner's fault
     endpoint (a crash, as the others see it); measured: the time until another
@@ -392,16 +398,12 @@ class W6(Workload):
         self.elections = 0
         self.stopping = False
         self.lost_at = [0] * len(cs)
-        self.stop = [threading.Event() for _ in cs]
+        self.resign = [threading.Event() for _ in cs]  # set: stop leading
         self.elections_objs = [c.Election(self.s.path, "candidate-%d" % i) for i, c in enumerate(cs)]
         for i, c in enumerate(cs):
             c.add_listener(lambda state, i=i: self.on_state(i, state))
             self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.elections > 0 or self.failure is not None,
-                                      self.s.grace_s):
-                raise RuntimeError("no first leader")
-        self.check()
+        self.await_first_leader()
 
     def on_state(self, i, state):
         # Called on Kazoo's connection thread: no blocking here.
@@ -410,22 +412,17 @@ class W6(Workload):
             with self.cond:
                 if self.leader == i and self.lost_at[i] == 0:
                     self.lost_at[i] = t
-            self.stop[i].set()
+            self.resign[i].set()
         return False  # stay registered
 
     def candidate(self, i):
         def lead():
-            t = now()
-            with self.cond:
-                self.leader = i
-                self.elected_at = t
-                self.elections += 1
-                self.cond.notify_all()
+            self.elected(i)
             if self.cs[i].state == KazooState.CONNECTED:
-                self.stop[i].clear()
+                self.resign[i].clear()
                 if self.cs[i].state == KazooState.CONNECTED:
                     # Lead until the connection is in doubt (bounded).
-                    self.stop[i].wait(self.s.seconds + 3 * self.s.grace_s)
+                    self.resign[i].wait(self.s.seconds + 3 * self.s.grace_s)
 
         while not self.stopping:
             try:
@@ -471,14 +468,6 @@ class W6(Workload):
             m["loss_signal_first"] = first / len(lat)
         return result(len(lat), el, m, lat)
 
-    def stop_workers(self):
-        self.stopping = True
-        for e in getattr(self, "elections_objs", []):
-            e.cancel()
-        for ev in getattr(self, "stop", []):
-            ev.set()
-        for t in self.threads:
-            t.join(5)
 
 
 class W5(Workload):
