@@ -119,3 +119,52 @@ func run(t *testing.T, r *bench.Runner, p bench.Peer, s bench.Spec) bench.Record
 	}
 	return rec
 }
+
+// TestW6 crashes one leader per peer that can tell its leader it lost
+// (shepherd in process; Curator and Kazoo through the fault endpoint the
+// runner gives subprocess peers) and checks that a new leader came and that
+// the old one was told first.
+func TestW6(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and subprocess peers")
+	}
+	c := zktest.Start(t, 1)
+	ctx := t.Context()
+	r, err := bench.NewRunner(ctx, c, bench.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := func(mk func(context.Context, string) (*bench.Subprocess, error)) func(t *testing.T) bench.Peer {
+		return func(t *testing.T) bench.Peer {
+			p, err := mk(ctx, t.TempDir())
+			if errors.Is(err, bench.ErrUnavailable) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close() })
+			return p
+		}
+	}
+	for _, pc := range []struct {
+		name string
+		peer func(t *testing.T) bench.Peer
+	}{
+		{"shepherd", func(*testing.T) bench.Peer { return gopeers.Peer(gopeers.Shepherd()) }},
+		{"curator", sub(bench.NewCurator)},
+		{"kazoo", sub(bench.NewKazoo)},
+	} {
+		t.Run(pc.name, func(t *testing.T) {
+			p := pc.peer(t)
+			s := spec(bench.W6, 3, 1)
+			rec := run(t, r, p, s)
+			if got := rec.Metrics[bench.MLossFirst]; got != 1 {
+				t.Errorf("old leader told first in %.2f of the crashes; want all", got)
+			}
+			if got := rec.Metrics[bench.MLatencyP50]; got < 1e6*s.SessionTimeout().Seconds()*0.5 {
+				t.Errorf("a new leader %.0f µs after the crash: sooner than the session could expire", got)
+			}
+		})
+	}
+}
