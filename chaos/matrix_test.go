@@ -139,17 +139,20 @@ func (h *harness) loop(c *clientRun, cl client) {
 	}
 }
 
-// holder returns a client holding now (or the first).
+// holder returns a client holding now, waiting up to a second for one (or
+// the first client).
 func (h *harness) holder() *clientRun {
-	for i := 0; i < 200; i++ {
+	found := h.clients[0]
+	waitFor(time.Second, func() bool {
 		for _, c := range h.clients {
 			if c.holding() {
-				return c
+				found = c
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return h.clients[0]
+		return false
+	})
+	return found
 }
 
 // progressed waits until every client has been granted again since counts.

@@ -240,7 +240,7 @@ func TestGoZookeeperLock(t *testing.T) {
 				if errors.Is(err, gozk.ErrNodeExists) {
 					h.violations.Add(1)
 				} else if err == nil {
-					time.Sleep(3 * time.Millisecond)
+					time.Sleep(3 * time.Millisecond) // the work done under the lock
 					err = conn.Delete(path+"-holder", -1)
 				}
 				if uerr := l.Unlock(); err == nil {

@@ -73,3 +73,6 @@ func children(t *testing.T, s *session.Session, path string) []string {
 }
 
 func notifications(t *testing.T) int64 { return testutil.Notifications(t, zk, 0) }
+
+// watches is the number of watches the server holds.
+func watches(t *testing.T) int64 { return testutil.WatchCount(t, zk, 0) }

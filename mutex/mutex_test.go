@@ -152,7 +152,7 @@ func TestExclusion(t *testing.T) {
 							return
 						}
 						x.granted(id, m.Lost())
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // the work done under the lock
 						x.released(id)
 						if err := m.Unlock(ctx); err != nil {
 							errs <- err
@@ -239,6 +239,7 @@ func TestHerdFree(t *testing.T) {
 		ms[i] = m
 	}
 	require.NoError(t, ms[0].Lock(ctx))
+	watching := watches(t)
 	got := make(chan int, n)
 	release := make([]chan struct{}, n+1)
 	for i := 1; i <= n; i++ {
@@ -255,7 +256,7 @@ func TestHerdFree(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(children(t, ms[0].Session(), path)) == n+1 }, 10*time.Second, 5*time.Millisecond)
 	// Every waiter has its one watch in place before counting.
-	time.Sleep(200 * time.Millisecond)
+	require.Eventually(t, func() bool { return watches(t) >= watching+n }, 10*time.Second, 5*time.Millisecond)
 	before := notifications(t)
 	require.NoError(t, ms[0].Unlock(ctx))
 	for k := 1; k <= n; k++ {

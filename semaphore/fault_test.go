@@ -81,22 +81,22 @@ func TestExpiredHolderIsToldFirst(t *testing.T) {
 			}
 		}()
 	}
-	expired := 0
-	for round := 0; round < 200 && expired < 6; round++ {
-		var victim *client
+	holding := func() *client {
 		for _, c := range clients {
 			c.mu.Lock()
 			held := c.lease != nil
 			c.mu.Unlock()
 			if held {
-				victim = c
-				break
+				return c
 			}
 		}
-		if victim == nil {
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
+		return nil
+	}
+	expired := 0
+	for round := 0; round < 200 && expired < 6; round++ {
+		var victim *client
+		require.Eventually(t, func() bool { victim = holding(); return victim != nil },
+			10*time.Second, time.Millisecond, "no client holds a lease")
 		sid := victim.sess.SessionID()
 		if err := victim.proxy.ExpireSession(ctx, sid); err != nil {
 			continue

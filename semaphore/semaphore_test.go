@@ -283,6 +283,7 @@ func TestNotificationsPerRelease(t *testing.T) {
 		require.NoError(t, err)
 		held[i] = l
 	}
+	watching := watches(t)
 	got := make(chan *semaphore.Lease, waiters)
 	for range waiters {
 		sem, _ := semaphore.New(open(t, zk.Servers()), path, max)
@@ -295,7 +296,9 @@ func TestNotificationsPerRelease(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool { return len(children(t, hs, path+"/locks")) == waiters }, 10*time.Second, 5*time.Millisecond)
-	time.Sleep(200 * time.Millisecond) // every waiter's watch in place
+	// Every waiter's watch in place (the head's on the leases, the others'
+	// on their predecessors) before counting.
+	require.Eventually(t, func() bool { return watches(t) >= watching+waiters }, 10*time.Second, 5*time.Millisecond)
 	before := notifications(t)
 	releases := 0
 	for _, l := range held {

@@ -116,3 +116,14 @@ func LastXid(t testing.TB, c *zktest.Cluster, i int, sid int64) int64 {
 	t.Fatalf("session 0x%x not among server %d's connections:\n%s", sid, i, out)
 	return 0
 }
+
+// WatchCount is the number of watches (data and child) server i of c holds,
+// from mntr.
+func WatchCount(t testing.TB, c *zktest.Cluster, i int) int64 {
+	t.Helper()
+	kv, err := c.Mntr(Ctx(t, 5*time.Second), i)
+	require.NoError(t, err)
+	n, err := strconv.ParseInt(kv["zk_watch_count"], 10, 64)
+	require.NoError(t, err, "zk_watch_count")
+	return n
+}
