@@ -23,37 +23,11 @@ func TestPeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper and subprocess peers")
 	}
-	c := zktest.Start(t, 1)
-	ctx := t.Context()
-	r, err := bench.NewRunner(ctx, c, bench.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRunner(t)
 	if n := r.Meter().PerRead(); n < 0 || n > 1 {
 		t.Fatalf("one mntr read costs %d packets on a standalone server; want 0 or 1", n)
 	}
 
-	subprocess := func(mk func(context.Context, string) (*bench.Subprocess, error)) func(t *testing.T) bench.Peer {
-		return func(t *testing.T) bench.Peer {
-			p, err := mk(ctx, t.TempDir())
-			if errors.Is(err, bench.ErrUnavailable) {
-				t.Skip(err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := p.Close(); err != nil {
-					t.Error(err)
-				}
-				if t.Failed() {
-					b, _ := os.ReadFile(p.LogPath())
-					t.Logf("%s's stderr:\n%s", p.Name(), b)
-				}
-			})
-			return p
-		}
-	}
 	peers := []struct {
 		name string
 		peer func(t *testing.T) bench.Peer
@@ -128,32 +102,14 @@ func TestW6(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper and subprocess peers")
 	}
-	c := zktest.Start(t, 1)
-	ctx := t.Context()
-	r, err := bench.NewRunner(ctx, c, bench.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := func(mk func(context.Context, string) (*bench.Subprocess, error)) func(t *testing.T) bench.Peer {
-		return func(t *testing.T) bench.Peer {
-			p, err := mk(ctx, t.TempDir())
-			if errors.Is(err, bench.ErrUnavailable) {
-				t.Skip(err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = p.Close() })
-			return p
-		}
-	}
+	r := newRunner(t)
 	for _, pc := range []struct {
 		name string
 		peer func(t *testing.T) bench.Peer
 	}{
 		{"shepherd", func(*testing.T) bench.Peer { return gopeers.Peer(gopeers.Shepherd()) }},
-		{"curator", sub(bench.NewCurator)},
-		{"kazoo", sub(bench.NewKazoo)},
+		{"curator", subprocess(bench.NewCurator)},
+		{"kazoo", subprocess(bench.NewKazoo)},
 	} {
 		t.Run(pc.name, func(t *testing.T) {
 			p := pc.peer(t)
@@ -166,5 +122,40 @@ func TestW6(t *testing.T) {
 				t.Errorf("a new leader %.0f µs after the crash: sooner than the session could expire", got)
 			}
 		})
+	}
+}
+
+// newRunner starts a standalone server for the test and a runner on it.
+func newRunner(t *testing.T) *bench.Runner {
+	t.Helper()
+	r, err := bench.NewRunner(t.Context(), zktest.Start(t, 1), bench.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// subprocess starts a Java or Python peer for a subtest (skipped, with the
+// reason, when its language or library is not installed), closed with it;
+// its stderr is logged when the subtest fails.
+func subprocess(mk func(context.Context, string) (*bench.Subprocess, error)) func(t *testing.T) bench.Peer {
+	return func(t *testing.T) bench.Peer {
+		p, err := mk(t.Context(), t.TempDir())
+		if errors.Is(err, bench.ErrUnavailable) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(p.LogPath())
+				t.Logf("%s's stderr:\n%s", p.Name(), b)
+			}
+		})
+		return p
 	}
 }

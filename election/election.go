@@ -115,10 +115,9 @@ type candidate struct {
 	seq   int64
 	sid   int64
 	czxid int64
-	// The line as listed with the create (used once, by the goroutine
+	// The line as listed with the create (nil once used, by the goroutine
 	// that campaigns with this candidate).
-	seen    []recipe.Name
-	hasSeen bool
+	seen []recipe.Name
 }
 
 // leadership is a held leadership.

@@ -41,9 +41,8 @@ func (e *Election) list(ep *session.Epoch) ([]member, error) {
 // listFor is list, but the first time for c it is the listing that came with
 // c's create (same round trip), when there is one.
 func (e *Election) listFor(ep *session.Epoch, c *candidate) ([]member, error) {
-	if c.hasSeen {
-		names := c.seen
-		c.seen, c.hasSeen = nil, false
+	if names := c.seen; names != nil {
+		c.seen = nil
 		return members(names), nil
 	}
 	return e.list(ep)
@@ -63,33 +62,16 @@ func (e *Election) ensureParents(ep *session.Epoch) error {
 }
 
 // create enters the line in ep's session (a protected create: a lost answer
-// leaves neither an orphan nor a duplicate), and reads the node's creation
-// zxid: the term it will lead with.
+// leaves neither an orphan nor a duplicate); the node's creation zxid is the
+// term it will lead with.
 func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, error) {
 	n, err := e.line().Enter(ctx, ep, recipe.KindLatch, []byte(e.id))
 	if err != nil {
 		return nil, err
 	}
-	if n.Czxid != 0 {
-		c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
-		c.seen, c.hasSeen = n.TakeSeen()
-		return c, nil
-	}
-	czxid, err := session.CallValue(ctx, func() (int64, error) {
-		ok, st, err := ep.Conn().Exists(n.Path)
-		switch {
-		case err != nil:
-			return 0, err
-		case !ok || st.EphemeralOwner != ep.SessionID():
-			return 0, session.ErrLost
-		}
-		return st.Czxid, nil
-	}, nil)
-	if err != nil {
-		e.deleteNode(n.Path, ep)
-		return nil, err
-	}
-	return &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: czxid}, nil
+	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
+	c.seen, _ = n.TakeSeen()
+	return c, nil
 }
 
 // deleteNode removes one of our nodes (guaranteed delete).

@@ -24,6 +24,6 @@
 // without waiting for its answer (the server applies a session's requests in
 // order). A waiter's grant after its predecessor, when that predecessor was
 // the head of the line, takes none beyond the notification.
-// Token reads the node's creation zxid (one more round trip) when first
-// asked; a non-fair lock learns it with the grant.
+// Token costs no round trip: a fair lock learns its node's creation zxid
+// with the create, a non-fair lock with the grant.
 package mutex

@@ -296,6 +296,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 		turn := m.turnFor()
 		if !wait {
 			line, seen := own.TakeSeen()
+			var err error
 			if !seen {
 				line, err = m.line.List(ep)
 			}
@@ -334,7 +335,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 				return nil, err
 			}
 		}
-		h := recipe.NewHold(m.sess, ep, 0, own.Path)
+		h := recipe.NewHold(m.sess, ep, recipe.Token(own.Czxid), own.Path)
 		if h.Context().Err() != nil {
 			h.Release()
 			own = nil

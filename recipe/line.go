@@ -29,8 +29,7 @@ type Node struct {
 	Path string // full path
 	Name
 	SessionID int64
-	// Czxid is the zxid that created the node, 0 when not known (the node
-	// was found again after a lost answer).
+	// Czxid is the zxid that created the node (a hold's fencing token).
 	Czxid int64
 	// Position is the node's place in line when first seen by Await (0: the
 	// head), -1 before.
@@ -99,19 +98,14 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
-	type entered struct {
-		path  string
-		czxid int64    // 0: unknown
-		seen  []string // the line listed with the create, nil if not
-	}
 	res, err := enterCall(ctx, func() (entered, error) {
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
 				// Not connected: a create now would wait in go-zookeeper's
 				// queue. Recover a node we may have made, then give up.
 				if attempt > 0 {
-					if p, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
-						return entered{path: p}, nil
+					if e, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
+						return e, nil
 					}
 				}
 				return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
@@ -125,9 +119,9 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 					return entered{}, err
 				}
 			case session.OutcomeUnknown(err) && attempt < 20:
-				p, found, ferr := l.findOwnWhenBack(ep, guid)
+				e, found, ferr := l.findOwnWhenBack(ep, guid)
 				if ferr == nil && found {
-					return entered{path: p}, nil
+					return e, nil
 				}
 				if ep.SessionContext().Err() != nil {
 					return entered{}, ErrLost
@@ -166,30 +160,38 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 	return own, nil
 }
 
+// entered is a node Enter made: its path and creation zxid, and the line as
+// listed with the create (nil if not).
+type entered struct {
+	path  string
+	czxid int64
+	seen  []string
+}
+
 // findOwnWhenBack waits (bounded) for the session to be connected again and
 // looks for the node with guid owned by ep's session.
-func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (string, bool, error) {
+func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, bool, error) {
 	ctx, cancel := context.WithTimeout(ep.SessionContext(), l.Sess.Timeout()+time.Second)
 	defer cancel()
 	cur, err := l.Sess.Wait(ctx)
 	if err != nil {
-		return "", false, err
+		return entered{}, false, err
 	}
 	if cur.SessionID() != ep.SessionID() {
-		return "", false, ErrLost
+		return entered{}, false, ErrLost
 	}
-	return l.FindOwn(cur, guid)
+	return l.findOwn(cur, guid)
 }
 
 // cleanupGUID removes a node with guid that a create abandoned by its caller
 // may have made.
 func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 	for i := 0; i < 100 && ep.SessionContext().Err() == nil; i++ {
-		p, ok, err := l.findOwnWhenBack(ep, guid)
+		e, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: p, SessionID: ep.SessionID()})
-			Delete(l.Sess, ep, p)
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: e.path, SessionID: ep.SessionID()})
+			Delete(l.Sess, ep, e.path)
 			return
 		case err == nil:
 			// Not there (yet): a create still queued may land later. Look
@@ -212,11 +214,17 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 
 // FindOwn looks for a node with guid owned by ep's session.
 func (l *Line) FindOwn(ep *session.Epoch, guid string) (string, bool, error) {
+	e, ok, err := l.findOwn(ep, guid)
+	return e.path, ok, err
+}
+
+// findOwn is FindOwn, with the node's creation zxid.
+func (l *Line) findOwn(ep *session.Epoch, guid string) (entered, bool, error) {
 	names, _, err := ep.Conn().Children(l.Path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return "", false, nil
+		return entered{}, false, nil
 	} else if err != nil {
-		return "", false, err
+		return entered{}, false, err
 	}
 	for _, s := range names {
 		n, ok := ParseName(s)
@@ -226,13 +234,13 @@ func (l *Line) FindOwn(ep *session.Epoch, guid string) (string, bool, error) {
 		p := l.Path + "/" + s
 		ok, st, err := ep.Conn().Exists(p)
 		if err != nil {
-			return "", false, err
+			return entered{}, false, err
 		}
 		if ok && st.EphemeralOwner == ep.SessionID() {
-			return p, true, nil
+			return entered{path: p, czxid: st.Czxid}, true, nil
 		}
 	}
-	return "", false, nil
+	return entered{}, false, nil
 }
 
 // errEpochEnded: the connection was lost while waiting; wait for the session

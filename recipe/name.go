@@ -129,7 +129,7 @@ func Sort(names []string, kinds ...string) []Name {
 	// the sequence number above the index into out when both fit (they
 	// always do unless a counter wrapped or the line is huge).
 	keys := make([]uint64, 0, len(names))
-	packed := len(names) < 1<<packBits
+	fits := len(names) < 1<<packBits
 	for _, s := range names {
 		n, ok := ParseName(s)
 		if !ok {
@@ -138,38 +138,49 @@ func Sort(names []string, kinds ...string) []Name {
 		if len(kinds) > 0 && !hasKind(kinds, n.Kind) {
 			continue
 		}
-		if n.Seq < 0 || n.Seq >= 1<<(64-packBits) {
-			packed = false
-		}
+		fits = fits && n.Seq >= 0 && n.Seq < 1<<(64-packBits)
 		keys = append(keys, uint64(n.Seq)<<packBits|uint64(len(out)))
 		out = append(out, n)
 	}
-	if packed {
-		slices.Sort(keys)
-		for i := 1; i < len(keys) && packed; i++ {
-			packed = keys[i]>>packBits != keys[i-1]>>packBits // equal sequences: order by name
-		}
-	}
-	if !packed {
-		for i := range keys {
-			keys[i] = uint64(i)
-		}
-		slices.SortFunc(keys, func(a, b uint64) int {
-			x, y := &out[a], &out[b]
-			if x.Seq != y.Seq {
-				return cmp.Compare(x.Seq, y.Seq)
-			}
-			return strings.Compare(x.Name, y.Name)
-		})
+	if !fits || !sortPacked(keys) {
+		sortByName(keys, out)
 	}
 	sorted := make([]Name, len(out))
 	for i, k := range keys {
-		if packed {
-			k &= 1<<packBits - 1
-		}
 		sorted[i] = out[k]
 	}
 	return sorted
+}
+
+// sortPacked sorts packed keys and turns them into indexes into the line. It
+// reports false (keys then hold garbage) when two sequence numbers are equal:
+// their order is the names'.
+func sortPacked(keys []uint64) bool {
+	slices.Sort(keys)
+	for i := 1; i < len(keys); i++ {
+		if keys[i]>>packBits == keys[i-1]>>packBits {
+			return false
+		}
+	}
+	for i := range keys {
+		keys[i] &= 1<<packBits - 1
+	}
+	return true
+}
+
+// sortByName sets keys to the indexes of out in line order: by sequence
+// number, then by name.
+func sortByName(keys []uint64, out []Name) {
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	slices.SortFunc(keys, func(a, b uint64) int {
+		x, y := &out[a], &out[b]
+		if x.Seq != y.Seq {
+			return cmp.Compare(x.Seq, y.Seq)
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
 }
 
 // packBits is how many low bits of a sort key hold an index.

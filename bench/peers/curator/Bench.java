@@ -586,6 +586,20 @@ public final class Bench {
         }
 
 
+        /** Starts a candidate on each session and waits for the first leader. */
+        void campaign(List<CuratorFramework> sessions) throws Exception {
+            cs = sessions;
+            latches = new LeaderLatch[cs.size()];
+            for (int i = 0; i < cs.size(); i++) {
+                startLatch(i);
+            }
+            synchronized (mon) {
+                if (!awaitElection(0, s.graceMs())) {
+                    throw new IllegalStateException("no first leader");
+                }
+            }
+        }
+
         /** Called when candidate i's latch says it may have lost leadership. */
         void lost(int i) {
         }
@@ -633,16 +647,7 @@ public final class Bench {
         }
 
         void prepare() throws Exception {
-            cs = connect(s.sessions);
-            latches = new LeaderLatch[cs.size()];
-            for (int i = 0; i < cs.size(); i++) {
-                startLatch(i);
-            }
-            synchronized (mon) {
-                if (!awaitElection(0, s.graceMs())) {
-                    throw new IllegalStateException("no first leader");
-                }
-            }
+            campaign(connect(s.sessions));
         }
 
         Result run() throws Exception {
@@ -725,17 +730,8 @@ public final class Bench {
                 throw new IllegalArgumentException("W6 needs connects and fault_url");
             }
             String[] to = s.connects.split(";");
-            cs = connectTo(to);
-            latches = new LeaderLatch[cs.size()];
-            lostAt = new long[cs.size()];
-            for (int i = 0; i < cs.size(); i++) {
-                startLatch(i);
-            }
-            synchronized (mon) {
-                if (!awaitElection(0, s.graceMs())) {
-                    throw new IllegalStateException("no first leader");
-                }
-            }
+            lostAt = new long[to.length];
+            campaign(connectTo(to));
         }
 
 

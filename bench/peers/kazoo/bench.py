@@ -309,13 +309,17 @@ class W4(Workload):
     resigned candidate runs the election again."""
 
     def prepare(self):
-        cs = self.connect(self.s.sessions)
+        self.campaign(self.connect(self.s.sessions))
+
+    def campaign(self, cs):
+        """Starts a candidate on each session and waits for the first leader."""
+        self.cs = cs
         self.cond = threading.Condition()
         self.leader = -1
         self.elected_at = 0
         self.elections = 0
         self.stopping = False
-        self.resign = [threading.Event() for _ in cs]
+        self.resign = [threading.Event() for _ in cs]  # set: stop leading
         self.elections_objs = [c.Election(self.s.path, "candidate-%d" % i) for i, c in enumerate(cs)]
         for i in range(len(cs)):
             self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
@@ -390,20 +394,12 @@ class W6(W4):
     def prepare(self):
         if not self.s.connects or not self.s.fault_url:
             raise ValueError("W6 needs connects and fault_url")
-        cs = self.connect_to(self.s.connects.split(";"))
-        self.cs = cs
-        self.cond = threading.Condition()
-        self.leader = -1
-        self.elected_at = 0
-        self.elections = 0
-        self.stopping = False
-        self.lost_at = [0] * len(cs)
-        self.resign = [threading.Event() for _ in cs]  # set: stop leading
-        self.elections_objs = [c.Election(self.s.path, "candidate-%d" % i) for i, c in enumerate(cs)]
-        for i, c in enumerate(cs):
+        hosts = self.s.connects.split(";")
+        self.lost_at = [0] * len(hosts)
+        self.campaign(self.connect_to(hosts))
+        # Before any fault: the loss signal only matters once run stalls one.
+        for i, c in enumerate(self.cs):
             c.add_listener(lambda state, i=i: self.on_state(i, state))
-            self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
-        self.await_first_leader()
 
     def on_state(self, i, state):
         # Called on Kazoo's connection thread: no blocking here.
