@@ -182,6 +182,11 @@ func (n *node) start(sp *spawner, cfg *config) error {
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		// Leader election backs off between rounds of notifications up to
+		// this long (default 60 s): an ensemble whose leader a test kills
+		// must not sit without quorum for most of a minute because one
+		// round went unanswered on a loaded machine.
+		"-Dzookeeper.fastleader.maxNotificationInterval=2000",
 	}
 	if cfg.fastJIT {
 		args = append(args, "-XX:TieredStopAtLevel=1")
