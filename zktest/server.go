@@ -51,14 +51,20 @@ type config struct {
 	jvmFlags  []string
 	startWait time.Duration
 	fastJIT   bool
+	maxSess   time.Duration
 }
 
 // Option configures a Cluster.
 type Option func(*config)
 
 // WithTickTime sets ZooKeeper's tickTime (default 200ms). The server accepts
-// session timeouts from 2 ticks (400ms by default) to 60s.
+// session timeouts from 2 ticks (400ms by default) to 60s (see
+// WithMaxSessionTimeout).
 func WithTickTime(d time.Duration) Option { return func(c *config) { c.tick = d } }
+
+// WithMaxSessionTimeout sets the longest session timeout the servers grant
+// (maxSessionTimeout, default 60s): a client asking for more gets this.
+func WithMaxSessionTimeout(d time.Duration) Option { return func(c *config) { c.maxSess = d } }
 
 // WithHeapMB sets each server's maximum Java heap in MiB (default 64; 32 fails
 // under load).
@@ -158,7 +164,7 @@ func (n *node) writeConfig(cfg *config, peers []*node) error {
 	fmt.Fprintf(&b, "initLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", filepath.Join(n.dir, "data"))
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", n.clientPort)
-	fmt.Fprintf(&b, "maxSessionTimeout=60000\nmaxClientCnxns=0\n")
+	fmt.Fprintf(&b, "maxSessionTimeout=%d\nmaxClientCnxns=0\n", cfg.maxSess.Milliseconds())
 	fmt.Fprintf(&b, "admin.enableServer=false\n4lw.commands.whitelist=*\n")
 	fmt.Fprintf(&b, "forceSync=no\npreAllocSize=1024\nsnapCount=100000\n")
 	if len(peers) > 1 {
