@@ -104,7 +104,8 @@ type Election struct {
 	// checkedIDs: the line was searched for our id once already.
 	checkedIDs bool
 	resignCh   chan struct{}
-	deleting   <-chan struct{} // closed when the delete of our last node is over
+	leftCh     chan struct{} // closed by Run once a leadership's end is dealt with
+	single     recipe.Single // the non-fair race
 }
 
 // candidate is our node, bound to the session that created it.
@@ -115,6 +116,11 @@ type candidate struct {
 	seq   int64
 	sid   int64
 	czxid int64
+	// hold is the node's last grant of leadership (nil before the first):
+	// releasing it deletes the node (guarded in the non-fair race).
+	hold *recipe.Hold
+	// guid is the non-fair race's attempt that won the node.
+	guid string
 	// The line as listed with the create (nil once used, by the goroutine
 	// that campaigns with this candidate).
 	seen []recipe.Name
@@ -149,6 +155,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
 	}
 	e.log = e.log.With("election", e.path, "id", id)
+	e.single = recipe.Single{Sess: sess, Path: e.path, Name: leaderChild, Mark: nonFairMark}
 	return e, nil
 }
 

@@ -9,6 +9,10 @@ import (
 
 const leaderChild = "leader" // the node of the non-fair mode
 
+// nonFairMark is the data the non-fair mode writes to the election's path
+// with each grant, followed by the attempt's guid (see recipe.Single).
+const nonFairMark = "shepherd:election:nonfair "
+
 type member struct {
 	name string
 	seq  int64
@@ -72,31 +76,4 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
 	c.seen, _ = n.TakeSeen()
 	return c, nil
-}
-
-// deleteNode removes one of our nodes (guaranteed delete).
-// The non-fair mode's node has a fixed name: until its delete is over, the
-// candidate must not race for it again (it would adopt the node on its way
-// out as a new leadership).
-func (e *Election) deleteNode(path string, ep *session.Epoch) {
-	done := recipe.Delete(e.sess, ep, path)
-	e.mu.Lock()
-	e.deleting = done
-	e.mu.Unlock()
-}
-
-// awaitDelete waits until a delete of our previous node is over.
-func (e *Election) awaitDelete(ctx context.Context) error {
-	e.mu.Lock()
-	done := e.deleting
-	e.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

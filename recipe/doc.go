@@ -31,6 +31,24 @@
 //
 // A Hold's Token is the creation zxid of its node: it grows with every grant
 // on the whole ensemble, also when the recipe's path is deleted and recreated.
-// Fenced runs a multi-op only while the hold's node still exists; Validate
-// syncs and checks the node is still this session's.
+// Fenced runs a multi-op only while the hold is valid on the server (its node
+// exists; for the single-node race, also no grant since); Validate syncs and
+// checks the node is still this session's.
+//
+// Release always lets go, whatever its ctx: the hold ends locally at once and
+// the delete of its nodes starts; ctx only bounds how long Release waits for
+// the server's confirmation. The delete is guaranteed: it goes on in the
+// background until the nodes are gone or their session is (lost, or the
+// session manager closed; the server then removes them) — it follows the
+// session, never a clock. A node whose name is reused (the single-node race)
+// is deleted under a guard, so a retried delete never removes a later
+// holder's node.
+//
+// # The single-node race
+//
+// Single is the non-fair recipes' mechanism beside the line: one ephemeral
+// node with a fixed name, each grant also writing the attempt's guid to the
+// parent (whose version is the fence), adoption of a node only on a guid
+// match, and a guarded delete. The non-fair mutex and the non-fair election
+// both race through it.
 package recipe

@@ -207,9 +207,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	}
 	start := time.Now()
 	var own *recipe.Node
+	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
-		if own != nil { // not granted: leave the line
-			s.leave(own)
+		if own != nil { // not granted: leave the line (now, or once the session is back)
+			recipe.Delete(s.sess, ownEp, own.Path)
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -248,6 +249,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		}
 		handoff := false
 		if own == nil {
+			ownEp = ep
 			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
 			if err != nil {
 				own = nil
@@ -477,22 +479,6 @@ func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
 	return &Lease{s: s, hold: recipe.NewHold(s.sess, ep, 0, paths...)}
 }
 
-// leave removes a waiter's node that was not granted.
-func (s *Semaphore) leave(own *recipe.Node) {
-	if ep, ok := s.sess.Current(); ok && ep.SessionID() == own.SessionID {
-		recipe.Delete(s.sess, ep, own.Path)
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.sess.Timeout()*2)
-		defer cancel()
-		ep, err := s.sess.Wait(ctx)
-		if err == nil && ep.SessionID() == own.SessionID {
-			recipe.Delete(s.sess, ep, own.Path)
-		}
-	}()
-}
-
 // SetMaxLeases changes the limit recorded at the path, from this client's
 // limit to max: a versioned change that fails with ErrConflict if the limit
 // changed meanwhile, and ErrMaxLeasesMismatch if this client's limit is not
@@ -532,19 +518,23 @@ type Lease struct {
 	err  error
 }
 
-// Release gives the leases back: now, or (if the connection is down) in the
-// background until they are gone or their session is. It is idempotent: the
-// first call reports ErrLost if the lease had been lost before, later calls
-// return nil.
+// Release gives the leases back, whatever ctx: Lost closes and their delete
+// is under way when Release returns. ctx only bounds how long Release waits
+// for the server to confirm it: if it cannot within ctx, Release returns
+// ctx's error and the delete goes on in the background until the leases are
+// gone or their session is. It is idempotent: the first call reports ErrLost
+// if the lease had been lost before (or ctx's error), later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	first := false
 	l.once.Do(func() {
-		if err := l.hold.Release(); err != nil && errors.Is(err, ErrLost) {
+		first = true
+		if err := l.hold.Release(ctx); err != nil {
 			l.err = fmt.Errorf("semaphore %s: %w", l.s.path, err)
 		}
 	})
+	if !first {
+		return nil
+	}
 	return l.err
 }
 
@@ -564,5 +554,7 @@ func (l *Lease) Nodes() []string { return l.hold.Nodes() }
 // Count is the number of leases held.
 func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 
-// Hold is the underlying hold (fenced writes, Validate).
+// Hold is the underlying hold (fenced writes, Validate). A lease's fence
+// checks that its first node exists (the nodes of one lease are created and
+// deleted together; see recipe.Hold.Fenced).
 func (l *Lease) Hold() *recipe.Hold { return l.hold }
