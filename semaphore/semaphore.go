@@ -484,12 +484,29 @@ func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
 // changed meanwhile, and ErrMaxLeasesMismatch if this client's limit is not
 // the recorded one. Other clients then get ErrMaxLeasesMismatch until they
 // use the new limit. Leases held beyond a lowered limit are not revoked; no
-// new lease is granted until the count is below it.
+// new lease is granted until the count is below it. A change whose answer is
+// lost with the connection is recognised once the connection is back: if
+// the path records max, the change is done.
 func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 	if max < 1 || max > MaxLeasesLimit {
 		return fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, max, MaxLeasesLimit)
 	}
+	sent := false // a change was sent whose answer was lost
 	return s.sess.Do(ctx, func(ep *session.Epoch) error {
+		if sent {
+			// Did it land? The path records max: ours, or the same change
+			// by someone else; either way the limit is max now.
+			data, _, err := ep.Conn().Get(s.path)
+			if err != nil {
+				return err
+			}
+			if recorded, ok := parseMarker(data); ok && recorded == max {
+				s.mu.Lock()
+				s.max, s.known = max, false
+				s.mu.Unlock()
+				return nil
+			}
+		}
 		if err := s.ensureMeta(ep); err != nil {
 			return err
 		}
@@ -497,6 +514,7 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 		version := s.version
 		s.mu.Unlock()
 		_, err := ep.Conn().Set(s.path, markerData(max), version)
+		sent = sent || session.OutcomeUnknown(err)
 		if errors.Is(err, zk.ErrBadVersion) {
 			return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
 		}
