@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short lint demo bench bench-quick chaos build fuzz
+.PHONY: all setup setup-bench test test-short lint demo bench bench-quick chaos build fuzz consumercheck
 
 all: lint test
 
@@ -23,6 +23,12 @@ test: setup-bench lint
 
 test-short: setup
 	$(GO) test -race -short -count=1 $(PKGS)
+
+## consumercheck: a fresh module outside this one depends on shepherd through a
+## file module proxy holding this tree (no replace, no go.work): it builds,
+## vets and runs a lock, a lease and an election; `go install` of the CLI too.
+consumercheck: setup
+	@scripts/consumercheck.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
