@@ -92,6 +92,6 @@ cd "$tmp"
 GOBIN="$tmp/bin" go install "$mod/cmd/shepherd@$version" ||
   fail "go install $mod/cmd/shepherd@$version failed"
 "$tmp/bin/shepherd" -h >"$tmp/help.txt" 2>&1 || fail "shepherd -h failed: $(cat "$tmp/help.txt")"
-grep -q '^Usage:' "$tmp/help.txt" || fail "shepherd -h printed no usage: $(cat "$tmp/help.txt")"
+grep -qi 'usage' "$tmp/help.txt" || fail "shepherd -h printed no usage: $(cat "$tmp/help.txt")"
 say "OK go install $mod/cmd/shepherd@$version; shepherd -h prints its usage"
 say "OK in $(($(date +%s) - start)) s"

@@ -18,14 +18,16 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// zk is this package's test server (prometheus_test.go): use your
+	// ensemble's addresses.
+	servers := zk.Servers()
+
 	reg := prometheus.NewRegistry()
 	obs, err := promobs.New(reg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	// zk is this package's test server (prometheus_test.go): use your
-	// ensemble's addresses.
-	sess, err := session.Open(ctx, zk.Servers(), session.WithObserver(obs))
+	sess, err := session.Open(ctx, servers, session.WithObserver(obs))
 	if err != nil {
 		log.Fatal(err)
 	}
