@@ -26,6 +26,7 @@ build:
 test: setup-bench lint
 	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' scripts/test.sh
 	@$(MAKE) --no-print-directory test-mingo
+	@$(MAKE) --no-print-directory consumercheck
 	@$(MAKE) --no-print-directory fuzz
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper.
