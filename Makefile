@@ -3,7 +3,11 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short lint demo bench bench-quick chaos build fuzz
+.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos build fuzz consumercheck
+
+# The oldest Go release the code needs (go.mod's go line); make test builds and
+# runs the fast tests with it (fetched through the module proxy).
+MIN_GO ?= go1.24.0
 
 all: lint test
 
@@ -16,18 +20,36 @@ setup-bench:
 build:
 	$(GO) build ./...
 
-## test: install what is missing, then run the whole suite with the race detector.
+## test: install what is missing, then run the whole suite with the race detector
+## (against upstream go-zookeeper; see scripts/test.sh), the fast tests with the
+## oldest Go release go.mod allows, and the fuzzers briefly.
 test: setup-bench lint
-	$(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKGS)
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' scripts/test.sh
+	@$(MAKE) --no-print-directory test-mingo
+	@$(MAKE) --no-print-directory consumercheck
 	@$(MAKE) --no-print-directory fuzz
+
+## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper.
+test-mingo:
+	@echo "== go vet and go test -short with $(MIN_GO)"
+	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) version
+	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) vet ./...
+	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) test -short -count=1 ./...
 
 test-short: setup
 	$(GO) test -race -short -count=1 $(PKGS)
 
+## consumercheck: a fresh module outside this one depends on shepherd through a
+## file module proxy holding this tree (no replace, no go.work): it builds,
+## vets and runs a lock, a lease and an election; `go install` of the CLI too.
+consumercheck: setup
+	@scripts/consumercheck.sh
+
 lint:
+	@grep -Eq '^(replace|exclude)' go.mod && { echo "go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	GOWORK=off $(GO) vet ./...
 
 ## demo: install what is missing, start a local ZooKeeper, run the main job.
 demo: setup
@@ -44,7 +66,7 @@ bench-quick: setup-bench
 CHAOS_DURATION ?= 10m
 SEED ?= 0
 chaos: setup
-	$(GO) test -race -count=1 -timeout 60m -run TestChaosSoak -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED)
+	GOWORK=$(CURDIR)/third_party/go.work $(GO) test -race -count=1 -timeout 60m -run TestChaosSoak -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED)
 
 ## fuzz: the name parser and path validation, briefly. A count, not a
 ## duration: Go 1.26's fuzz coordinator can fail a duration-bounded run with a

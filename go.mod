@@ -1,6 +1,6 @@
 module github.com/shepherdzk/shepherd
 
-go 1.26.8
+go 1.24
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
@@ -25,5 +25,3 @@ require (
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper

@@ -2,6 +2,9 @@ package election
 
 import (
 	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -75,5 +78,25 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 	}
 	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
 	c.seen, _ = n.TakeSeen()
+	if c.czxid == 0 {
+		// The term is the node's creation zxid, which a create's answer
+		// does not carry. Read it now, before waiting, so that a handoff
+		// costs no extra round trip.
+		st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
+			ok, st, err := ep.Conn().Exists(n.Path)
+			if err == nil && !ok {
+				err = recipe.ErrNodeGone
+			}
+			return st, err
+		}, nil)
+		if err != nil {
+			recipe.Delete(e.sess, ep, n.Path)
+			if errors.Is(err, recipe.ErrNodeGone) {
+				err = errRetry
+			}
+			return nil, err
+		}
+		c.czxid = st.Czxid
+	}
 	return c, nil
 }

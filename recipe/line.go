@@ -29,7 +29,8 @@ type Node struct {
 	Path string // full path
 	Name
 	SessionID int64
-	// Czxid is the zxid that created the node (a hold's fencing token).
+	// Czxid is the zxid that created the node (a hold's fencing token), or
+	// 0 when Enter did not learn it (a create's answer carries no Stat).
 	Czxid int64
 	// Position is the node's place in line when first seen by Await (0: the
 	// head), -1 before.
@@ -93,8 +94,9 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 // for by its guid (and adopted only if ep's session owns it) before another
 // create is tried, so a lost answer leaves neither an orphan nor a duplicate.
 // It creates the path on demand. The line is listed in the same round trip
-// (the create and the list are sent back to back): Node.TakeSeen gives it.
-// One round trip when the path exists.
+// (the listing is sent as soon as the create is on the wire: see
+// session.Epoch.CreateThenChildren): Node.TakeSeen gives it. One round trip
+// when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
@@ -110,10 +112,10 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 				}
 				return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
 			}
-			r := ep.Conn().CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
+			r := ep.CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
 			switch err := r.Err; {
 			case err == nil:
-				return entered{path: r.Path, czxid: r.Stat.Czxid, seen: r.Children}, nil
+				return entered{path: r.Path, seen: r.Children}, nil
 			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
 				if err := l.EnsurePath(ep); err != nil {
 					return entered{}, err

@@ -30,6 +30,7 @@ type handle struct {
 	helloSID  atomic.Int64 // session id of the last ConnectResponse
 	dialErr   atomic.Pointer[error]
 	closeOnce sync.Once
+	written   writeTap // creates written to the connection, for CreateThenChildren
 }
 
 // close closes the conn and waits until go-zookeeper's goroutines have ended.
@@ -94,6 +95,16 @@ func (c *trackedConn) SetDeadline(t time.Time) error     { return c.Conn.SetDead
 func (c *trackedConn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.capped(t)) }
 func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(c.capped(t))
+}
+
+// Write passes p on. go-zookeeper writes one whole request frame per Write;
+// a create some caller waits for is reported once written (see writeTap).
+func (c *trackedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err == nil && c.h.written.waiting.Load() > 0 {
+		c.h.written.saw(p)
+	}
+	return n, err
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {

@@ -12,6 +12,7 @@ import (
 // Recipes bind each hold to the epoch it was granted in.
 type Epoch struct {
 	conn    *zk.Conn
+	h       *handle
 	sid     int64
 	sctx    context.Context // ends with the session (Lost, Closed)
 	scancel context.CancelFunc

@@ -1,0 +1,145 @@
+package session
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Opcodes of ZooKeeper's create requests (create, create2, createContainer,
+// createTTL): each one's body starts with the path.
+const (
+	opCreate          = 1
+	opCreate2         = 15
+	opCreateContainer = 19
+	opCreateTTL       = 21
+)
+
+// writeTap tells waiters when a create of a given path has been written to
+// the connection. go-zookeeper has one writer goroutine per connection and
+// writes one request frame per Write, in the order requests were queued, so
+// a request queued after the tap fired goes out after that create.
+type writeTap struct {
+	waiting atomic.Int32 // len(paths), read without the lock on every Write
+	mu      sync.Mutex
+	paths   map[string]chan struct{}
+}
+
+// expect registers path; the returned channel is closed once a create of
+// path has been written. done unregisters it.
+func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
+	ch := make(chan struct{})
+	t.mu.Lock()
+	if t.paths == nil {
+		t.paths = make(map[string]chan struct{})
+	}
+	t.paths[path] = ch
+	t.waiting.Store(int32(len(t.paths)))
+	t.mu.Unlock()
+	return ch, func() {
+		t.mu.Lock()
+		if t.paths[path] == ch {
+			delete(t.paths, path)
+			t.waiting.Store(int32(len(t.paths)))
+		}
+		t.mu.Unlock()
+	}
+}
+
+// saw looks at one written frame: int32 length, int32 xid, int32 opcode,
+// then for a create the path as int32 length + bytes.
+func (t *writeTap) saw(frame []byte) {
+	if len(frame) < 16 {
+		return
+	}
+	switch binary.BigEndian.Uint32(frame[8:12]) {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+	default:
+		return
+	}
+	n := int(int32(binary.BigEndian.Uint32(frame[12:16])))
+	if n <= 0 || 16+n > len(frame) {
+		return
+	}
+	t.mu.Lock()
+	if ch, ok := t.paths[string(frame[16:16+n])]; ok {
+		delete(t.paths, string(frame[16:16+n]))
+		t.waiting.Store(int32(len(t.paths)))
+		close(ch)
+	}
+	t.mu.Unlock()
+}
+
+// CreateListResult is what CreateThenChildren returns.
+type CreateListResult struct {
+	Path string // the created node
+	Err  error  // the create's error; nothing else is meaningful when set
+
+	// Children is the parent's listing, or nil when it was not sent (the
+	// create failed before it was written) or failed (ChildrenErr).
+	Children    []string
+	ChildrenErr error
+}
+
+// CreateThenChildren creates path (as zk.Conn.Create does) and lists the
+// children of parent in one round trip: the listing is sent as soon as the
+// create has been written to the connection, without waiting for the
+// create's answer. The server applies one session's requests in the order
+// they arrive on a connection, so when both went out on the same connection
+// the listing includes the created node. If the connection changed between
+// the two it may not, and a listing that was not sent is nil: a caller
+// trusts Children only if it shows the node it created.
+//
+// path must not be used by another create of this session at the same time
+// (a protected create's guid makes it unique). Like the Conn's own calls, it
+// blocks until both answers arrive or the connection fails them.
+func (e *Epoch) CreateThenChildren(path string, data []byte, flags int32, acl []zk.ACL, parent string) CreateListResult {
+	if e.h == nil {
+		return e.createThenChildrenSerial(path, data, flags, acl, parent)
+	}
+	written, done := e.h.written.expect(path)
+	type created struct {
+		path string
+		err  error
+	}
+	cres := make(chan created, 1)
+	go func() {
+		p, err := e.conn.Create(path, data, flags, acl)
+		cres <- created{p, err}
+	}()
+	var r CreateListResult
+	select {
+	case <-written:
+		r.Children, _, r.ChildrenErr = e.conn.Children(parent)
+		c := <-cres
+		r.Path, r.Err = c.path, c.err
+	case c := <-cres:
+		// Answered (or failed) before the tap saw it written: a connection
+		// that failed the write, or a frame the tap could not see. List now
+		// if the create succeeded.
+		done()
+		r.Path, r.Err = c.path, c.err
+		if r.Err == nil {
+			r.Children, _, r.ChildrenErr = e.conn.Children(parent)
+		}
+	}
+	done()
+	if r.Err != nil {
+		r.Children, r.ChildrenErr = nil, r.Err
+	} else if r.ChildrenErr != nil {
+		r.Children = nil
+	}
+	return r
+}
+
+func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, acl []zk.ACL, parent string) CreateListResult {
+	var r CreateListResult
+	if r.Path, r.Err = e.conn.Create(path, data, flags, acl); r.Err != nil {
+		r.ChildrenErr = r.Err
+		return r
+	}
+	r.Children, _, r.ChildrenErr = e.conn.Children(parent)
+	return r
+}

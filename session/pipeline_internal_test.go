@@ -1,0 +1,63 @@
+package session
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// frame is a request as go-zookeeper writes it: int32 length, int32 xid,
+// int32 opcode, then (for a create) the path as int32 length + bytes.
+func frame(op int32, path string) []byte {
+	b := make([]byte, 16+len(path)+8)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	binary.BigEndian.PutUint32(b[4:8], 7)
+	binary.BigEndian.PutUint32(b[8:12], uint32(op))
+	binary.BigEndian.PutUint32(b[12:16], uint32(len(path)))
+	copy(b[16:], path)
+	return b
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// The tap fires for a create of exactly the expected path, of any create
+// opcode, once; never for other requests, other paths, or torn frames.
+func TestWriteTapSeesOnlyTheExpectedCreate(t *testing.T) {
+	var tap writeTap
+	a, doneA := tap.expect("/l/_c_a-lock-")
+	b, doneB := tap.expect("/l/_c_b-lock-")
+	defer doneA()
+	defer doneB()
+
+	for _, f := range [][]byte{
+		frame(4, "/l/_c_a-lock-"),             // a getData of the same path
+		frame(opCreate, "/l/_c_a-lock"),       // a prefix of it
+		frame(opCreate, "/l/_c_a-lock-x"),     // longer
+		frame(opCreate, "/l/_c_a-lock-")[:20], // torn
+		{0, 0, 0, 8, 0, 0, 0, 1},              // short
+		frame(opCreate2, "/l/_c_c-lock-"),     // someone else's
+	} {
+		tap.saw(f)
+	}
+	if closed(a) || closed(b) {
+		t.Fatal("the tap fired for a frame that is not the expected create")
+	}
+	tap.saw(frame(opCreate, "/l/_c_a-lock-"))
+	if !closed(a) || closed(b) {
+		t.Fatalf("after a's create: a fired %v (want true), b fired %v (want false)", closed(a), closed(b))
+	}
+	tap.saw(frame(opCreateContainer, "/l/_c_b-lock-"))
+	if !closed(b) {
+		t.Fatal("b's create was not seen")
+	}
+	tap.saw(frame(opCreate, "/l/_c_a-lock-")) // a second one: no double close
+	if n := tap.waiting.Load(); n != 0 {
+		t.Fatalf("%d paths still expected", n)
+	}
+}
