@@ -16,12 +16,14 @@ import (
 // onLeader. The returned leadership's ctx derives from the granting epoch's
 // context: it is cancelled synchronously when the connection is lost.
 func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*leadership, error) {
-	var seen string // the leader node last reported
+	var seen, seenTerm = "", Term(0) // the leadership last reported
 	var report func(Leader)
 	if onLeader != nil {
 		report = func(l Leader) {
-			if l.Node != seen {
-				seen = l.Node
+			// By node and term: the non-fair race's node has one name for
+			// every leader.
+			if l.Node != seen || l.Term != seenTerm {
+				seen, seenTerm = l.Node, l.Term
 				onLeader(l)
 			}
 		}

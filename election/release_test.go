@@ -169,3 +169,53 @@ func TestResignWithDoneCtxLetsGo(t *testing.T) {
 		})
 	}
 }
+
+// TestNonFairOnLeaderReportsEachLeader: a non-fair candidate waiting in Run
+// reports each new leader, although every leader's node has the same name.
+func TestNonFairOnLeaderReportsEachLeader(t *testing.T) {
+	path := uniquePath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := election.New(open(t, zk.Servers()), path, "a", election.NonFair())
+	require.NoError(t, err)
+	b, err := election.New(open(t, zk.Servers()), path, "b", election.NonFair())
+	require.NoError(t, err)
+	_, err = a.Campaign(ctx)
+	require.NoError(t, err)
+	seen := make(chan string, 10)
+	runCtx, stop := context.WithCancel(ctx)
+	c, err := election.New(open(t, zk.Servers()), path, "c", election.NonFair())
+	require.NoError(t, err)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- c.Run(runCtx, election.Callbacks{
+			OnElected: func(ctx context.Context, _ election.Term) { <-ctx.Done() },
+			OnLeader:  func(l election.Leader) { seen <- l.ID },
+		})
+	}()
+	defer func() { stop(); <-ran }()
+	next := func() string {
+		select {
+		case id := <-seen:
+			return id
+		case <-time.After(10 * time.Second):
+			t.Fatal("no leader reported")
+			return ""
+		}
+	}
+	require.Equal(t, "a", next())
+	got := make(chan error, 1)
+	go func() { _, err := b.Campaign(ctx); got <- err }()
+	require.NoError(t, a.Resign(ctx))
+	// b or c wins the race; either way c reports it.
+	switch id := next(); id {
+	case "b":
+		require.NoError(t, <-got)
+		require.NoError(t, b.Resign(ctx))
+		require.Equal(t, "c", next())
+	case "c":
+		require.True(t, c.IsLeader())
+	default:
+		t.Fatalf("reported %q after a resigned", id)
+	}
+}
