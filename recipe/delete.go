@@ -57,16 +57,22 @@ func startDelete(inline bool, sess *session.Session, ep *session.Epoch, guard *z
 		return d
 	}
 	tried := false
-	if inline && ep.Context().Err() == nil {
-		over, err := d.try(ep)
-		if over {
-			d.err = err
-			close(d.done)
-			return d
+	if inline {
+		cur := ep
+		if c, ok := sess.Current(); ok && c.SessionID() == ep.SessionID() {
+			cur = c // ep may have ended, and its session be back
 		}
-		tried = true
+		if cur.Context().Err() == nil {
+			over, err := d.try(cur)
+			if over {
+				d.err = err
+				close(d.done)
+				return d
+			}
+			tried = true
+		}
 	}
-	if tried || ep.Context().Err() != nil {
+	if inline {
 		d.retrying()
 	}
 	go d.run(tried)
