@@ -65,6 +65,9 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if cfg.tick <= 0 || cfg.heapMB < 16 {
 		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB", cfg.tick, cfg.heapMB)
 	}
+	if cfg.port != 0 && (size != 1 || cfg.port < 0 || cfg.port > 65535) {
+		return nil, fmt.Errorf("zktest: client port %d: for one standalone server, in 1-65535", cfg.port)
+	}
 	if cfg.classpath == "" {
 		cp, err := Classpath()
 		if err != nil {
@@ -93,6 +96,9 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if err != nil {
 		c.removeDir()
 		return nil, err
+	}
+	if cfg.port != 0 {
+		ports[0] = cfg.port
 	}
 	for i := range size {
 		n := &node{
