@@ -173,6 +173,12 @@ func (c *child) requestStop(sig syscall.Signal, grace time.Duration) {
 // SIGKILLed (in pidns mode that kills every process of the namespace).
 func (c *child) stop(sig syscall.Signal, grace time.Duration) {
 	c.requestStop(sig, grace)
+	c.await(grace)
+}
+
+// await waits until the init reports every process gone, after a stop
+// request with grace; past grace plus the backstop, it SIGKILLs the init.
+func (c *child) await(grace time.Duration) {
 	t := time.NewTimer(grace + backstop)
 	defer t.Stop()
 	select {

@@ -160,7 +160,21 @@ environment, the exit statuses and what happens to CMD's processes: see
 			case <-lctx.Done():
 				st.setLeading(false)
 				if sig, ok := signalOf(runCtx); ok {
-					ch.stop(sig, o.grace)
+					// Leadership is kept while CMD stops (it is given up
+					// when OnElected returns): should the connection go
+					// meanwhile, the grace is cut as for a loss.
+					stopL := sess.Listen(func(ev session.Event) {
+						if ev.State != session.Connected && ev.State != session.Reconnected {
+							ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
+						}
+					})
+					if st := sess.State(); st != session.Connected && st != session.Reconnected {
+						ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
+					}
+					ch.requestStop(sig, o.grace)
+					fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
+					ch.await(o.grace)
+					stopL()
 					result = exitCode{code: ch.status()}
 					return
 				}

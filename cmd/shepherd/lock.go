@@ -199,7 +199,11 @@ func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
 		if ch, err = c.procs.start(argv, h.env(), o.pidns, o.grace, c.stderr); err != nil {
 			return nil, err
 		}
-		return func(sig syscall.Signal) { go ch.stop(sig, o.grace) }, nil
+		return func(sig syscall.Signal) {
+			ch.requestStop(sig, o.grace)
+			fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
+			go ch.await(o.grace)
+		}, nil
 	})
 	if err != nil {
 		return err

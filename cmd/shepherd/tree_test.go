@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -267,5 +268,91 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	case "exit":
 		require.Equal(t, 0, code, errb.String())
 		require.Contains(t, errb.String(), "left running")
+	}
+}
+
+// TestStopThenLoss: a holder told to stop (SIGTERM) keeps its lock or
+// leadership while CMD's processes get their -grace (30 s here); when its
+// connection is lost meanwhile, the grace is cut as for a loss, and the
+// TERM-ignoring grandchild is gone before another is granted the hold.
+func TestStopThenLoss(t *testing.T) {
+	for _, sub := range []string{"lock", "elect"} {
+		t.Run(sub, func(t *testing.T) {
+			t.Parallel()
+			testStopThenLoss(t, sub)
+		})
+	}
+}
+
+func testStopThenLoss(t *testing.T, sub string) {
+	began := time.Now()
+	defer func() { t.Logf("wall time %v", time.Since(began).Round(time.Millisecond)) }()
+	dir := t.TempDir()
+	path := uniquePath(t)
+	proxy, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { proxy.Close() })
+	cmd, errb := start(t, nil, "-zk", strings.Join(proxy.Addrs(), ","), "-session-timeout", "3s",
+		sub, "-id", "a", "-grace", "30s", path, "--", "sh", "-c", grandchildScript(dir, false))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	pidFile := filepath.Join(dir, "gc.pid")
+	require.Eventually(t, func() bool { _, err := os.Stat(pidFile); return err == nil },
+		20*time.Second, 5*time.Millisecond, "grandchild started; shepherd: %s", errb)
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	gcPID, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	gc, ok := readProc(gcPID)
+	require.True(t, ok)
+	death := watchDeath(gc, 60*time.Second)
+
+	sess := testutil.Open(t, zk.Servers())
+	e, err := election.New(sess, path, "b")
+	require.NoError(t, err)
+	m, err := mutex.New(sess, path)
+	require.NoError(t, err)
+	elected := make(chan time.Time, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if sub == "elect" {
+			if _, err := e.Campaign(ctx); err == nil {
+				elected <- time.Now()
+			}
+		} else if m.Lock(ctx) == nil {
+			elected <- time.Now()
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 && len(s.Waiters) == 1 })
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "stopping sh (SIGKILL after 30s)") },
+		10*time.Second, time.Millisecond, "shepherd stops CMD: %s", errb)
+	proxy.Stall()
+	var at time.Time
+	select {
+	case at = <-elected:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("b never granted the %s; shepherd: %s", sub, errb)
+	}
+	died, ok := death()
+	require.True(t, ok, "the grandchild still runs; shepherd: %s", errb)
+	t.Logf("grandchild gone %v before the next grant", at.Sub(died).Round(time.Millisecond))
+	require.True(t, died.Before(at), "grandchild gone at %v, the %s granted at %v", died, sub, at)
+	if sub == "elect" {
+		_ = e.Resign(context.Background())
+	} else {
+		_ = m.Unlock(context.Background())
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("shepherd did not exit; stderr: %s", errb)
 	}
 }
