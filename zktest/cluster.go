@@ -66,6 +66,9 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if cfg.tick <= 0 || cfg.heapMB < 16 || cfg.maxSess < 2*cfg.tick {
 		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB, max session timeout %v", cfg.tick, cfg.heapMB, cfg.maxSess)
 	}
+	if cfg.port != 0 && (size != 1 || cfg.port < 0 || cfg.port > 65535) {
+		return nil, fmt.Errorf("zktest: client port %d: for one standalone server, in 1-65535", cfg.port)
+	}
 	if cfg.classpath == "" {
 		cp, err := Classpath()
 		if err != nil {
@@ -94,6 +97,9 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if err != nil {
 		c.removeDir()
 		return nil, err
+	}
+	if cfg.port != 0 {
+		ports[0] = cfg.port
 	}
 	for i := range size {
 		n := &node{

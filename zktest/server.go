@@ -52,6 +52,7 @@ type config struct {
 	startWait time.Duration
 	fastJIT   bool
 	maxSess   time.Duration
+	port      int // the standalone server's client port (0: a free one)
 }
 
 // Option configures a Cluster.
@@ -78,6 +79,11 @@ func WithClasspath(cp string) Option { return func(c *config) { c.classpath = cp
 // directory on tmpfs (use it to measure a server writing to disk). The
 // directory is not removed.
 func WithDataDir(dir string) Option { return func(c *config) { c.baseDir = dir } }
+
+// WithClientPort makes a standalone server (size 1) listen for clients on
+// 127.0.0.1:port instead of a free port (e.g. 2181 for a server people reach
+// by hand). Tests should keep free ports: another ZooKeeper may run.
+func WithClientPort(port int) Option { return func(c *config) { c.port = port } }
 
 // WithJVMFlags adds flags to the java command line.
 func WithJVMFlags(flags ...string) Option {
