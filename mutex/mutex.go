@@ -627,3 +627,7 @@ func (m *Mutex) Validate(ctx context.Context) error {
 	}
 	return h.Validate(ctx)
 }
+
+// ErrSequenceExhausted: the path's sequence counter has run out and its line
+// has no order (see recipe.ErrSequenceExhausted): Lock fails closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

@@ -79,14 +79,21 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 	return l.sorted(names)
 }
 
-// sorted checks children for refused names and returns the line in order.
+// sorted checks children for refused names and returns the line in order. A
+// line that has no reliable order (see Unordered) is an error that wraps
+// ErrSequenceExhausted: no one is ever granted on it.
 func (l *Line) sorted(names []string) ([]Name, error) {
 	for _, n := range names {
 		if what, ok := l.Refuse[n]; ok {
 			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
 		}
 	}
-	return Sort(names, l.Kinds...), nil
+	line := Sort(names, l.Kinds...)
+	if seq, bad := Unordered(line); bad {
+		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
+			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
+	}
+	return line, nil
 }
 
 // Enter joins the line in ep's session with a protected EPHEMERAL_SEQUENTIAL
@@ -309,7 +316,7 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 // lost: wait for the session to be usable and try again" (a new session, if
 // the old one is lost, means entering the line again).
 func Retryable(err error) bool {
-	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) ||
+	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
 		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
 		return false
 	}
