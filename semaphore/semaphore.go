@@ -566,3 +566,8 @@ func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 
 // Hold is the underlying hold (fenced writes, Validate).
 func (l *Lease) Hold() *recipe.Hold { return l.hold }
+
+// ErrSequenceExhausted: the sequence counter of the semaphore's line has run
+// out and the line has no order (see recipe.ErrSequenceExhausted): Acquire
+// fails closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted
