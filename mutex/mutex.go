@@ -89,6 +89,9 @@ type Mutex struct {
 	// writer is the write side of the read-write lock this read side belongs
 	// to: a reader ignores the node of its own writer (a downgrade).
 	writer *Mutex
+	// rw is the read-write lock this side belongs to (nil for a Mutex): its
+	// two sides may share one hold (see RWMutex.RLock).
+	rw *RWMutex
 
 	turn chan struct{} // serialises acquisitions on this value
 
@@ -526,6 +529,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if m.rw != nil {
+		// The two sides' releases are decided one at a time: of a hold
+		// both share, exactly the last to let go releases it.
+		m.rw.mu.Lock()
+		defer m.rw.mu.Unlock()
+	}
 	m.mu.Lock()
 	h := m.hold
 	if h == nil {
@@ -539,6 +548,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.hold, m.count = nil, 0
 	m.mu.Unlock()
+	if m.rw != nil && m.rw.sharedBy(m, h) {
+		return nil // the other side of the read-write lock releases it
+	}
 	if err := h.Release(); err != nil {
 		return fmt.Errorf("mutex %s: %w", m.path, err)
 	}
