@@ -1,11 +1,13 @@
 package recipe
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -113,8 +115,8 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 				// Not connected: a create now would wait in go-zookeeper's
 				// queue. Recover a node we may have made, then give up.
 				if attempt > 0 {
-					if e, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
-						return e, nil
+					if e, dups, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
+						return l.adopt(ep, e, dups), nil
 					}
 				}
 				return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
@@ -122,15 +124,22 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 			r := ep.CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
 			switch err := r.Err; {
 			case err == nil:
-				return entered{path: r.Path, seen: r.Children}, nil
+				e := entered{path: r.Path, seen: r.Children}
+				if attempt > 0 {
+					// An earlier create's answer was lost and the lookup
+					// did not find it: if it has landed since, it is in
+					// the listing, and it goes.
+					e.seen = l.dropLate(ep, guid, r.Path, r.Children)
+				}
+				return e, nil
 			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
 				if err := l.EnsurePath(ep); err != nil {
 					return entered{}, err
 				}
 			case session.OutcomeUnknown(err) && attempt < 20:
-				e, found, ferr := l.findOwnWhenBack(ep, guid)
+				e, dups, found, ferr := l.findOwnWhenBack(ep, guid)
 				if ferr == nil && found {
-					return e, nil
+					return l.adopt(ep, e, dups), nil
 				}
 				if ep.SessionContext().Err() != nil {
 					return entered{}, ErrLost
@@ -178,29 +187,69 @@ type entered struct {
 }
 
 // findOwnWhenBack waits (bounded) for the session to be connected again and
-// looks for the node with guid owned by ep's session.
-func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, bool, error) {
+// looks for the node with guid owned by ep's session (see findOwn).
+func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, []string, bool, error) {
 	ctx, cancel := context.WithTimeout(ep.SessionContext(), l.Sess.Timeout()+time.Second)
 	defer cancel()
 	cur, err := l.Sess.Wait(ctx)
 	if err != nil {
-		return entered{}, false, err
+		return entered{}, nil, false, err
 	}
 	if cur.SessionID() != ep.SessionID() {
-		return entered{}, false, ErrLost
+		return entered{}, nil, false, ErrLost
 	}
 	return l.findOwn(cur, guid)
 }
 
-// cleanupGUID removes a node with guid that a create abandoned by its caller
-// may have made.
+// adopt takes e, found by guid after a lost answer, as our node, and removes
+// the other nodes of our session that carry the same guid (a create that
+// landed after an earlier lookup had missed it): one node per contender.
+func (l *Line) adopt(ep *session.Epoch, e entered, dups []string) entered {
+	if len(dups) > 0 {
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: dups[0], SessionID: ep.SessionID()})
+		DeleteMany(l.Sess, ep, dups...)
+	}
+	return e
+}
+
+// dropLate removes the nodes with guid in children, other than made, that
+// ep's session owns (a create of ours whose answer was lost and that a lookup
+// missed), and returns children without them.
+func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string) []string {
+	var late []string
+	kept := children[:0:0]
+	for _, c := range children {
+		n, ok := ParseName(c)
+		if !ok || n.GUID != guid || l.Path+"/"+c == made {
+			kept = append(kept, c)
+			continue
+		}
+		ok, st, err := ep.Conn().Exists(l.Path + "/" + c)
+		if err == nil && ok && st.EphemeralOwner == ep.SessionID() {
+			late = append(late, l.Path+"/"+c)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(late) > 0 {
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
+		DeleteMany(l.Sess, ep, late...)
+	}
+	if children == nil {
+		return nil
+	}
+	return kept
+}
+
+// cleanupGUID removes the nodes with guid that a create abandoned by its
+// caller may have made.
 func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 	for i := 0; i < 100 && ep.SessionContext().Err() == nil; i++ {
-		e, ok, err := l.findOwnWhenBack(ep, guid)
+		e, dups, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
 			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: e.path, SessionID: ep.SessionID()})
-			Delete(l.Sess, ep, e.path)
+			DeleteMany(l.Sess, ep, append([]string{e.path}, dups...)...)
 			return
 		case err == nil:
 			// Not there (yet): a create still queued may land later. Look
@@ -221,35 +270,58 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 	}
 }
 
-// FindOwn looks for a node with guid owned by ep's session.
+// FindOwn looks for a node with guid owned by ep's session (the first in
+// line, if there are several, as a multi-op creating several leases with one
+// guid makes), after a sync (see findOwn).
 func (l *Line) FindOwn(ep *session.Epoch, guid string) (string, bool, error) {
-	e, ok, err := l.findOwn(ep, guid)
+	e, _, ok, err := l.findOwn(ep, guid)
 	return e.path, ok, err
 }
 
-// findOwn is FindOwn, with the node's creation zxid.
-func (l *Line) findOwn(ep *session.Epoch, guid string) (entered, bool, error) {
+// findOwn looks for the nodes with guid owned by ep's session: the first in
+// line (the one to adopt, with its creation zxid), and the others. It syncs
+// the path first: the server the session is connected to now may lag the
+// leader, and a create sent before the connection was lost (forwarded to the
+// leader by the old server) may be applied there before the lookup but not
+// yet here; without the sync the lookup could miss it, the caller would
+// create again, and the late node would block the line as an orphan of a
+// live session.
+func (l *Line) findOwn(ep *session.Epoch, guid string) (entered, []string, bool, error) {
+	if _, err := ep.Conn().Sync(l.Path); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return entered{}, nil, false, err
+	}
 	names, _, err := ep.Conn().Children(l.Path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return entered{}, false, nil
+		return entered{}, nil, false, nil
 	} else if err != nil {
-		return entered{}, false, err
+		return entered{}, nil, false, err
 	}
+	var mine []Name
 	for _, s := range names {
-		n, ok := ParseName(s)
-		if !ok || n.GUID != guid {
-			continue
+		if n, ok := ParseName(s); ok && n.GUID == guid {
+			mine = append(mine, n)
 		}
-		p := l.Path + "/" + s
+	}
+	slices.SortFunc(mine, func(a, b Name) int { return cmp.Compare(a.Seq, b.Seq) })
+	var own entered
+	var dups []string
+	found := false
+	for _, n := range mine {
+		p := l.Path + "/" + n.Name
 		ok, st, err := ep.Conn().Exists(p)
 		if err != nil {
-			return entered{}, false, err
+			return entered{}, nil, false, err
 		}
-		if ok && st.EphemeralOwner == ep.SessionID() {
-			return entered{path: p, czxid: st.Czxid}, true, nil
+		if !ok || st.EphemeralOwner != ep.SessionID() {
+			continue
+		}
+		if !found {
+			own, found = entered{path: p, czxid: st.Czxid}, true
+		} else {
+			dups = append(dups, p)
 		}
 	}
-	return entered{}, false, nil
+	return own, dups, found, nil
 }
 
 // errEpochEnded: the connection was lost while waiting; wait for the session
