@@ -173,10 +173,14 @@ func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report fun
 	if err := e.awaitDelete(ctx); err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
+	noNode := 0 // creates in a row that found no path
+	for {
 		_, err := ep.Conn().Create(p, []byte(e.id), zk.FlagEphemeral, e.sess.ACL())
 		switch {
-		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
+		case errors.Is(err, zk.ErrNoNode) && noNode < 3:
+			// The path is a container, removed whenever it is empty: only
+			// failures in a row count against the bound.
+			noNode++
 			if err := e.ensureParents(ep); err != nil {
 				return nil, err
 			}
@@ -184,6 +188,7 @@ func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report fun
 		case err != nil && !errors.Is(err, zk.ErrNodeExists) && !session.OutcomeUnknown(err):
 			return nil, err
 		}
+		noNode = 0
 		// Created, exists, or unknown: read the truth and watch it.
 		data, st, w, gerr := ep.Conn().GetW(p)
 		if errors.Is(gerr, zk.ErrNoNode) {

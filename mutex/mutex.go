@@ -376,6 +376,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 			go m.removeIfOurs(unknown, node, guid)
 		}
 	}()
+	noNode := 0 // creates in a row that found no path
 	for attempt := 0; ; attempt++ {
 		ep, err := m.sess.Wait(ctx)
 		if err != nil {
@@ -399,12 +400,17 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, zk.ErrNoNode) && attempt < 3 {
+		// The path is a container: the server removes it whenever it is
+		// empty, so a waiter can find it gone after any release. Only
+		// failures in a row count against the bound.
+		if errors.Is(err, zk.ErrNoNode) && noNode < 3 {
+			noNode++
 			if err := recipe.EnsurePath(m.sess, ep, m.path); err != nil && !session.OutcomeUnknown(err) {
 				return nil, err
 			}
 			continue
 		}
+		noNode = 0
 		if !errors.Is(err, zk.ErrNodeExists) && !session.OutcomeUnknown(err) && !errors.Is(err, session.ErrLost) {
 			return nil, err
 		}

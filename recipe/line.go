@@ -24,6 +24,10 @@ type Line struct {
 	// Refuse names children whose presence means the path belongs to another
 	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
 	Refuse map[string]string
+	// Ensure, if set, creates Path when Enter finds it missing (the
+	// default, EnsurePath, creates it and its parents as empty containers):
+	// for a recipe whose path carries a record of its own.
+	Ensure func(ep *session.Epoch) error
 }
 
 // Node is a contender's own node, bound to the session that created it.
@@ -56,15 +60,43 @@ func NewGUID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// EnsurePath creates the line's path and its parents (persistent, empty).
+// EnsurePath creates the line's path and its parents (container nodes, see
+// EnsurePath), or, when the line has an Ensure function, calls it.
 func (l *Line) EnsurePath(ep *session.Epoch) error {
+	if l.Ensure != nil {
+		return l.Ensure(ep)
+	}
 	return EnsurePath(l.Sess, ep, l.Path)
 }
 
-// EnsurePath creates p and its parents (persistent, empty, the session's ACL).
+// EnsurePath creates p and its parents that are missing, as container nodes
+// (empty, the session's ACL): ZooKeeper (3.5+) removes a container that has
+// had children and has none left, so a path nobody uses any more does not
+// stay behind for ever (Curator creates its recipes' parents the same way).
+// A container can so disappear at any moment it is empty, between this call
+// and the create meant for it too: a caller whose create then fails with
+// zk.ErrNoNode calls EnsurePath again (a container just created has had no
+// child, and is not removed). A parent that vanishes while EnsurePath walks
+// down is created again, a bounded number of times.
 func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
-	for _, q := range append(zkpath.Parents(p), p) {
-		_, err := ep.Conn().Create(q, nil, 0, sess.ACL())
+	path := append(zkpath.Parents(p), p)
+	var err error
+	for round := 0; round < ensureRounds; round++ {
+		if err = ensureOnce(sess, ep, path); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return err
+}
+
+// ensureRounds bounds EnsurePath's walks down the path (each one is undone
+// only by a container removed between two of its creates) and the creates a
+// caller retries after zk.ErrNoNode.
+const ensureRounds = 10
+
+func ensureOnce(sess *session.Session, ep *session.Epoch, path []string) error {
+	for _, q := range path {
+		_, err := ep.Conn().CreateContainer(q, nil, zk.FlagContainer, sess.ACL())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -132,7 +164,9 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 					e.seen = l.dropLate(ep, guid, r.Path, r.Children)
 				}
 				return e, nil
-			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
+			case errors.Is(err, zk.ErrNoNode) && attempt < ensureRounds:
+				// The path is missing (or was an empty container the
+				// server has just removed): create it and go again.
 				if err := l.EnsurePath(ep); err != nil {
 					return entered{}, err
 				}

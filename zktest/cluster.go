@@ -58,12 +58,13 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if size < 1 {
 		return nil, fmt.Errorf("zktest: cluster size %d: need at least 1", size)
 	}
-	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second}
+	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second,
+		containerCheck: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.tick <= 0 || cfg.heapMB < 16 {
-		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB", cfg.tick, cfg.heapMB)
+	if cfg.tick <= 0 || cfg.heapMB < 16 || cfg.containerCheck < time.Millisecond {
+		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB, container check %v", cfg.tick, cfg.heapMB, cfg.containerCheck)
 	}
 	if cfg.classpath == "" {
 		cp, err := Classpath()
