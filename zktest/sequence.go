@@ -26,7 +26,7 @@ const MaxSequence = 1<<31 - 1
 // must not be below the counter's current value (a counter only grows).
 //
 // ZooKeeper offers no request that moves the counter (it is the parent's
-// cversion, raised by one per child created or deleted), so a test could not
+// cversion, one step per child created), so a test could not
 // otherwise reach the end of its range. SetSequence stops every node
 // gracefully, rewrites each node's data offline (java/SetSequence.java, run
 // with the server's own classes: it loads the snapshot and the log, raises

@@ -1,8 +1,8 @@
 // SetSequence presets the sequence counter of a znode in a stopped ZooKeeper
 // server's data directory: the name ZooKeeper gives the node's next
 // EPHEMERAL_SEQUENTIAL or PERSISTENT_SEQUENTIAL child is the parent's
-// cversion at the time of the create, and cversion only grows by one per
-// child created or deleted, so a test cannot reach 2^31-1 by creating nodes.
+// cversion at the time of the create, which grows by one per child created,
+// so a test cannot reach 2^31-1 by creating nodes.
 //
 // It loads the snapshot and the transaction log the way the server does
 // (ZKDatabase over FileTxnSnapLog), raises the node's cversion with the
