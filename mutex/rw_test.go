@@ -39,9 +39,14 @@ func TestDowngradeWithQueuedWriter(t *testing.T) {
 	require.True(t, rw.Reader().IsHeld())
 	require.True(t, rw.Writer().IsHeld())
 
-	// Reentrant on both sides.
+	// Reentrant, and TryRLock is granted the same way.
 	require.NoError(t, rw.RLock(ctx))
 	require.NoError(t, rw.RUnlock(ctx))
+	ok, err := rw.TryRLock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, rw.RUnlock(ctx))
+	require.True(t, rw.Reader().IsHeld())
 
 	// The write lock is released; the read lock is still held: W3 must
 	// wait. Our writer's node stays in line ahead of W3 (W3 is granted
