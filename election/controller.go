@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -178,10 +179,12 @@ func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report fun
 		_, err := ep.Conn().Create(p, []byte(e.id), zk.FlagEphemeral, e.sess.ACL())
 		switch {
 		case errors.Is(err, zk.ErrNoNode) && noNode < 3:
-			// The path is a container, removed whenever it is empty: only
-			// failures in a row count against the bound.
+			// Only failures in a row count against the bound (the path's
+			// parents are containers, which the server may remove when
+			// empty). The path itself is persistent: see
+			// recipe.EnsureVersionedPath.
 			noNode++
-			if err := e.ensureParents(ep); err != nil {
+			if err := recipe.EnsureVersionedPath(e.sess, ep, e.path); err != nil {
 				return nil, err
 			}
 			continue

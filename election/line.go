@@ -59,11 +59,6 @@ func members(names []recipe.Name) []member {
 	return ms
 }
 
-// ensureParents creates the election path and its parents.
-func (e *Election) ensureParents(ep *session.Epoch) error {
-	return recipe.EnsurePath(e.sess, ep, e.path)
-}
-
 // create enters the line in ep's session (a protected create: a lost answer
 // leaves neither an orphan nor a duplicate); the node's creation zxid is the
 // term it will lead with.

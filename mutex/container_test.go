@@ -40,3 +40,33 @@ func TestPathIsAContainer(t *testing.T) {
 			"round %d: the unused path stayed", round)
 	}
 }
+
+// TestNonFairPathIsPersistent: the non-fair lock's path is not a container.
+// Its data version fences holds (a retried release deletes the lock's node
+// only while the version is the one its hold set), and a container removed
+// and created again would count from 0 again: a release retried across the
+// two lives could remove the next holder's node. Checked against a fair
+// lock's path used and released at the same time, whose removal shows the
+// server's container check has run.
+func TestNonFairPathIsPersistent(t *testing.T) {
+	fairPath, nonFairPath := uniquePath(t), uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	s := open(t, zk.Servers())
+	exists := func(p string) bool {
+		ep, err := s.Wait(ctx)
+		require.NoError(t, err)
+		ok, _, err := ep.Conn().Exists(p)
+		require.NoError(t, err)
+		return ok
+	}
+	nf, err := mutex.New(s, nonFairPath, mutex.NonFair())
+	require.NoError(t, err)
+	f, err := mutex.New(s, fairPath)
+	require.NoError(t, err)
+	require.NoError(t, nf.Lock(ctx))
+	require.NoError(t, f.Lock(ctx))
+	require.NoError(t, nf.Unlock(ctx))
+	require.NoError(t, f.Unlock(ctx))
+	require.Eventually(t, func() bool { return !exists(fairPath) }, 10*time.Second, 20*time.Millisecond)
+	require.True(t, exists(nonFairPath), "the non-fair lock's path was removed")
+}

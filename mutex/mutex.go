@@ -400,12 +400,11 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// The path is a container: the server removes it whenever it is
-		// empty, so a waiter can find it gone after any release. Only
-		// failures in a row count against the bound.
+		// Only failures in a row count against the bound (the path's
+		// parents are containers, which the server may remove when empty).
 		if errors.Is(err, zk.ErrNoNode) && noNode < 3 {
 			noNode++
-			if err := recipe.EnsurePath(m.sess, ep, m.path); err != nil && !session.OutcomeUnknown(err) {
+			if err := recipe.EnsureVersionedPath(m.sess, ep, m.path); err != nil && !session.OutcomeUnknown(err) {
 				return nil, err
 			}
 			continue

@@ -35,7 +35,11 @@
 // "leases" children) are container nodes (ZooKeeper 3.5+), as Curator creates
 // them: the server removes a container that has had children and has none
 // left, so a path nobody uses any more does not stay behind. A recipe whose
-// create finds its path removed meanwhile creates it again.
+// create finds its path removed meanwhile creates it again. One exception:
+// the path of a non-fair race (mutex.NonFair, election.NonFair) is
+// persistent, its parents containers: its data version fences the holds, and
+// a container created again would count versions from 0 again (see
+// EnsureVersionedPath).
 //
 // # Holds
 //
