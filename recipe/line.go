@@ -167,6 +167,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
 	res, err := enterCall(ctx, func() (entered, error) {
+		unknown := false // a create's outcome was unknown
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
 				// Not connected: a create now would wait in go-zookeeper's
@@ -188,6 +189,10 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 					// the listing, and it goes.
 					e.seen = l.dropLate(ep, guid, r.Path, r.Children)
 				}
+				if unknown {
+					// It may land later still (see sweepLate).
+					go l.sweepLate(ep, guid, r.Path)
+				}
 				return e, nil
 			case errors.Is(err, zk.ErrNoNode) && attempt < ensureRounds:
 				// The path is missing (or was an empty container the
@@ -196,8 +201,13 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 					return entered{}, err
 				}
 			case session.OutcomeUnknown(err) && attempt < 20:
+				unknown = true
 				e, dups, found, ferr := l.findOwnWhenBack(ep, guid)
 				if ferr == nil && found {
+					if attempt > 0 {
+						// Another of our creates may land later still.
+						go l.sweepLate(ep, guid, e.path)
+					}
 					return l.adopt(ep, e, dups), nil
 				}
 				if ep.SessionContext().Err() != nil {
@@ -298,6 +308,44 @@ func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string)
 		return nil
 	}
 	return kept
+}
+
+// sweepLate looks again for nodes with guid other than made, a few times
+// over a session timeout, and removes those of ep's session: a create of ours
+// whose answer was lost can reach the leader after our lookup (the server we
+// lost may forward it late), and, left there, it would head the line once we
+// are gone, held by no one, until our session ends.
+func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
+	for _, d := range []time.Duration{100 * time.Millisecond, time.Second, l.Sess.Timeout()} {
+		t := time.NewTimer(d)
+		select {
+		case <-ep.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		cur, ok := l.Sess.Current()
+		if !ok {
+			continue // not connected now: look at the next turn
+		}
+		if cur.SessionID() != ep.SessionID() {
+			return // the session is gone: so are its nodes
+		}
+		first, dups, found, err := l.findOwn(cur, guid)
+		if err != nil || !found {
+			continue
+		}
+		var late []string
+		for _, p := range append([]string{first.path}, dups...) {
+			if p != made {
+				late = append(late, p)
+			}
+		}
+		if len(late) > 0 {
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
+			DeleteMany(l.Sess, cur, late...)
+		}
+	}
 }
 
 // cleanupGUID removes the nodes with guid that a create abandoned by its
