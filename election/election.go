@@ -217,3 +217,8 @@ func (e *Election) Healthy(maxSuspended time.Duration) error {
 	}
 	return nil
 }
+
+// ErrSequenceExhausted: the path's sequence counter has run out and the line
+// of candidates has no order (see recipe.ErrSequenceExhausted): Campaign and
+// Run fail closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

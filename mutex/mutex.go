@@ -69,6 +69,9 @@ type Mutex struct {
 	// writer is the write side of the read-write lock this read side belongs
 	// to: a reader ignores the node of its own writer (a downgrade).
 	writer *Mutex
+	// rw is the read-write lock this side belongs to (nil for a Mutex): its
+	// two sides may share one hold (see RWMutex.RLock).
+	rw *RWMutex
 
 	turn chan struct{} // serialises acquisitions on this value
 
@@ -346,6 +349,12 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 // is. It returns ErrNotHeld if this value does not hold the lock, and ErrLost
 // (the hold is then over) if the lock was lost before.
 func (m *Mutex) Unlock(ctx context.Context) error {
+	if m.rw != nil {
+		// The two sides' releases are decided one at a time: of a hold
+		// both share, exactly the last to let go releases it.
+		m.rw.mu.Lock()
+		defer m.rw.mu.Unlock()
+	}
 	m.mu.Lock()
 	h := m.hold
 	if h == nil {
@@ -359,6 +368,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.hold, m.count = nil, 0
 	m.mu.Unlock()
+	if m.rw != nil && m.rw.sharedBy(m, h) {
+		return nil // the other side of the read-write lock releases it
+	}
 	if err := h.Release(ctx); err != nil {
 		return fmt.Errorf("mutex %s: %w", m.path, err)
 	}
@@ -451,3 +463,7 @@ func (m *Mutex) Validate(ctx context.Context) error {
 	}
 	return h.Validate(ctx)
 }
+
+// ErrSequenceExhausted: the path's sequence counter has run out and its line
+// has no order (see recipe.ErrSequenceExhausted): Lock fails closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

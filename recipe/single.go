@@ -78,7 +78,8 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			go s.removeIfOurs(unknown, a.GUID)
 		}
 	}()
-	for round := 0; ; round++ {
+	noNode := 0 // creates in a row that found no Path
+	for {
 		ep, err := s.Sess.Wait(ctx)
 		if err != nil {
 			return nil, err
@@ -98,9 +99,19 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			noNode = 0
+		}
 		switch {
-		case errors.Is(err, zk.ErrNoNode) && round < 3: // no Path yet
-			if err := EnsurePath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
+		case errors.Is(err, zk.ErrNoNode) && noNode < 3: // no Path (yet, or again)
+			// Only failures in a row count against the bound: Path's
+			// parents are containers, which the server may remove when
+			// empty. Path itself stays persistent (EnsureVersionedPath):
+			// its data version is the fence, and a container created
+			// again would count versions from 0 again, letting a retried
+			// release remove the next holder's node.
+			noNode++
+			if err := EnsureVersionedPath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
 				return nil, err
 			}
 			continue

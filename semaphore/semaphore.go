@@ -62,6 +62,9 @@ type Semaphore struct {
 	mu      sync.Mutex
 	version int32 // the path's data version when the limit was last read
 	known   bool
+	// pins are leases granted by this client: while one of them is valid,
+	// the path cannot have been removed (see fresh).
+	pins []*recipe.Hold
 }
 
 // New returns a client of the semaphore at path with the given limit. It
@@ -86,7 +89,7 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	if len(s.data) > recipe.MaxDataLen {
 		return nil, fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(s.data), recipe.MaxDataLen)
 	}
-	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild}
+	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild, Ensure: s.ensureLocks}
 	return s, nil
 }
 
@@ -112,20 +115,102 @@ func parseMarker(data []byte) (int, bool) {
 	return n, err == nil
 }
 
+// The semaphore's path and its locks and leases children are container
+// nodes: once no one holds or waits, the server removes the leases and locks
+// (each has had children, has none left), then the path. The limit recorded
+// in the path's data goes with it; the next client to use the path creates
+// it again with its own limit. So a client's knowledge of the limit (the
+// version its take checks) is trusted only while the path is pinned: while
+// its own node waits in line, or one of its leases is held (see fresh). A
+// path removed and created again starts at version 0 again, so a version
+// alone cannot tell two of its lives apart.
+
+// ensureLocks creates the locks child when Enter finds it missing, and the
+// whole semaphore (parents, the path with this client's limit, locks and
+// leases) when the path is missing too.
+func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
+	_, err := ep.Conn().CreateContainer(s.locks.Path, nil, zk.FlagContainer, s.sess.ACL())
+	if err == nil || errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return s.create(ep)
+}
+
+// create creates the semaphore's path with this client's limit recorded,
+// and its children, as containers (and the parents, see recipe.EnsurePath).
+// A path created meanwhile by another client is left as it is (ensureMeta
+// checks its limit).
+func (s *Semaphore) create(ep *session.Epoch) error {
+	s.mu.Lock()
+	s.known = false // a new life of the path: its record is read again
+	s.mu.Unlock()
+	var err error
+	for round := 0; round < 10; round++ {
+		if err = recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
+			return err
+		}
+		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // a parent was removed meanwhile
+		}
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// A container just created has had no child: the server does not
+		// remove it before its children exist.
+		return s.ensureChildren(ep)
+	}
+	return err
+}
+
+// ensureChildren creates the locks and leases children that are missing.
+func (s *Semaphore) ensureChildren(ep *session.Epoch) error {
+	for _, c := range []string{locksChild, leasesChild} {
+		_, err := ep.Conn().CreateContainer(s.path+"/"+c, nil, zk.FlagContainer, s.sess.ACL())
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// fresh reports whether the limit read last is still the path's: it was
+// read, and a lease of this client has been held since, so the path has not
+// been removed and created again.
+func (s *Semaphore) fresh() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	live := s.pins[:0]
+	for _, h := range s.pins {
+		if h.Valid() {
+			live = append(live, h)
+		}
+	}
+	clear(s.pins[len(live):])
+	s.pins = live
+	return s.known && len(live) > 0
+}
+
+// pin records a lease granted in the life of the path whose limit was read.
+func (s *Semaphore) pin(h *recipe.Hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pins = append(s.pins, h)
+}
+
 // ensureMeta reads (or records) the limit at the path and checks it against
 // ours. One round trip once the path exists.
 func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		data, st, err := ep.Conn().Get(s.path)
 		if errors.Is(err, zk.ErrNoNode) {
-			if err := recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
-				return err
-			}
-			_, err := ep.Conn().Multi(
-				&zk.CreateRequest{Path: s.path, Data: markerData(s.MaxLeases()), Acl: s.sess.ACL()},
-				&zk.CreateRequest{Path: s.path + "/" + locksChild, Acl: s.sess.ACL()},
-				&zk.CreateRequest{Path: s.leases, Acl: s.sess.ACL()})
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			if err := s.create(ep); err != nil {
 				return err
 			}
 			continue
@@ -148,10 +233,8 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
 				return err
 			}
-			for _, c := range []string{locksChild, leasesChild} {
-				if _, err := ep.Conn().Create(s.path+"/"+c, nil, 0, s.sess.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					return err
-				}
+			if err := s.ensureChildren(ep); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
 			}
 			continue
 		}
@@ -233,26 +316,26 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 			return recipe.WaitLive(ctx, ep)
 		}
-		s.mu.Lock()
-		known := s.known
-		s.mu.Unlock()
-		if !known {
-			if err := s.ensureMeta(ep); err != nil {
+		if own != nil && own.SessionID != ep.SessionID() {
+			own = nil // a node of a lost session is never reused
+		}
+		handoff := false
+		if own == nil {
+			// Enter first: our node pins the path (a container) before its
+			// limit is read, so the limit read is the one of the path our
+			// leases are taken in.
+			ownEp = ep
+			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
+			if err != nil {
+				own = nil
 				if err := retry(err); err != nil {
 					return nil, err
 				}
 				continue
 			}
 		}
-		if own != nil && own.SessionID != ep.SessionID() {
-			own = nil // a node of a lost session is never reused
-		}
-		handoff := false
-		if own == nil {
-			ownEp = ep
-			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
-			if err != nil {
-				own = nil
+		if !s.fresh() {
+			if err := s.ensureMeta(ep); err != nil {
 				if err := retry(err); err != nil {
 					return nil, err
 				}
@@ -277,6 +360,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		}
 		l, err := s.take(ctx, ep, own, n, wait, handoff)
 		if err == nil {
+			s.pin(l.hold)
 			l.hold.Observe("semaphore", s.path, time.Since(start), max(own.Position, 0))
 			own = nil // consumed by the multi-op
 			return l, nil
@@ -324,7 +408,8 @@ func (s *Semaphore) isHead(ep *session.Epoch, own *recipe.Node) error {
 func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int, wait, expectFull bool) (*Lease, error) {
 	guid := recipe.NewGUID()
 	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
-	held := -1 // leases held, when known without listing
+	held := -1    // leases held, when known without listing
+	noLeases := 0 // times the leases child was found missing
 	for {
 		var ch <-chan zk.Event
 		if held < 0 {
@@ -334,6 +419,14 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 				names, _, ch, err = ep.Conn().ChildrenW(s.leases)
 			} else {
 				names, _, err = ep.Conn().Children(s.leases)
+			}
+			if errors.Is(err, zk.ErrNoNode) && noLeases < 10 {
+				// The leases container was removed (no lease was held).
+				noLeases++
+				if err := s.ensureChildren(ep); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			if err != nil {
 				return nil, err
@@ -366,6 +459,14 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 				return nil, errRecheck // the limit changed
 			case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
 				return nil, recipe.ErrNodeGone // our place is gone: our session too
+			case len(res) > 1 && errors.Is(res[1].Error, zk.ErrNoNode) && noLeases < 10:
+				// The leases container was removed since we listed it.
+				noLeases++
+				if err := s.ensureChildren(ep); err != nil {
+					return nil, err
+				}
+				held = -1
+				continue
 			case session.OutcomeUnknown(err):
 				// Did it land? Look for our leases by guid.
 				if paths, ok := s.findLeases(ep, guid); ok {
@@ -576,3 +677,8 @@ func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 // checks that its first node exists (the nodes of one lease are created and
 // deleted together; see recipe.Hold.Fenced).
 func (l *Lease) Hold() *recipe.Hold { return l.hold }
+
+// ErrSequenceExhausted: the sequence counter of the semaphore's line has run
+// out and the line has no order (see recipe.ErrSequenceExhausted): Acquire
+// fails closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

@@ -59,12 +59,13 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 		return nil, fmt.Errorf("zktest: cluster size %d: need at least 1", size)
 	}
 	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second,
-		maxSess: 60 * time.Second}
+		maxSess: 60 * time.Second, containerCheck: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.tick <= 0 || cfg.heapMB < 16 || cfg.maxSess < 2*cfg.tick {
-		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB, max session timeout %v", cfg.tick, cfg.heapMB, cfg.maxSess)
+	if cfg.tick <= 0 || cfg.heapMB < 16 || cfg.maxSess < 2*cfg.tick || cfg.containerCheck < time.Millisecond {
+		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB, max session timeout %v, container check %v",
+			cfg.tick, cfg.heapMB, cfg.maxSess, cfg.containerCheck)
 	}
 	if cfg.port != 0 && (size != 1 || cfg.port < 0 || cfg.port > 65535) {
 		return nil, fmt.Errorf("zktest: client port %d: for one standalone server, in 1-65535", cfg.port)

@@ -53,6 +53,9 @@ type config struct {
 	fastJIT   bool
 	maxSess   time.Duration
 	port      int // the standalone server's client port (0: a free one)
+	// containerCheck is how often the leader removes empty container
+	// nodes (ZooKeeper's znode.container.checkIntervalMs).
+	containerCheck time.Duration
 }
 
 // Option configures a Cluster.
@@ -88,6 +91,14 @@ func WithClientPort(port int) Option { return func(c *config) { c.port = port } 
 // WithJVMFlags adds flags to the java command line.
 func WithJVMFlags(flags ...string) Option {
 	return func(c *config) { c.jvmFlags = append(append([]string(nil), c.jvmFlags...), flags...) }
+}
+
+// WithContainerCheckInterval sets how often the server removes container
+// nodes that have had children and have none left (ZooKeeper's
+// znode.container.checkIntervalMs; default here 200ms, ZooKeeper's own 60s),
+// so a test can see a recipe's parents disappear once nobody uses them.
+func WithContainerCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.containerCheck = d }
 }
 
 // WithFullJIT lets the JVM use its optimizing compiler (slower start, faster
@@ -199,6 +210,7 @@ func (n *node) start(sp *spawner, cfg *config) error {
 		// must not sit without quorum for most of a minute because one
 		// round went unanswered on a loaded machine.
 		"-Dzookeeper.fastleader.maxNotificationInterval=2000",
+		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", cfg.containerCheck.Milliseconds()),
 	}
 	if cfg.fastJIT {
 		args = append(args, "-XX:TieredStopAtLevel=1")
