@@ -48,7 +48,9 @@
 // clocks advance at the same rate. When Lost is declared the old connection is
 // closed (ending the session on the server if it still existed) and a new
 // session is established with the configured backoff. The manager never lets a
-// connection silently replace an expired session behind its listeners.
+// connection silently replace an expired session behind its listeners, and a
+// connection told that its session expired never dials again: the manager opens
+// exactly one new session per loss.
 //
 // # Listeners
 //

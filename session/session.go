@@ -130,7 +130,7 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 	h := &handle{s: s, ready: make(chan struct{}), failed: make(chan struct{})}
 	conn, events, err := zk.Connect(s.servers, s.cfg.timeout,
 		zk.WithDialer(h.dial),
-		zk.WithHostProvider(&hostProvider{}),
+		zk.WithHostProvider(&hostProvider{h: h}),
 		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(h, ev) }),
 		zk.WithLogger(zkLogger{s}),
 		zk.WithLogInfo(false),
@@ -211,7 +211,8 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 			s.suspendLocked(now, "disconnected from "+ev.Server)
 		}
 	case zk.StateExpired:
-		h.up, h.expired = false, true
+		h.up = false
+		h.expired.Store(true) // before go-zookeeper's next dial: see handle.dial
 		if h.sid == 0 {
 			select {
 			case <-h.failed:
@@ -232,7 +233,7 @@ func (s *Session) adoptLocked(h *handle, now time.Time) {
 	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel}
 	s.beginEpochLocked(Connected, now, "")
 	switch {
-	case h.expired:
+	case h.expired.Load():
 		s.loseLocked(now, "expired")
 	case !h.up:
 		s.suspendLocked(now, "disconnected")
