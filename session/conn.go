@@ -25,7 +25,8 @@ type handle struct {
 	ready  chan struct{} // closed at the first HasSession
 	failed chan struct{} // closed when the handle can no longer become ready
 
-	lastHeard atomic.Int64 // s.mono() of the last byte received
+	lastHeard atomic.Int64                // s.mono() of the last byte received
+	nc        atomic.Pointer[trackedConn] // the connection go-zookeeper uses now
 	// expired is set when a server has said the handle's session expired:
 	// from then on the handle never dials again. go-zookeeper would redial
 	// with session ID 0 and be given a new session the manager does not want
@@ -73,7 +74,18 @@ func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error
 		h.dialErr.Store(&err)
 		return nil, err
 	}
-	return &trackedConn{Conn: c, h: h, limit: cfg.connectTimeout}, nil
+	tc := &trackedConn{Conn: c, h: h, limit: cfg.connectTimeout}
+	h.nc.Store(tc)
+	return tc, nil
+}
+
+// drop closes the handle's current network connection (not the *zk.Conn):
+// go-zookeeper sees it fail at once, in its reads and its writes, and
+// reconnects. It never blocks.
+func (h *handle) drop() {
+	if c := h.nc.Load(); c != nil {
+		c.Conn.Close()
+	}
 }
 
 // errExpiredHandle is what the dialer of a handle whose session expired

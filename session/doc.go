@@ -36,6 +36,17 @@
 // SIGSTOP) learns nothing until it runs again; only fencing tokens protect the
 // resource from it.
 //
+// # Silence
+//
+// The manager does not wait for go-zookeeper to notice a dead connection: it
+// knows when it last received a byte. While the session is usable, nothing
+// received for the read timeout (2/3 of the negotiated session timeout; a
+// server answers the client's pings every 1/3) means Suspended at once — the
+// loss signal of every hold — and the connection is dropped so that a new one
+// is dialled at once. go-zookeeper's own detection can come much later (its
+// sender blocked in a write to a stalled connection delays it by up to another
+// read timeout, past the moment the server may expire the session).
+//
 // # Declaring Lost locally
 //
 // Lost is declared when a server reports the session expired, and also, without

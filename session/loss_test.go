@@ -105,3 +105,56 @@ func TestExpiryOpensOneSession(t *testing.T) {
 	t.Logf("closed in %v", time.Since(closing))
 	require.Equal(t, want, sc.sessions(), "sessions given to the client (want one per expiry)")
 }
+
+// TestSilenceIsSuspendedOnTime: when nothing is received for the read timeout
+// (2/3 of the session timeout) the manager reports Suspended at once, on its
+// own clock, even when go-zookeeper notices late. Here it does: the network
+// stalls, and just before go-zookeeper's read timeout the application sends
+// more than the sockets' buffers hold, so go-zookeeper's sender blocks in a
+// write (for up to another read timeout) and its connection loop reports
+// nothing until that write gives up — later than the server may expire the
+// session, which would let another client be granted a hold before its holder
+// is told.
+func TestSilenceIsSuspendedOnTime(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	p, err := zktest.NewProxy(c.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	const timeout = 3 * time.Second
+	readTimeout := timeout * 2 / 3
+	const margin = 150 * time.Millisecond
+	s := open(t, p.Addrs(), session.WithSessionTimeout(timeout))
+	r := record(s)
+	e, ok := s.Current()
+	require.True(t, ok)
+
+	stalledAt := time.Now()
+	p.Stall()
+	// The fault's timing: the writes start shortly before the read timeout.
+	time.Sleep(readTimeout * 3 / 4)
+	big := make([]byte, 512<<10)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range 32 { // 16 MiB: more than the client's send and the proxy's receive buffers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = e.Conn().Set("/no-such-node", big, -1) // fails once the connection ends
+		}()
+	}
+	ev := r.next(t, 2*timeout)
+	took := ev.Time.Sub(stalledAt)
+	t.Logf("stall → %v after %v (read timeout %v)", ev.State, took, readTimeout)
+	require.Equal(t, session.Suspended, ev.State, "%v", ev)
+	require.LessOrEqual(t, took, readTimeout+margin, "Suspended reported late: %v", ev)
+	require.ErrorIs(t, e.Context().Err(), context.Canceled, "the epoch (every hold's loss signal) must end at Suspended")
+
+	ev = r.next(t, 2*timeout)
+	require.Equal(t, session.Lost, ev.State, "%v", ev)
+	took = ev.Time.Sub(stalledAt)
+	t.Logf("stall → Lost after %v", took)
+	require.LessOrEqual(t, took, timeout+margin, "Lost declared late")
+	p.Heal()
+	r.expect(t, 15*time.Second, session.Connected)
+}

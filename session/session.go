@@ -291,8 +291,9 @@ func (s *Session) kick() {
 	}
 }
 
-// run owns the session's life: it declares Lost when a suspension outlasts the
-// session timeout, retires dead connections and establishes new sessions.
+// run owns the session's life: it watches the current connection on the
+// manager's own clock (clock), retires dead connections and establishes new
+// sessions.
 func (s *Session) run() {
 	defer close(s.runDone)
 	timer := time.NewTimer(time.Hour)
@@ -300,14 +301,14 @@ func (s *Session) run() {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
+		next, drop := s.clockLocked(time.Now())
 		retire := s.retire
 		s.retire = nil
-		st, cur := s.state, s.cur
-		var deadline time.Duration
-		if st == Suspended && cur != nil {
-			deadline = time.Duration(cur.lastHeard.Load()+int64(cur.timeout())) - time.Duration(s.mono())
-		}
+		st := s.state
 		s.mu.Unlock()
+		if drop != nil {
+			drop.drop()
+		}
 		for _, h := range retire {
 			s.connWG.Add(1)
 			go func() { defer s.connWG.Done(); h.close() }()
@@ -322,16 +323,8 @@ func (s *Session) run() {
 			continue
 		}
 		timer.Stop()
-		if st == Suspended {
-			if deadline <= 0 {
-				s.mu.Lock()
-				if s.state == Suspended && s.cur == cur {
-					s.loseLocked(time.Now(), "no answer from any server for the session timeout")
-				}
-				s.mu.Unlock()
-				continue
-			}
-			timer.Reset(deadline)
+		if next > 0 {
+			timer.Reset(next)
 		}
 		select {
 		case <-s.closeCh:
@@ -340,6 +333,44 @@ func (s *Session) run() {
 		case <-timer.C:
 		}
 	}
+}
+
+// clockLocked judges the current connection by how long nothing has been
+// received on it, on the local monotonic clock, whatever go-zookeeper reports
+// (or fails to report): silence for the read timeout (2/3 of the session
+// timeout; a server answers pings every 1/3) while the session is usable means
+// Suspended at once; silence for the whole session timeout means Lost. It
+// returns how long until the next judgement is due (0: none), and the handle
+// whose connection must be dropped (outside s.mu): the one declared silent, so
+// that go-zookeeper reconnects now instead of at its own timeout (a sender
+// blocked in a write to a stalled connection delays that by up to another read
+// timeout).
+//
+// The timer is not re-armed on each read: when it fires early because bytes
+// arrived meanwhile, it is simply set again from the last one.
+func (s *Session) clockLocked(now time.Time) (next time.Duration, drop *handle) {
+	h := s.cur
+	if h == nil || s.closed {
+		return 0, nil
+	}
+	silent := time.Duration(s.mono() - h.lastHeard.Load())
+	timeout := h.timeout()
+	if s.state.Live() {
+		read := timeout * 2 / 3
+		if silent < read {
+			return read - silent, nil
+		}
+		s.suspendLocked(now, fmt.Sprintf("nothing received for %v", silent.Round(time.Millisecond)))
+		drop = h
+	}
+	if s.state != Suspended {
+		return 0, drop
+	}
+	if silent < timeout {
+		return timeout - silent, drop
+	}
+	s.loseLocked(now, "no answer from any server for the session timeout")
+	return 0, drop
 }
 
 // establish opens a new session, with backoff, until it succeeds or the
