@@ -178,10 +178,3 @@ func (p *hostProvider) Connected() {
 	p.tries = 0
 	p.mu.Unlock()
 }
-
-// zkLogger sends go-zookeeper's messages to the manager's logger.
-type zkLogger struct{ s *Session }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.s.log.Debug("go-zookeeper: " + sprintf(format, args...))
-}

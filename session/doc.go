@@ -13,8 +13,11 @@
 //
 // Each connected stretch of a session is an Epoch. Its Context is cancelled the
 // moment the connection is lost (Suspended), the session is lost, or the
-// session is closed — synchronously, on go-zookeeper's own event path, not
-// behind a queue or a listener. A recipe derives the context of every hold
+// session is closed — synchronously, where the loss is noticed (go-zookeeper's
+// event callback, or the manager's own clock when nothing has been received
+// for the read timeout), not behind a queue or a listener. Nothing on that
+// path can block: not even logging, which the manager does on a goroutine of
+// its own. A recipe derives the context of every hold
 // (lock, lease, leadership) from it, so the holder learns it may have lost its
 // hold within microseconds of the disconnect. When the server ends a session
 // (expiry, or a session closed from elsewhere) it drops the connection and

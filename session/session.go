@@ -18,6 +18,7 @@ type Session struct {
 	cfg     config
 	servers []string
 	log     *slog.Logger
+	logq    *logQueue // the manager's own messages (never written on go-zookeeper's goroutines)
 	base    time.Time // the monotonic clock's origin
 
 	mu        sync.Mutex
@@ -106,10 +107,13 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 		closeCh:   make(chan struct{}),
 		runDone:   make(chan struct{}),
 		done:      make(chan struct{}),
+		logq:      newLogQueue(cfg.log),
 	}
 	h, err := s.connect(ctx)
 	if err != nil {
 		close(s.runDone)
+		s.logq.close()
+		<-s.logq.done
 		close(s.done)
 		return nil, err
 	}
@@ -132,7 +136,7 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 		zk.WithDialer(h.dial),
 		zk.WithHostProvider(&hostProvider{h: h}),
 		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(h, ev) }),
-		zk.WithLogger(zkLogger{s}),
+		zk.WithLogger(zkLogger{s.logq}),
 		zk.WithLogInfo(false),
 	)
 	if err != nil {
@@ -163,7 +167,7 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 		return fail(fmt.Errorf("%w: asked for %v, the server's minimum is %v (2 ticks)",
 			ErrTimeoutRejected, s.cfg.timeout, got))
 	} else if got < s.cfg.timeout {
-		s.log.Info("session timeout lowered by the server", "asked", s.cfg.timeout, "granted", got)
+		s.logq.add(slog.LevelInfo, "session timeout lowered by the server", "asked", s.cfg.timeout, "granted", got)
 	}
 	for _, a := range s.cfg.auth {
 		err := call(ctx, func() error { return conn.AddAuth(a.scheme, a.cred) })
@@ -174,9 +178,13 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 	return h, nil
 }
 
-// onEvent runs on go-zookeeper's goroutines. It must not block and must never
-// call the Conn: it updates state under s.mu (held briefly everywhere) and
-// cancels contexts, which calls no connection.
+// onEvent runs on go-zookeeper's goroutines: while it runs, go-zookeeper
+// neither reads, nor reports, nor redials. It must not block and must never
+// call the Conn: it updates state under s.mu (held briefly everywhere, never
+// around a call into go-zookeeper or anything that waits), cancels contexts
+// (which calls no connection; context.AfterFunc hooks run on goroutines of
+// their own), queues events for listeners and messages for the logger, each
+// delivered on a goroutine of its own.
 func (s *Session) onEvent(h *handle, ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
@@ -278,7 +286,7 @@ func (s *Session) setStateLocked(st State, now time.Time, reason string) {
 		ev.InPrevious = now.Sub(s.stateAt)
 	}
 	s.state, s.stateAt = st, now
-	s.log.Info("session "+st.String(), "session", fmt.Sprintf("0x%x", ev.SessionID), "reason", reason)
+	s.logq.add(slog.LevelInfo, "session "+st.String(), "session", fmt.Sprintf("0x%x", ev.SessionID), "reason", reason)
 	for l := range s.listeners {
 		l.push(ev)
 	}
@@ -399,7 +407,7 @@ func (s *Session) establish() {
 			s.mu.Unlock()
 			return
 		}
-		s.log.Warn("session: establishing a new session failed", "err", err)
+		s.logq.add(slog.LevelWarn, "session: establishing a new session failed", "err", err)
 		d := b.NextBackOff()
 		if d < 0 {
 			d = s.cfg.timeout
@@ -526,8 +534,10 @@ func (s *Session) Close() error {
 			delete(s.listeners, l)
 		}
 		s.mu.Unlock()
+		s.logq.close()
 		go func() {
 			s.lisWG.Wait()
+			<-s.logq.done
 			close(s.done)
 		}()
 	})
