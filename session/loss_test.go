@@ -170,6 +170,24 @@ func TestSilenceIsSuspendedOnTime(t *testing.T) {
 	r.expect(t, 15*time.Second, session.Connected)
 }
 
+// TestIdleStaysConnected: the silence watchdog judges by the last byte
+// received, and a server answers the client's pings every third of the
+// session timeout: an idle session is never suspended.
+func TestIdleStaysConnected(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	const timeout = 1500 * time.Millisecond
+	s := open(t, c.Servers(), session.WithSessionTimeout(timeout))
+	r := record(s)
+	// The work simulated: nothing, for three read timeouts.
+	select {
+	case ev := <-r.ch:
+		t.Fatalf("an idle session reported %v", ev)
+	case <-time.After(3 * timeout * 2 / 3):
+	}
+	require.Equal(t, session.Connected, s.State())
+}
+
 // TestSeversWhileLocking: many severs while Locks are starting on one session
 // (its requests in flight, its nodes being created and deleted): every sever
 // is reported Suspended within the read timeout, and every Lock returns by its
