@@ -155,7 +155,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
 	}
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = recipe.Single{Sess: sess, Path: e.path, Name: leaderChild, Mark: nonFairMark}
+	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark}
 	return e, nil
 }
 

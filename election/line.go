@@ -33,7 +33,7 @@ func parseLatch(name string) (member, bool) {
 }
 
 func (e *Election) line() *recipe.Line {
-	return &recipe.Line{Sess: e.sess, Path: e.path, Kinds: []string{recipe.KindLatch}}
+	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Kinds: []string{recipe.KindLatch}}
 }
 
 // list returns the candidates in line order.
@@ -85,7 +85,7 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 			return st, err
 		}, nil)
 		if err != nil {
-			recipe.Delete(e.sess, ep, n.Path)
+			e.line().Delete(ep, n.Path)
 			if errors.Is(err, recipe.ErrNodeGone) {
 				err = errRetry
 			}

@@ -102,9 +102,9 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = recipe.Line{Sess: sess, Path: full, Refuse: map[string]string{
+	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
-	m.single = recipe.Single{Sess: sess, Path: full, Name: NonFairNode, Mark: nonFairMark}
+	m.single = recipe.Single{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark}
 	return m, nil
 }
 
@@ -234,9 +234,9 @@ func readTurn(line []recipe.Name, i int) (bool, int, bool) {
 	return false, w, writers == 1
 }
 
-// recipeName names the recipe for the observer.
-func (m *Mutex) recipeName() string {
-	if m.kind == recipe.KindLock {
+// recipeName names the recipe of a lock of kind for the observer.
+func recipeName(kind string) string {
+	if kind == recipe.KindLock {
 		return "mutex"
 	}
 	return "rwlock"
@@ -248,7 +248,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
 		if own != nil { // not granted: leave the line (now, or once the session is back)
-			recipe.Delete(m.sess, ownEp, own.Path)
+			m.line.Delete(ownEp, own.Path)
 		}
 	}()
 	for {
@@ -317,13 +317,13 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 				return nil, err
 			}
 		}
-		h := recipe.NewHold(m.sess, ep, recipe.Token(own.Czxid), own.Path)
+		h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
 		if h.Context().Err() != nil {
 			_ = h.Release(ctx) // lost at once: it returns without waiting
 			own = nil
 			continue
 		}
-		h.Observe(m.recipeName(), m.path, time.Since(start), max(own.Position, 0))
+		h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
 		own = nil
 		return h, nil
 	}
@@ -337,7 +337,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 	if err != nil || h == nil {
 		return nil, err
 	}
-	h.Observe("mutex", m.path, time.Since(start), 0)
+	h.Observe(m.single.Recipe, m.path, time.Since(start), 0)
 	return h, nil
 }
 

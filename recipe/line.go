@@ -18,9 +18,12 @@ import (
 
 // Line is the waiting line of contenders under one path.
 type Line struct {
-	Sess  *session.Session
-	Path  string   // full path (namespace included)
-	Kinds []string // the kinds that take part in this line (all when empty)
+	Sess *session.Session
+	// Recipe names the recipe ("mutex", "semaphore", ...) in the events the
+	// line and its holds report to the session's observer.
+	Recipe string
+	Path   string   // full path (namespace included)
+	Kinds  []string // the kinds that take part in this line (all when empty)
 	// Refuse names children whose presence means the path belongs to another
 	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
 	Refuse map[string]string
@@ -221,7 +224,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		// The caller gave up (ctx ended) with the create in flight: remove
 		// what it made, or look for it by guid if its answer was lost.
 		if err == nil {
-			Delete(l.Sess, ep, made.path)
+			l.Delete(ep, made.path)
 		} else if session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded) {
 			l.cleanupGUID(ep, guid)
 		}
@@ -275,8 +278,8 @@ func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, []strin
 // landed after an earlier lookup had missed it): one node per contender.
 func (l *Line) adopt(ep *session.Epoch, e entered, dups []string) entered {
 	if len(dups) > 0 {
-		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: dups[0], SessionID: ep.SessionID()})
-		DeleteMany(l.Sess, ep, dups...)
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: dups[0], SessionID: ep.SessionID()})
+		l.Delete(ep, dups...)
 	}
 	return e
 }
@@ -301,8 +304,8 @@ func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string)
 		kept = append(kept, c)
 	}
 	if len(late) > 0 {
-		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
-		DeleteMany(l.Sess, ep, late...)
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
+		l.Delete(ep, late...)
 	}
 	if children == nil {
 		return nil
@@ -342,8 +345,8 @@ func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
 			}
 		}
 		if len(late) > 0 {
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
-			DeleteMany(l.Sess, cur, late...)
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
+			l.Delete(cur, late...)
 		}
 	}
 }
@@ -355,8 +358,8 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 		e, dups, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: e.path, SessionID: ep.SessionID()})
-			DeleteMany(l.Sess, ep, append([]string{e.path}, dups...)...)
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: e.path, SessionID: ep.SessionID()})
+			l.Delete(ep, append([]string{e.path}, dups...)...)
 			return
 		case err == nil:
 			// Not there (yet): a create still queued may land later. Look

@@ -38,9 +38,12 @@ import (
 // the node would not move the fence. The fields are set once, before use.
 type Single struct {
 	Sess *session.Session
-	Path string // the parent's full path (namespace included)
-	Name string // the node's name under Path
-	Mark string // written to Path's data with each grant, before the attempt's guid
+	// Recipe names the recipe ("mutex", "election") in the events the race
+	// and its holds report to the session's observer.
+	Recipe string
+	Path   string // the parent's full path (namespace included)
+	Name   string // the node's name under Path
+	Mark   string // written to Path's data with each grant, before the attempt's guid
 }
 
 // Attempt is one contender's claim in a Single race.
@@ -264,7 +267,7 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 // release deletes the node only while Path's version is unchanged.
 func (s *Single) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
 	node := s.node()
-	h := NewHold(s.Sess, ep, Token(czxid), node)
+	h := newHold(s.Sess, s.Recipe, ep, Token(czxid), node)
 	h.guard = &zk.CheckVersionRequest{Path: s.Path, Version: version}
 	h.fence = []any{h.guard, &zk.CheckVersionRequest{Path: node, Version: -1}}
 	return h
@@ -289,6 +292,6 @@ func (s *Single) removeIfOurs(ep *session.Epoch, guid string) {
 		return nil
 	})
 	if err == nil && ours {
-		DeleteGuarded(s.Sess, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
+		deleteGuarded(s.Sess, s.Recipe, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
 	}
 }

@@ -89,7 +89,7 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	if len(s.data) > recipe.MaxDataLen {
 		return nil, fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(s.data), recipe.MaxDataLen)
 	}
-	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild, Ensure: s.ensureLocks}
+	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks}
 	return s, nil
 }
 
@@ -293,7 +293,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
 		if own != nil { // not granted: leave the line (now, or once the session is back)
-			recipe.Delete(s.sess, ownEp, own.Path)
+			s.locks.Delete(ownEp, own.Path)
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -510,7 +510,7 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 // findLeases looks for the leases a multi-op with guid created in ep's
 // session, once the connection is back.
 func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) {
-	l := recipe.Line{Sess: s.sess, Path: s.leases}
+	l := recipe.Line{Sess: s.sess, Recipe: "semaphore", Path: s.leases}
 	for i := 0; i < 3; i++ {
 		p, ok, err := l.FindOwn(ep, guid)
 		if err == nil {
@@ -562,7 +562,7 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 			}
 			if len(paths) > 0 {
 				s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: paths[0], SessionID: ep.SessionID()})
-				<-recipe.DeleteMany(s.sess, cur, paths...)
+				<-s.locks.Delete(cur, paths...)
 				return
 			}
 		}
@@ -577,7 +577,7 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 }
 
 func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
-	return &Lease{s: s, hold: recipe.NewHold(s.sess, ep, 0, paths...)}
+	return &Lease{s: s, hold: s.locks.NewHold(ep, 0, paths...)}
 }
 
 // SetMaxLeases changes the limit recorded at the path, from this client's
