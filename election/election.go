@@ -68,20 +68,42 @@ type Callbacks struct {
 	OnLeader func(Leader)
 }
 
-// Option configures an Election.
-type Option func(*Election)
+// Option configures an Election. An invalid value makes New fail with an
+// error matching ErrInvalidArgument.
+type Option func(*config)
+
+type config struct {
+	fair         bool
+	stopDeadline time.Duration
+	onStuck      func(Term)
+	err          error // the first invalid option
+}
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
 
 // NonFair makes candidates race for a single ephemeral node instead of queueing.
-func NonFair() Option { return func(e *Election) { e.fair = false } }
+func NonFair() Option { return func(c *config) { c.fair = false } }
 
 // WithStopDeadline sets how long OnElected may take to return after its ctx is
-// cancelled before it is reported (default 10s).
-func WithStopDeadline(d time.Duration) Option { return func(e *Election) { e.stopDeadline = d } }
+// cancelled before it is reported (default 10s). It must be positive.
+func WithStopDeadline(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.setErr(fmt.Errorf("election: %w: stop deadline %v (must be positive)", ErrInvalidArgument, d))
+			return
+		}
+		c.stopDeadline = d
+	}
+}
 
 // WithStuckHandler sets a function called (once per leadership) when OnElected
 // has not returned within the stop deadline — for example one that exits the
 // process, as a leader that cannot stop must not go on.
-func WithStuckHandler(f func(term Term)) Option { return func(e *Election) { e.onStuck = f } }
+func WithStuckHandler(f func(term Term)) Option { return func(c *config) { c.onStuck = f } }
 
 // Election is one candidate in one election. Its methods are safe for
 // concurrent use; Run and Campaign are exclusive.
@@ -135,8 +157,20 @@ type leadership struct {
 
 // New returns a candidate with the given id for the election at path. It does
 // no I/O. The id must be non-empty valid UTF-8 without "/" and at most
-// MaxIDLen bytes.
+// MaxIDLen bytes. A nil session, an invalid path or id, or an invalid
+// option is an error (ErrInvalidArgument, ErrInvalidPath, ErrInvalidID).
 func New(sess *session.Session, path, id string, opts ...Option) (*Election, error) {
+	c := config{fair: true, stopDeadline: 10 * time.Second}
+	for _, o := range opts {
+		if o == nil {
+			c.setErr(fmt.Errorf("election: %w: nil option", ErrInvalidArgument))
+			continue
+		}
+		o(&c)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
 	if sess == nil {
 		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
 	}
@@ -146,14 +180,8 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: true,
-		stopDeadline: 10 * time.Second, log: sess.Logger()}
-	for _, o := range opts {
-		o(e)
-	}
-	if e.stopDeadline <= 0 {
-		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
-	}
+	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair,
+		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark}
 	return e, nil

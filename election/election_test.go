@@ -220,3 +220,24 @@ func TestStopDeadline(t *testing.T) {
 	err = <-done
 	require.True(t, errors.Is(err, election.ErrStopDeadline), "Run returned %v", err)
 }
+
+// An invalid option (a stop deadline that is not positive, a nil option) is
+// an error from New, never a panic, and leaves nothing in ZooKeeper.
+func TestBadOption(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	for name, opt := range map[string]election.Option{
+		"zero stop deadline":     election.WithStopDeadline(0),
+		"negative stop deadline": election.WithStopDeadline(-time.Second),
+		"nil option":             nil,
+	} {
+		e, err := election.New(s, path, "id", election.NonFair(), opt)
+		require.ErrorIs(t, err, election.ErrInvalidArgument, name)
+		require.Nil(t, e, name)
+	}
+	ep, err := s.Wait(context.Background())
+	require.NoError(t, err)
+	ok, _, err := ep.Conn().Exists(path)
+	require.NoError(t, err)
+	require.False(t, ok, "a refused New created %s", path)
+}

@@ -36,12 +36,33 @@ const semaphoreChild = "leases"
 // grant, followed by the grant attempt's guid (see recipe.Single).
 const nonFairMark = "shepherd:mutex:nonfair "
 
-// Option configures a Mutex.
+// Option configures a Mutex or an RWMutex. An invalid value makes New (or
+// NewRW) fail with an error matching ErrInvalidArgument.
 type Option func(*config)
 
 type config struct {
 	fair bool
 	data []byte
+	err  error // the first invalid option
+}
+
+// newConfig applies opts to the defaults.
+func newConfig(opts []Option) (config, error) {
+	c := config{fair: true}
+	for _, o := range opts {
+		if o == nil {
+			c.setErr(fmt.Errorf("mutex: %w: nil option", ErrInvalidArgument))
+			continue
+		}
+		o(&c)
+	}
+	return c, c.err
+}
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 // NonFair makes the lock a race for one ephemeral node: lowest latency for few
@@ -52,7 +73,13 @@ func NonFair() Option { return func(c *config) { c.fair = false } }
 // WithData stores data (for example the holder's id or host) in the lock's
 // node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
-	return func(c *config) { c.data = append([]byte(nil), data...) }
+	return func(c *config) {
+		if len(data) > recipe.MaxDataLen {
+			c.setErr(fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), recipe.MaxDataLen))
+			return
+		}
+		c.data = append([]byte(nil), data...)
+	}
 }
 
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
@@ -80,11 +107,12 @@ type Mutex struct {
 	count int
 }
 
-// New returns a mutex at path. It does no I/O.
+// New returns a mutex at path. It does no I/O. A nil session, an invalid
+// path or an invalid option is an error (ErrInvalidArgument, ErrInvalidPath).
 func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
-	c := config{fair: true}
-	for _, o := range opts {
-		o(&c)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	return newMutex(sess, path, recipe.KindLock, c)
 }
@@ -95,9 +123,6 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
-	}
-	if len(c.data) > recipe.MaxDataLen {
-		return nil, fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(c.data), recipe.MaxDataLen)
 	}
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,

@@ -386,3 +386,26 @@ func TestErrorsMatch(t *testing.T) {
 	require.True(t, errors.Is(fmt.Errorf("x: %w", mutex.ErrLost), recipe.ErrLost))
 	require.True(t, strings.Contains(mutex.ErrNotHeld.Error(), "not held"))
 }
+
+// An invalid option (data over the limit, a nil option) is an error from New
+// and NewRW, never a panic, and leaves nothing in ZooKeeper.
+func TestBadOption(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	for name, opt := range map[string]mutex.Option{
+		"data too large": mutex.WithData(make([]byte, recipe.MaxDataLen+1)),
+		"nil option":     nil,
+	} {
+		m, err := mutex.New(s, path, opt)
+		require.ErrorIs(t, err, mutex.ErrInvalidArgument, name)
+		require.Nil(t, m, name)
+		rw, err := mutex.NewRW(s, path, mutex.WithData([]byte("ok")), opt)
+		require.ErrorIs(t, err, mutex.ErrInvalidArgument, name)
+		require.Nil(t, rw, name)
+	}
+	ep, err := s.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	ok, _, err := ep.Conn().Exists(path)
+	require.NoError(t, err)
+	require.False(t, ok, "a refused New created %s", path)
+}

@@ -39,13 +39,32 @@ const (
 	MaxLeasesLimit = 10000
 )
 
-// Option configures a Semaphore.
-type Option func(*Semaphore)
+// Option configures a Semaphore. An invalid value makes New fail with an
+// error matching ErrInvalidArgument.
+type Option func(*config)
+
+type config struct {
+	data []byte
+	err  error // the first invalid option
+}
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
 
 // WithData stores data (for example the holder's id) in the lease and
-// waiting nodes, for `shepherd status` and operators.
+// waiting nodes, for `shepherd status` and operators. At most
+// recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
-	return func(s *Semaphore) { s.data = append([]byte(nil), data...) }
+	return func(c *config) {
+		if len(data) > recipe.MaxDataLen {
+			c.setErr(fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), recipe.MaxDataLen))
+			return
+		}
+		c.data = append([]byte(nil), data...)
+	}
 }
 
 // Semaphore is a client of the semaphore at one path. Its methods are safe
@@ -69,8 +88,20 @@ type Semaphore struct {
 
 // New returns a client of the semaphore at path with the given limit. It
 // does no I/O; the limit is checked against the one recorded at the path on
-// every acquire.
+// every acquire. A nil session, an invalid path, a limit out of range or an
+// invalid option is an error (ErrInvalidArgument, ErrInvalidPath).
 func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Semaphore, error) {
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			c.setErr(fmt.Errorf("semaphore: %w: nil option", ErrInvalidArgument))
+			continue
+		}
+		o(&c)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
 	if sess == nil {
 		return nil, fmt.Errorf("semaphore: %w: nil session", ErrInvalidArgument)
 	}
@@ -81,14 +112,8 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 		return nil, fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, maxLeases, MaxLeasesLimit)
 	}
 	full := sess.Path(path)
-	s := &Semaphore{sess: sess, path: full, max: maxLeases, leases: full + "/" + leasesChild,
+	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
 		log: sess.Logger().With("semaphore", full)}
-	for _, o := range opts {
-		o(s)
-	}
-	if len(s.data) > recipe.MaxDataLen {
-		return nil, fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(s.data), recipe.MaxDataLen)
-	}
 	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks}
 	return s, nil
 }
