@@ -27,6 +27,9 @@ var (
 	ErrStopDeadline    = recipe.NewError("election: OnElected did not return within the stop deadline")
 	ErrClosed          = session.ErrClosed
 	ErrLost            = session.ErrLost
+	// ErrWrongKind: the path belongs to another kind of recipe, or to an
+	// election of the other mode (fair or non-fair).
+	ErrWrongKind = recipe.ErrWrongKind
 )
 
 // MaxIDLen bounds a candidate id (it is stored as the node's data).

@@ -33,7 +33,8 @@ func parseLatch(name string) (member, bool) {
 }
 
 func (e *Election) line() *recipe.Line {
-	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Kinds: []string{recipe.KindLatch}}
+	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Kinds: []string{recipe.KindLatch},
+		Refuse: map[string]string{leaderChild: "a non-fair election's path"}}
 }
 
 // list returns the candidates in line order.

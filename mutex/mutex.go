@@ -129,7 +129,8 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
 	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
-	m.single = recipe.Single{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark}
+	m.single = recipe.Single{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
+		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}}
 	return m, nil
 }
 

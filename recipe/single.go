@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -44,6 +45,11 @@ type Single struct {
 	Path   string // the parent's full path (namespace included)
 	Name   string // the node's name under Path
 	Mark   string // written to Path's data with each grant, before the attempt's guid
+	// Refuse names children whose presence means Path belongs to another
+	// kind of recipe (name → what it is). A waiting line's node (a name
+	// ParseName reads) refuses Path too: a race and a line on one path
+	// would each grant a holder. Acquire then fails with ErrWrongKind.
+	Refuse map[string]string
 }
 
 // Attempt is one contender's claim in a Single race.
@@ -91,6 +97,12 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		if err == nil {
 			st := res[1].Stat // Path's, set in the same transaction: Mzxid is the node's Czxid
 			if h := s.hold(ep, st.Mzxid, st.Version); h.Context().Err() == nil {
+				if err := s.alone(ctx, ep, h); err != nil {
+					if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
+						return nil, err
+					}
+					continue
+				}
 				granted = true
 				return h, nil
 			}
@@ -168,6 +180,12 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			}
 			if ours {
 				if h := s.hold(ep, w.st.Czxid, version); h.Context().Err() == nil {
+					if err := s.alone(ctx, ep, h); err != nil {
+						if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
+							return nil, err
+						}
+						continue
+					}
 					granted = true
 					return h, nil
 				}
@@ -260,6 +278,39 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 		return res{g, st}, nil
 	}, nil)
 	return r.guid, r.st, err
+}
+
+// alone checks, after a grant, that Path holds no other kind of recipe's
+// nodes: a waiting line's (a fair lock or election on the same path, whose
+// holder cannot see this race's node if it listed the line before the
+// create) or one Refuse names. Checked after the create, so of two
+// contenders of different kinds, the later one always sees the earlier. If
+// Path is refused, or the check cannot be made, h is released (its delete
+// guarded) and the error returned.
+func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
+	names, err := session.CallValue(ctx, func() ([]string, error) {
+		names, _, err := ep.Conn().Children(s.Path)
+		return names, err
+	}, nil)
+	if err == nil {
+		for _, n := range names {
+			if n == s.Name {
+				continue
+			}
+			if what, ok := s.Refuse[n]; ok {
+				err = fmt.Errorf("%w: %s is %s", ErrWrongKind, s.Path, what)
+				break
+			}
+			if _, ok := ParseName(n); ok {
+				err = fmt.Errorf("%w: %s has %s, a waiting line's node (a fair recipe's path)", ErrWrongKind, s.Path, n)
+				break
+			}
+		}
+	}
+	if err != nil {
+		_ = h.Release(ctx) // not granted after all (it lets go whatever ctx)
+	}
+	return err
 }
 
 // hold is the grant of the node in ep at Path's version: its token is the
