@@ -233,14 +233,14 @@ func (e *Election) report(ev session.RecipeEvent) {
 // Healthy is a liveness check for a process that runs this candidate (like
 // client-go's HealthzAdaptor): it reports an error when OnElected is still
 // running past its stop deadline after leadership was lost (a leader that
-// cannot stop must not go on), or when the session has been Suspended for
+// cannot stop must not go on; the error matches ErrStopDeadline), or when the session has been Suspended for
 // longer than maxSuspended (0: no bound).
 func (e *Election) Healthy(maxSuspended time.Duration) error {
 	e.mu.Lock()
 	stuck := e.stuckNow
 	e.mu.Unlock()
 	if stuck {
-		return fmt.Errorf("election %s: OnElected has not returned %v after leadership was lost", e.path, e.stopDeadline)
+		return fmt.Errorf("election %s: %w: it has not returned %v after leadership was lost", e.path, ErrStopDeadline, e.stopDeadline)
 	}
 	if st, since := e.sess.StateSince(); maxSuspended > 0 && st == session.Suspended && time.Since(since) > maxSuspended {
 		return fmt.Errorf("election %s: ZooKeeper connection suspended for %v (bound %v)", e.path,

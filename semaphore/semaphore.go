@@ -27,7 +27,8 @@ var (
 	ErrClosed            = recipe.ErrClosed
 	// ErrNoLease: TryAcquire found no lease free (or waiters ahead).
 	ErrNoLease = recipe.NewError("semaphore: no lease free")
-	// ErrConflict: SetMaxLeases lost a race with another change of the limit.
+	// ErrConflict: SetMaxLeases lost a race with another change of the
+	// limit, or the limit kept changing while an acquire read it.
 	ErrConflict = recipe.NewError("semaphore: the limit was changed concurrently")
 )
 
@@ -276,7 +277,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 		s.version, s.known = st.Version, true
 		return nil
 	}
-	return fmt.Errorf("semaphore %s: could not read or record the limit", s.path)
+	return fmt.Errorf("semaphore %s: %w: the limit kept changing while it was read or recorded", s.path, ErrConflict)
 }
 
 func truncate(b []byte) string {
