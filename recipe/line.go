@@ -92,13 +92,13 @@ func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
 	return err
 }
 
-// EnsureVersionedPath creates p as a persistent node, and its missing parents
+// ensureVersionedPath creates p as a persistent node, and its missing parents
 // as containers (see EnsurePath): for a path whose data version fences holds
 // (the non-fair race's guarded delete checks it). A container removed and
 // created again starts at version 0 again, so a delete retried across its
 // two lives could pass the check and remove the next holder's node; a
 // persistent path keeps counting.
-func EnsureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
+func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
 	var err error
 	for round := 0; round < ensureRounds; round++ {
 		if err = ensureOnce(sess, ep, zkpath.Parents(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -443,11 +443,16 @@ var errEpochEnded = errors.New("connection lost")
 var ErrNodeGone = errors.New("our node is gone from the line")
 
 // Turn decides, from the line and our index i in it, whether we are granted;
-// if not, which node to watch (an index below i), and whether that node's
-// deletion alone grants us (no need to list the line again).
+// if not, which node to watch (its index: usually one ahead of i, the node
+// whose deletion can change the answer; any node of the line may be
+// watched), and whether that node's deletion alone grants us (no need to
+// list the line again).
 type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
 
-// Await waits in line until turn grants own, within epoch ep. It returns nil
+// Await waits in line until turn grants own, within epoch ep. The first
+// look uses the line listed with own's create (see Node.TakeSeen) unless it
+// was taken: a recipe that waits on something else first takes it, as it is
+// stale by then. It returns nil
 // when granted while ep is still live; ErrNodeGone when own has left the line;
 // an error matching Retryable when ep ended (wait for the session and call
 // again); or ctx.Err(). Each wait watches exactly one node, with GetW: one

@@ -121,12 +121,12 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		case errors.Is(err, zk.ErrNoNode) && noNode < 3: // no Path (yet, or again)
 			// Only failures in a row count against the bound: Path's
 			// parents are containers, which the server may remove when
-			// empty. Path itself stays persistent (EnsureVersionedPath):
+			// empty. Path itself stays persistent (ensureVersionedPath):
 			// its data version is the fence, and a container created
 			// again would count versions from 0 again, letting a retried
 			// release remove the next holder's node.
 			noNode++
-			if err := EnsureVersionedPath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
+			if err := ensureVersionedPath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
 				return nil, err
 			}
 			continue
