@@ -97,7 +97,7 @@ type Election struct {
 	mu      sync.Mutex
 	mode    int
 	node    *candidate // our node in line, if any
-	leading *leadership
+	leading *Leadership
 	stuck   bool
 	// stuckNow: OnElected is still running past its stop deadline.
 	stuckNow bool
@@ -124,13 +124,6 @@ type candidate struct {
 	// The line as listed with the create (nil once used, by the goroutine
 	// that campaigns with this candidate).
 	seen []recipe.Name
-}
-
-// leadership is a held leadership.
-type leadership struct {
-	term   Term
-	ctx    context.Context
-	cancel context.CancelFunc
 }
 
 // New returns a candidate with the given id for the election at path. It does

@@ -380,8 +380,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // closedCh is a closed channel: the Lost of a lock not held.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Lost is closed when the held lock may have been lost. For a lock not held
-// it is a closed channel.
+// Lost returns the held lock's loss signal: a channel closed when the hold is,
+// or may be, lost (the connection dropped, the session was lost, the session
+// manager closed), before any other client can be granted the lock. Unlock
+// does not close it: take it after Lock, and a select on it tells a loss from
+// your own Unlock. Called when the value holds no lock, it returns a closed
+// channel (there is no hold to keep).
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -391,9 +395,10 @@ func (m *Mutex) Lost() <-chan struct{} {
 	return m.hold.Lost()
 }
 
-// Context returns a context cancelled when the held lock may have been lost
-// (or is released): pass it to the work the lock protects. For a lock not held
-// it is already cancelled.
+// Context returns the held lock's context: it ends when the hold ends for any
+// reason, a loss (as Lost) or the Unlock that releases it. Pass it to the work
+// the lock protects. Called when the value holds no lock, it returns a
+// context that has ended.
 func (m *Mutex) Context() context.Context {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -423,7 +428,11 @@ func (m *Mutex) held() (*recipe.Hold, error) {
 }
 
 // Token is the held lock's fencing token: it grows with every grant of this
-// lock. The first call may cost a round trip.
+// lock. For a non-fair lock it is known from the grant and costs nothing. For
+// a fair lock (or a side of a read-write lock) the first call on a hold costs
+// one request (an Exists of the hold's node), and the token is kept: later
+// calls on that hold cost nothing, and a hold whose Token is never called
+// never pays for it. It returns ErrNotHeld when the value holds no lock.
 func (m *Mutex) Token(ctx context.Context) (recipe.Token, error) {
 	h, err := m.held()
 	if err != nil {
@@ -442,8 +451,11 @@ func (m *Mutex) Node() string {
 }
 
 // Fenced runs ops as one multi-op that lands only while the lock is held; a
-// write after the hold is gone fails with an error matching ErrLost (see
-// recipe.Hold.Fenced). The check prepended to ops: for a fair lock (and each
+// write after the hold is gone fails with an error matching ErrLost. ops are
+// fence.Set, fence.Create and fence.Delete (paths in the session's
+// namespace), or go-zookeeper's requests (see recipe.Hold.Fenced); it
+// returns one response per op (a Set's Stat.Version is the node's new
+// version). The check prepended to ops: for a fair lock (and each
 // side of a read-write lock), that the hold's node exists; for a non-fair
 // lock, that the lock's node exists and that the path's version is still the
 // one this grant wrote (no grant since).
