@@ -408,4 +408,3 @@ func (e *Election) setLeading(l *Leadership) (resign <-chan struct{}, left chan 
 	e.resignCh, e.leftCh = make(chan struct{}), make(chan struct{})
 	return e.resignCh, e.leftCh
 }
-
