@@ -57,9 +57,11 @@ type Participant struct {
 
 // Callbacks are what Run calls. Only OnElected is required.
 type Callbacks struct {
-	// OnElected runs when this candidate becomes leader. Its ctx is cancelled
-	// the moment leadership may be lost; it must then return promptly.
-	// Returning early gives leadership up (the candidate re-enters the line).
+	// OnElected runs when this candidate becomes leader. Its ctx is the
+	// leadership's Context: cancelled the moment leadership may be lost (or
+	// is given up); it must then return promptly. Returning early gives
+	// leadership up (the candidate re-enters the line). Within it,
+	// Election.Leadership returns the leadership (Lost, Validate, Fenced).
 	OnElected func(ctx context.Context, term Term)
 	// OnRevoked runs after OnElected has returned, each time.
 	OnRevoked func()
