@@ -38,9 +38,11 @@ type Hold struct {
 	granted time.Time
 
 	// lost is closed when the epoch ends before the release (stopLost
-	// unhooks it at the release).
-	lost     chan struct{}
-	stopLost func() bool
+	// unhooks it at the release); onLost run then (under mu: lostFired).
+	lost      chan struct{}
+	stopLost  func() bool
+	lostFired bool
+	onLost    []func()
 	// tokenTurn serialises the token's read: once per hold.
 	tokenTurn chan struct{}
 
@@ -70,8 +72,35 @@ func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...str
 		lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1)}
 	// The epoch's end closes lost unless the release came first. The hold's
 	// ctx, a child of the epoch's, is cancelled synchronously with it.
-	h.stopLost = context.AfterFunc(ep.Context(), func() { close(h.lost) })
+	h.stopLost = context.AfterFunc(ep.Context(), h.fireLost)
 	return h
+}
+
+// fireLost closes lost and runs what waits for it (once: from the epoch's
+// hook, or from Release when the hook was unhooked after the epoch ended).
+func (h *Hold) fireLost() {
+	h.mu.Lock()
+	h.lostFired = true
+	fns := h.onLost
+	h.onLost = nil
+	h.mu.Unlock()
+	close(h.lost)
+	for _, f := range fns {
+		f()
+	}
+}
+
+// whenLost runs f once the hold is lost (at once if it was), never if it is
+// released first.
+func (h *Hold) whenLost(f func()) {
+	h.mu.Lock()
+	if !h.lostFired {
+		h.onLost = append(h.onLost, f)
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	f()
 }
 
 // Observe reports the grant to the session's observer (recipe is "mutex",
@@ -84,14 +113,10 @@ func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
 			"wait", wait, "position", position)
 	}
 	if log.Enabled(context.Background(), slog.LevelWarn) {
-		go func() {
-			select {
-			case <-h.lost:
-				log.Warn(recipe+": hold lost (connection or session lost)", "path", path, "node", h.nodes[0],
-					"session", fmt.Sprintf("0x%x", h.ep.SessionID()), "held", time.Since(h.granted))
-			case <-h.released():
-			}
-		}()
+		h.whenLost(func() {
+			log.Warn(recipe+": hold lost (connection or session lost)", "path", path, "node", h.nodes[0],
+				"session", fmt.Sprintf("0x%x", h.ep.SessionID()), "held", time.Since(h.granted))
+		})
 	}
 	if !h.sess.Observed() {
 		return
@@ -100,18 +125,10 @@ func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
 	h.recipe, h.path, h.observed = recipe, path, true
 	h.mu.Unlock()
 	h.report(session.Acquired, func(ev *session.RecipeEvent) { ev.Wait, ev.Position = wait, position })
-	go func() {
-		select {
-		case <-h.lost:
-			h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
-		case <-h.released():
-		}
-	}()
+	h.whenLost(func() {
+		h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+	})
 }
-
-// released is closed once the hold has ended (by Release or loss): with
-// lost, it tells the two apart.
-func (h *Hold) released() <-chan struct{} { return h.ctx.Done() }
 
 func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEvent)) {
 	h.mu.Lock()
@@ -345,7 +362,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	unhooked := h.stopLost()
 	lost := !unhooked || h.ep.Context().Err() != nil
 	if lost && unhooked {
-		close(h.lost)
+		h.fireLost()
 	}
 	if !lost {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
