@@ -131,3 +131,42 @@ func TestRunLeadership(t *testing.T) {
 	require.False(t, isClosed(second.l.Lost()), "Run's end closed Lost: no loss")
 	require.Nil(t, e.Leadership())
 }
+
+// After a loss its session survives (the connection was severed and comes
+// back at once, well within the session timeout), Campaign again leads at
+// once with the same term: the node kept its place. No Resign is needed in
+// between.
+func TestCampaignAgainAfterLossKeepsThePlace(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		name := "fair"
+		var opts []election.Option
+		if !fair {
+			name, opts = "nonfair", []election.Option{election.NonFair()}
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := zktest.NewProxy(zk.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			s := open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+			ctx := testutil.Ctx(t, 30*time.Second)
+			e, err := election.New(s, uniquePath(t), "a", opts...)
+			require.NoError(t, err)
+			l, err := e.Campaign(ctx)
+			require.NoError(t, err)
+			sid := s.SessionID()
+			p.Sever()
+			select {
+			case <-l.Lost():
+			case <-ctx.Done():
+				t.Fatal("Lost not closed when the connection was severed")
+			}
+			require.Error(t, l.Context().Err())
+			l2, err := e.Campaign(ctx)
+			require.NoError(t, err)
+			require.Equal(t, sid, s.SessionID(), "the session survived")
+			require.Equal(t, l.Term(), l2.Term(), "the same session's node leads again")
+			require.NoError(t, l2.Validate(ctx))
+			require.NoError(t, l2.Resign(ctx))
+		})
+	}
+}

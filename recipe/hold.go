@@ -175,7 +175,8 @@ func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
 // answer carries no Stat) the first call reads it with one request (an
 // Exists of the hold's node) and keeps it: later calls, and concurrent ones,
 // cost nothing more, and a hold whose token is never asked for never pays
-// for it. Reading it fails with ErrLost once the hold has ended.
+// for it. A token not yet read cannot be read once the hold has ended: the
+// call then fails with ErrLost.
 func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if t := h.knownToken(); t != 0 {
 		return t, nil
