@@ -10,7 +10,7 @@
 //
 //	if err := fence.Ensure(ctx, sess, "/jobs/backup/state", nil); err != nil { ... }
 //	...
-//	res, err := m.Fenced(ctx, fence.Set("/jobs/backup/state", []byte(tok.String()), -1))
+//	res, err := m.Fenced(ctx, fence.Set("/jobs/backup/state", []byte(tok.String()), fence.AnyVersion))
 //	// res[0].Stat.Version is the node's new version
 //
 // An Op's path is in the session's namespace, as a recipe's path is (see
