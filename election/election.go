@@ -115,9 +115,10 @@ type candidate struct {
 	seq   int64
 	sid   int64
 	czxid int64
-	// The line as listed with the create (nil once used, by the goroutine
-	// that campaigns with this candidate).
-	seen []recipe.Name
+	// node is the line's node of a fair candidate (with the line as listed
+	// with its create), used by the goroutine that campaigns with it; nil in
+	// non-fair mode.
+	node *recipe.Node
 }
 
 // leadership is a held leadership.

@@ -127,3 +127,90 @@ func WatchCount(t testing.TB, c *zktest.Cluster, i int) int64 {
 	require.NoError(t, err, "zk_watch_count")
 	return n
 }
+
+// StallSlack is how late a blocking call may return after its ctx has ended,
+// with its connection stalled: a bound on honouring ctx, not a performance
+// figure.
+const StallSlack = 50 * time.Millisecond
+
+// Stalled stalls p (every connection of s goes through it), runs call with a
+// ctx that ends d later, heals p, waits until s is usable again (same session)
+// and fails the test if call returned more than StallSlack after its ctx
+// ended (measured on the monotonic clock). It returns call's error.
+func Stalled(t testing.TB, s *session.Session, p *zktest.Proxy, d time.Duration, call func(ctx context.Context) error) error {
+	t.Helper()
+	ep := live(t, s)
+	p.Stall()
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
+	defer cancel()
+	err := call(ctx)
+	took := time.Since(start)
+	heal(t, s, p, ep)
+	t.Logf("returned %v after a %v ctx under a stall: %v", took.Round(100*time.Microsecond), d, err)
+	require.LessOrEqualf(t, took, d+StallSlack, "returned %v after a %v ctx under a stall (error: %v)", took, d, err)
+	return err
+}
+
+// StalledWhileWaiting runs call in the background with a ctx it can wait
+// on; once waiting reports true (the call is blocked in line), it stalls p,
+// ends the ctx d later, heals p, waits until s is usable again, and fails the
+// test if call returned more than StallSlack after its ctx ended. It returns
+// call's error.
+func StalledWhileWaiting(t testing.TB, s *session.Session, p *zktest.Proxy, d time.Duration,
+	call func(ctx context.Context) error, waiting func() bool) error {
+	t.Helper()
+	ep := live(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		err := call(ctx)
+		done <- result{err, time.Now()}
+	}()
+	require.Eventually(t, waiting, 10*time.Second, 5*time.Millisecond, "the call never waited")
+	select {
+	case r := <-done:
+		t.Fatalf("the call returned before the stall: %v", r.err)
+	default:
+	}
+	p.Stall()
+	stop := time.AfterFunc(d, cancel)
+	defer stop.Stop()
+	start := time.Now()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call never returned")
+	}
+	took := r.at.Sub(start)
+	heal(t, s, p, ep)
+	t.Logf("returned %v after the stall, its ctx ended at %v: %v", took.Round(100*time.Microsecond), d, r.err)
+	require.LessOrEqualf(t, took, d+StallSlack, "returned %v after the stall, its ctx ended at %v (error: %v)", took, d, r.err)
+	return r.err
+}
+
+func live(t testing.TB, s *session.Session) *session.Epoch {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 20*time.Second))
+	require.NoError(t, err)
+	return ep
+}
+
+// heal ends the stall and waits until s is usable in a new epoch of the same
+// session.
+func heal(t testing.TB, s *session.Session, p *zktest.Proxy, ep *session.Epoch) {
+	t.Helper()
+	p.Heal()
+	require.Eventually(t, func() bool {
+		cur, ok := s.Current()
+		return ok && cur.Seq() != ep.Seq()
+	}, 20*time.Second, 5*time.Millisecond, "the session did not come back after the stall")
+	cur, _ := s.Current()
+	require.Equal(t, ep.SessionID(), cur.SessionID(), "the session was lost in the stall")
+}
