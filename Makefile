@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos build fuzz
+.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos build fuzz consumercheck
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -26,6 +26,7 @@ build:
 test: setup-bench lint
 	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' scripts/test.sh
 	@$(MAKE) --no-print-directory test-mingo
+	@$(MAKE) --no-print-directory consumercheck
 	@$(MAKE) --no-print-directory fuzz
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper.
@@ -37,6 +38,12 @@ test-mingo:
 
 test-short: setup
 	$(GO) test -race -short -count=1 $(PKGS)
+
+## consumercheck: a fresh module outside this one depends on shepherd through a
+## file module proxy holding this tree (no replace, no go.work): it builds,
+## vets and runs a lock, a lease and an election; `go install` of the CLI too.
+consumercheck: setup
+	@scripts/consumercheck.sh
 
 lint:
 	@grep -Eq '^(replace|exclude)' go.mod && { echo "go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true

@@ -2,8 +2,10 @@
 // recipe (mutex fair and non-fair, read-write lock, semaphore, election fair
 // and non-fair) under every fault (ZooKeeper leader or follower killed,
 // standalone server restarted, client connection stalled shorter and longer
-// than the session timeout, session expired on demand, client process
-// SIGKILLed, whole ensemble restarted), with invariant checkers on one clock
-// in one process. It has no non-test code; run it with `go test ./chaos` or
-// `make chaos` (the soak, 10 minutes by default).
+// than the session timeout, the answers to a release lost, session expired on
+// demand, client process SIGKILLed, whole ensemble restarted), with invariant
+// checkers on one clock in one process. In every run two of the clients are
+// values of the recipe sharing one session, and one of them releases with a
+// ctx that has already ended. It has no non-test code; run it with
+// `go test ./chaos` or `make chaos` (the soak, 10 minutes by default).
 package chaos

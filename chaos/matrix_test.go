@@ -37,8 +37,11 @@ type clientRun struct {
 	id    string
 	sess  *session.Session
 	proxy *zktest.Proxy
-	mu    sync.Mutex
-	cur   *grant
+	// doneRelease: the client releases with a ctx that has already ended
+	// (a release must let go all the same).
+	doneRelease bool
+	mu          sync.Mutex
+	cur         *grant
 }
 
 func (c *clientRun) holding() bool {
@@ -62,13 +65,21 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *
 	_, err = ep.Conn().Create(h.res, []byte("0"), 0, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	for i := range n {
-		p, err := zktest.NewProxy(cluster.Servers()...)
+		cr := &clientRun{id: fmt.Sprint("c", i)}
+		if i == n-1 && n >= 3 {
+			// The last two clients are two values of the recipe on one
+			// session (as an application shares one session among its
+			// recipes), and the last releases with a done ctx.
+			prev := h.clients[i-1]
+			cr.sess, cr.proxy, cr.doneRelease = prev.sess, prev.proxy, true
+		} else {
+			p, err := zktest.NewProxy(cluster.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			cr.sess, cr.proxy = open(t, p.Addrs()), p
+		}
+		cl, err := spec.make(cr.sess, h.path, i)
 		require.NoError(t, err)
-		t.Cleanup(func() { p.Close() })
-		s := open(t, p.Addrs())
-		cl, err := spec.make(s, h.path, i)
-		require.NoError(t, err)
-		cr := &clientRun{id: fmt.Sprint("c", i), sess: s, proxy: p}
 		h.clients = append(h.clients, cr)
 		h.wg.Add(1)
 		go h.loop(cr, cl)
@@ -133,6 +144,9 @@ func (h *harness) loop(c *clientRun, cl client) {
 		c.cur = nil
 		c.mu.Unlock()
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if c.doneRelease {
+			rcancel()
+		}
 		_ = hd.release(rctx)
 		rcancel()
 		cancel()
@@ -261,6 +275,17 @@ var faults = []fault{
 		require.Eventually(h.t, func() bool { s := c.sess.SessionID(); return s != sid && s != 0 || c.sess.State() == session.Lost },
 			3*sessionTimeout, 10*time.Millisecond)
 		time.Sleep(sessionTimeout / 2) // past the server's expiry too
+		c.proxy.Heal()
+	}},
+	{name: "release-answer-lost", inject: func(h *harness) {
+		// The holder's answers are lost (requests still reach the server)
+		// across its release: the release is applied, another client is
+		// granted, then the connection comes back with the same session and
+		// the holder's retried delete must not touch the new holder's node.
+		c := h.holder()
+		c.proxy.MuteReplies()
+		waitFor(2*time.Second, func() bool { return !c.holding() }) // it releases after holdFor
+		h.waitGrants(1, 10*time.Second)
 		c.proxy.Heal()
 	}},
 	{name: "session-expired", inject: func(h *harness) {

@@ -16,27 +16,27 @@ import (
 // onLeader. The returned leadership's ctx derives from the granting epoch's
 // context: it is cancelled synchronously when the connection is lost.
 func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*leadership, error) {
-	var seen string // the leader node last reported
+	var seen, seenTerm = "", Term(0) // the leadership last reported
 	var report func(Leader)
 	if onLeader != nil {
 		report = func(l Leader) {
-			if l.Node != seen {
-				seen = l.Node
+			// By node and term: the non-fair race's node has one name for
+			// every leader.
+			if l.Node != seen || l.Term != seenTerm {
+				seen, seenTerm = l.Node, l.Term
 				onLeader(l)
 			}
 		}
+	}
+	if !e.fair {
+		return e.acquireNonFair(ctx, report)
 	}
 	for {
 		ep, err := e.sess.Wait(ctx)
 		if err != nil {
 			return nil, err
 		}
-		var l *leadership
-		if e.fair {
-			l, err = e.tryFair(ctx, ep, report)
-		} else {
-			l, err = e.tryNonFair(ctx, ep, report)
-		}
+		l, err := e.tryFair(ctx, ep, report)
 		if l != nil || err == nil {
 			return l, nil
 		}
@@ -62,14 +62,24 @@ func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*leaders
 // errRetry asks acquire to go round again at once.
 var errRetry = errors.New("election: retry")
 
-// elected grants leadership for node, bound to ep: its context derives from
-// the epoch's, so it is cancelled synchronously when the connection is lost.
-func (e *Election) elected(ep *session.Epoch, n *candidate, report func(Leader)) *leadership {
-	lctx, cancel := context.WithCancel(ep.Context())
+// elected grants leadership for node n with hold h (bound to the epoch that
+// granted it): the leadership's context derives from the hold's, so it is
+// cancelled synchronously when the connection is lost. h replaces n's
+// earlier grant, if any (the same node, granted again after a reconnect).
+func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *leadership {
+	e.mu.Lock()
+	n.hold = h
+	e.mu.Unlock()
+	lctx, cancel := context.WithCancel(h.Context())
 	if report != nil {
 		report(Leader{ID: e.id, Term: Term(n.czxid), Node: n.path, SessionID: n.sid})
 	}
 	return &leadership{term: Term(n.czxid), ctx: lctx, cancel: cancel}
+}
+
+// electedFair grants leadership for our node in the line, within ep.
+func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *leadership {
+	return e.elected(n, recipe.NewHold(e.sess, ep, recipe.Token(n.czxid), n.path), report)
 }
 
 // tryFair runs the fair line within one epoch: it returns a leadership, or an
@@ -111,7 +121,7 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 	err := e.line().AwaitWith(ctx, ep, node.node, headTurn, recipe.AwaitOptions{OnHead: onHead})
 	switch {
 	case err == nil:
-		return e.elected(ep, node, report), nil
+		return e.electedFair(ep, node, report), nil
 	case errors.Is(err, recipe.ErrNodeGone):
 		// Our node is gone: its session must be too. Re-enter.
 		e.mu.Lock()
@@ -134,51 +144,39 @@ func headTurn(line []recipe.Name, i int) (bool, int, bool) {
 	return false, i - 1, i == 1
 }
 
-// tryNonFair races for the single leader node within one epoch.
-func (e *Election) tryNonFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*leadership, error) {
-	p := e.path + "/" + leaderChild
-	if err := e.awaitDelete(ctx); err != nil {
-		return nil, err
+// acquireNonFair races for the single leader node (recipe.Single) until
+// this candidate leads or ctx ends. A candidate that led before in the same
+// session races with the same attempt: if its node is still there (a
+// reconnect), it leads again at once with the same term.
+func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*leadership, error) {
+	e.mu.Lock()
+	prev := e.node
+	e.mu.Unlock()
+	guid := recipe.NewGUID()
+	if prev != nil {
+		guid = prev.guid
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := ep.Conn().Create(p, []byte(e.id), zk.FlagEphemeral, e.sess.ACL())
-		switch {
-		case errors.Is(err, zk.ErrNoNode) && attempt < 3:
-			if err := e.ensureParents(ep); err != nil {
-				return nil, err
-			}
-			continue
-		case err != nil && !errors.Is(err, zk.ErrNodeExists) && !session.OutcomeUnknown(err):
-			return nil, err
-		}
-		// Created, exists, or unknown: read the truth and watch it.
-		data, st, w, gerr := ep.Conn().GetW(p)
-		if errors.Is(gerr, zk.ErrNoNode) {
-			continue
-		} else if gerr != nil {
-			return nil, gerr
-		}
-		if st.EphemeralOwner == ep.SessionID() {
-			if ep.Context().Err() != nil {
-				return nil, errRetry
-			}
-			n := &candidate{ep: ep, path: p, name: leaderChild, sid: ep.SessionID(), czxid: st.Czxid}
-			e.mu.Lock()
-			e.node = n
-			e.mu.Unlock()
-			return e.elected(ep, n, report), nil
-		}
-		if report != nil {
+	p := e.path + "/" + leaderChild
+	var seen func([]byte, *zk.Stat)
+	if report != nil {
+		seen = func(data []byte, st *zk.Stat) {
 			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner})
 		}
-		select {
-		case <-w:
-		case <-ep.Done():
-			return nil, errRetry
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 	}
+	h, err := e.single.Acquire(ctx, recipe.Attempt{GUID: guid, Data: []byte(e.id), Wait: true, Seen: seen})
+	if err != nil {
+		return nil, err
+	}
+	tok, err := h.Token(ctx) // known from the grant: no round trip
+	if err != nil {
+		_ = h.Release(ctx)
+		return nil, err
+	}
+	n := &candidate{path: p, name: leaderChild, sid: h.SessionID(), czxid: int64(tok), guid: guid}
+	e.mu.Lock()
+	e.node = n
+	e.mu.Unlock()
+	return e.elected(n, h, report), nil
 }
 
 // warnDuplicates logs other candidates using our id (a second process
@@ -201,22 +199,43 @@ func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
 	}
 }
 
-// leave removes our node (the next candidate is notified at once).
-func (e *Election) leave() {
+// leave removes our node (the next candidate is notified at once), whatever
+// ctx: the delete goes on in the background until the node is gone or its
+// session is. ctx only bounds the wait for the server's confirmation (ctx's
+// error when it did not come in time).
+func (e *Election) leave(ctx context.Context) error {
 	e.mu.Lock()
 	n := e.node
 	e.node = nil
 	e.mu.Unlock()
 	if n == nil {
-		return
+		return nil
 	}
-	ep, ok := e.sess.Current()
-	if !ok || ep.SessionID() != n.sid {
-		ep = n.ep // not connected now: delete once its session is back
+	if n.hold != nil {
+		// It led: releasing its last grant deletes it (guarded in the
+		// non-fair race, whose node's name the next leader reuses).
+		err := n.hold.Release(ctx)
+		if errors.Is(err, recipe.ErrLost) || errors.Is(err, recipe.ErrNotHeld) {
+			return nil // lost before: deleted once its session is back (or with it)
+		}
+		return err
 	}
-	if ep != nil {
-		e.deleteNode(n.path, ep)
+	// A place in line, never granted.
+	select {
+	case <-recipe.Leave(e.sess, n.ep, n.path):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+// leaveBounded is leave, waiting for the server's confirmation at most one
+// session timeout (and not past ctx): by then the connection is back and the
+// delete made, or the session is lost and the node gone with it.
+func (e *Election) leaveBounded(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.sess.Timeout())
+	defer cancel()
+	_ = e.leave(ctx)
 }
 
 // Run campaigns until ctx ends, calling cb as leadership is gained and lost
@@ -234,7 +253,9 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		return err
 	}
 	defer e.end()
-	defer e.leave()
+	// Leaving when Run ends starts the delete and does not wait for its
+	// confirmation once ctx has ended (it goes on in the background).
+	defer e.leaveBounded(ctx)
 	for {
 		began := time.Now()
 		l, err := e.acquire(ctx, cb.OnLeader)
@@ -247,7 +268,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		e.report(session.RecipeEvent{Kind: session.Acquired, Wait: time.Since(began), Term: int64(l.term)})
 		e.report(session.RecipeEvent{Kind: session.Elected, Term: int64(l.term)})
 		stopAfter := context.AfterFunc(ctx, l.cancel)
-		resign := e.setLeading(l)
+		resign, left := e.setLeading(l)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -271,10 +292,12 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			cb.OnRevoked()
 		}
 		e.log.Info("election: revoked", "term", l.term)
-		if stuck {
-			return fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)
-		}
-		if ctx.Err() != nil {
+		if stuck || ctx.Err() != nil {
+			e.leaveBounded(ctx)
+			close(left)
+			if stuck {
+				return fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)
+			}
 			return nil
 		}
 		select {
@@ -283,8 +306,9 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		default:
 		}
 		if voluntary {
-			e.leave() // back of the line
+			e.leaveBounded(ctx) // back of the line
 		}
+		close(left)
 	}
 }
 
@@ -337,17 +361,18 @@ func (e *Election) end() {
 }
 
 // setLeading records the current leadership and returns a channel closed by
-// Resign.
-func (e *Election) setLeading(l *leadership) <-chan struct{} {
+// Resign, and one Run closes once the leadership's end is dealt with (the
+// node released, or kept for a reconnect).
+func (e *Election) setLeading(l *leadership) (resign <-chan struct{}, left chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = l
 	if l == nil {
 		e.resignCh = nil
-		return nil
+		return nil, nil
 	}
-	e.resignCh = make(chan struct{})
-	return e.resignCh
+	e.resignCh, e.leftCh = make(chan struct{}), make(chan struct{})
+	return e.resignCh, e.leftCh
 }
 
 // Campaign blocks until this candidate leads (or ctx ends) and returns the
@@ -359,7 +384,7 @@ func (e *Election) Campaign(ctx context.Context) (Term, error) {
 	}
 	l, err := e.acquire(ctx, nil)
 	if err != nil {
-		e.leave()
+		_ = e.leave(ctx) // ctx has ended, or the session is closed: no wait
 		e.end()
 		return 0, err
 	}
@@ -380,13 +405,17 @@ func (e *Election) Lost() <-chan struct{} {
 	return e.leading.ctx.Done()
 }
 
-// Resign gives leadership up: OnElected's ctx (or Lost) is cancelled and the
-// node is deleted, so the next candidate is elected at once. Under Run the
-// candidate goes back in line; after Campaign it leaves the election. It
-// returns ErrNotLeader when not leading.
+// Resign gives leadership up, whatever ctx: OnElected's ctx (or Lost) is
+// cancelled and the node is deleted, so the next candidate is elected at
+// once. Under Run the candidate goes back in line (once OnElected has
+// returned); after Campaign it leaves the election. ctx only bounds how long
+// Resign waits for that to be confirmed by the server: if it cannot be within
+// ctx, Resign returns ctx's error and the delete goes on in the background
+// until the node is gone or its session is. It returns ErrNotLeader when not
+// leading.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
-	l, mode := e.leading, e.mode
+	l, mode, left := e.leading, e.mode, e.leftCh
 	if l == nil {
 		e.mu.Unlock()
 		return ErrNotLeader
@@ -401,8 +430,17 @@ func (e *Election) Resign(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	if mode == modeCampaign {
-		e.leave()
+		err := e.leave(ctx)
 		e.end()
+		return err
 	}
-	return ctx.Err()
+	if left == nil {
+		return nil
+	}
+	select {
+	case <-left:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

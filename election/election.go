@@ -104,7 +104,8 @@ type Election struct {
 	// checkedIDs: the line was searched for our id once already.
 	checkedIDs bool
 	resignCh   chan struct{}
-	deleting   <-chan struct{} // closed when the delete of our last node is over
+	leftCh     chan struct{} // closed by Run once a leadership's end is dealt with
+	single     recipe.Single // the non-fair race
 }
 
 // candidate is our node, bound to the session that created it.
@@ -115,6 +116,11 @@ type candidate struct {
 	seq   int64
 	sid   int64
 	czxid int64
+	// hold is the node's last grant of leadership (nil before the first):
+	// releasing it deletes the node (guarded in the non-fair race).
+	hold *recipe.Hold
+	// guid is the non-fair race's attempt that won the node.
+	guid string
 	// node is the line's node of a fair candidate (with the line as listed
 	// with its create), used by the goroutine that campaigns with it; nil in
 	// non-fair mode.
@@ -150,6 +156,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
 	}
 	e.log = e.log.With("election", e.path, "id", id)
+	e.single = recipe.Single{Sess: sess, Path: e.path, Name: leaderChild, Mark: nonFairMark}
 	return e, nil
 }
 
@@ -211,3 +218,8 @@ func (e *Election) Healthy(maxSuspended time.Duration) error {
 	}
 	return nil
 }
+
+// ErrSequenceExhausted: the path's sequence counter has run out and the line
+// of candidates has no order (see recipe.ErrSequenceExhausted): Campaign and
+// Run fail closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

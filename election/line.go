@@ -12,6 +12,10 @@ import (
 
 const leaderChild = "leader" // the node of the non-fair mode
 
+// nonFairMark is the data the non-fair mode writes to the election's path
+// with each grant, followed by the attempt's guid (see recipe.Single).
+const nonFairMark = "shepherd:election:nonfair "
+
 type member struct {
 	name string
 	seq  int64
@@ -49,11 +53,6 @@ func members(names []recipe.Name) []member {
 	return ms
 }
 
-// ensureParents creates the election path and its parents.
-func (e *Election) ensureParents(ep *session.Epoch) error {
-	return recipe.EnsurePath(e.sess, ep, e.path)
-}
-
 // create enters the line in ep's session (a protected create: a lost answer
 // leaves neither an orphan nor a duplicate); the node's creation zxid is the
 // term it will lead with.
@@ -75,7 +74,7 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 			return st, err
 		}, nil)
 		if err != nil {
-			e.deleteNode(n.Path, ep)
+			recipe.Leave(e.sess, ep, n.Path)
 			if errors.Is(err, recipe.ErrNodeGone) {
 				err = errRetry
 			}
@@ -84,31 +83,4 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 		c.czxid = st.Czxid
 	}
 	return c, nil
-}
-
-// deleteNode removes one of our nodes (guaranteed delete).
-// The non-fair mode's node has a fixed name: until its delete is over, the
-// candidate must not race for it again (it would adopt the node on its way
-// out as a new leadership).
-func (e *Election) deleteNode(path string, ep *session.Epoch) {
-	done := recipe.Leave(e.sess, ep, path)
-	e.mu.Lock()
-	e.deleting = done
-	e.mu.Unlock()
-}
-
-// awaitDelete waits until a delete of our previous node is over.
-func (e *Election) awaitDelete(ctx context.Context) error {
-	e.mu.Lock()
-	done := e.deleting
-	e.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -83,7 +83,9 @@ func (e *Election) Validate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if cur.Node != n.path || cur.SessionID != n.sid {
+		// The term too: every non-fair leader's node has the same name, and
+		// two candidates may share a session.
+		if cur.Node != n.path || cur.SessionID != n.sid || cur.Term != Term(n.czxid) {
 			return fmt.Errorf("%w: %s leads", ErrNotLeader, cur.ID)
 		}
 		return nil

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,27 +33,8 @@ const NonFairNode = "nonfair-lock"
 const semaphoreChild = "leases"
 
 // nonFairMark is the data a non-fair lock writes to its path with each
-// grant, followed by the grant attempt's guid (each grant bumps the path's
-// version: the fence; the guid tells a lost answer's node from an older one
-// of the same session).
+// grant, followed by the grant attempt's guid (see recipe.Single).
 const nonFairMark = "shepherd:mutex:nonfair "
-
-// attemptOf reads the non-fair lock's path: the guid of the attempt that was
-// granted last, and the path's version.
-func (m *Mutex) attemptOf(ctx context.Context, ep *session.Epoch) (string, int32, error) {
-	type res struct {
-		guid    string
-		version int32
-	}
-	r, err := session.CallValue(ctx, func() (res, error) {
-		data, st, err := ep.Conn().Get(m.path)
-		if err != nil {
-			return res{}, err
-		}
-		return res{strings.TrimPrefix(string(data), nonFairMark), st.Version}, nil
-	}, nil)
-	return r.guid, r.version, err
-}
 
 // Option configures a Mutex.
 type Option func(*config)
@@ -79,16 +58,20 @@ func WithData(data []byte) Option {
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
 // use; holds are per value (not per goroutine).
 type Mutex struct {
-	sess *session.Session
-	path string
-	kind string // recipe.KindLock, KindRead or KindWrite
-	fair bool
-	data []byte
-	line recipe.Line
-	log  *slog.Logger
+	sess   *session.Session
+	path   string
+	kind   string // recipe.KindLock, KindRead or KindWrite
+	fair   bool
+	data   []byte
+	line   recipe.Line
+	single recipe.Single // the non-fair race
+	log    *slog.Logger
 	// writer is the write side of the read-write lock this read side belongs
 	// to: a reader ignores the node of its own writer (a downgrade).
 	writer *Mutex
+	// rw is the read-write lock this side belongs to (nil for a Mutex): its
+	// two sides may share one hold (see RWMutex.RLock).
+	rw *RWMutex
 
 	turn chan struct{} // serialises acquisitions on this value
 
@@ -121,6 +104,7 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
 	m.line = recipe.Line{Sess: sess, Path: full, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
+	m.single = recipe.Single{Sess: sess, Path: full, Name: NonFairNode, Mark: nonFairMark}
 	return m, nil
 }
 
@@ -169,7 +153,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	m.hold, m.count = nil, 0
 	m.mu.Unlock()
 	if stale != nil {
-		_ = stale.Release() // lost before: end it (guaranteed delete)
+		_ = stale.Release(ctx) // lost before: end it (guaranteed delete)
 	}
 	var h *recipe.Hold
 	var err error
@@ -261,13 +245,10 @@ func (m *Mutex) recipeName() string {
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
 	start := time.Now()
 	var own *recipe.Node
+	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
-		if own != nil { // not granted: leave the line
-			if ep, ok := m.sess.Current(); ok && ep.SessionID() == own.SessionID {
-				recipe.Leave(m.sess, ep, own.Path)
-			} else {
-				m.deleteLater(own)
-			}
+		if own != nil { // not granted: leave the line (now, or once the session is back)
+			recipe.Leave(m.sess, ownEp, own.Path)
 		}
 	}()
 	for {
@@ -279,6 +260,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 			own = nil // a node of a lost session is never reused
 		}
 		if own == nil {
+			ownEp = ep
 			own, err = m.line.Enter(ctx, ep, m.kind, m.data)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -313,7 +295,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 		}
 		h := recipe.NewHold(m.sess, ep, recipe.Token(own.Czxid), own.Path)
 		if h.Context().Err() != nil {
-			h.Release()
+			_ = h.Release(ctx) // lost at once: it returns without waiting
 			own = nil
 			continue
 		}
@@ -323,184 +305,31 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 	}
 }
 
-// deleteLater removes own once its session is usable again (or is gone).
-func (m *Mutex) deleteLater(own *recipe.Node) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), m.sess.Timeout()+5*time.Second)
-		defer cancel()
-		ep, err := m.sess.Wait(ctx)
-		if err == nil && ep.SessionID() == own.SessionID {
-			recipe.Delete(m.sess, ep, own.Path)
-		}
-	}()
-}
-
 func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
 	start := time.Now()
-	node := m.path + "/" + NonFairNode
-	var delay time.Duration
 	// One guid for the whole call: a create whose answer was lost is
 	// recognised on any later attempt of this call, never left behind.
-	guid := recipe.NewGUID()
-	var unknown *session.Epoch // an epoch in which a create's outcome stayed unknown
-	granted := false
-	defer func() {
-		if !granted && unknown != nil {
-			go m.removeIfOurs(unknown, node, guid)
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		ep, err := m.sess.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		res, err := m.callMulti(ctx, ep, node, guid,
-			&zk.CreateRequest{Path: node, Data: m.data, Acl: m.sess.ACL(), Flags: zk.FlagEphemeral},
-			&zk.SetDataRequest{Path: m.path, Data: []byte(nonFairMark + guid), Version: -1})
-		if err == nil {
-			st := res[1].Stat
-			h := recipe.NewHold(m.sess, ep, recipe.Token(st.Mzxid), node)
-			h.SetFence(m.path, st.Version)
-			if h.Context().Err() != nil {
-				h.Release()
-				continue
-			}
-			h.Observe("mutex", m.path, time.Since(start), 0)
-			granted = true
-			return h, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, zk.ErrNoNode) && attempt < 3 {
-			if err := recipe.EnsurePath(m.sess, ep, m.path); err != nil && !session.OutcomeUnknown(err) {
-				return nil, err
-			}
-			continue
-		}
-		if !errors.Is(err, zk.ErrNodeExists) && !session.OutcomeUnknown(err) && !errors.Is(err, session.ErrLost) {
-			return nil, err
-		}
-		if session.OutcomeUnknown(err) {
-			unknown = ep
-		}
-		// Taken, or the answer was lost: read the node, and adopt it if it is
-		// ours (a create whose answer was lost).
-		type watched struct {
-			st *zk.Stat
-			ch <-chan zk.Event
-		}
-		w, gerr := session.CallValue(ctx, func() (watched, error) {
-			_, st, ch, err := ep.Conn().GetW(node)
-			return watched{st, ch}, err
-		}, nil)
-		st, ch := w.st, w.ch
-		switch {
-		case errors.Is(gerr, zk.ErrNoNode):
-			continue
-		case gerr != nil:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if err := recipe.WaitLive(ctx, ep); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if st.EphemeralOwner == ep.SessionID() {
-			// Our session's node: adopt it only if this attempt made it (a
-			// lost answer), not an older hold whose release is still under
-			// way or an abandoned attempt, which are deleted shortly.
-			g, version, err := m.attemptOf(ctx, ep)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				continue
-			}
-			if g == guid {
-				h := recipe.NewHold(m.sess, ep, recipe.Token(st.Czxid), node)
-				h.SetFence(m.path, version)
-				if h.Context().Err() != nil {
-					h.Release()
-					continue
-				}
-				h.Observe("mutex", m.path, time.Since(start), 0)
-				granted = true
-				return h, nil
-			}
-		}
-		if !wait {
-			return nil, nil
-		}
-		select {
-		case <-ch:
-		case <-ep.Done():
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		// Jittered backoff so a crowd of waiters does not hit the server in
-		// one burst on every release.
-		if delay == 0 {
-			delay = time.Millisecond
-		} else if delay < 50*time.Millisecond {
-			delay *= 2
-		}
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(delay) + 1)))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// callMulti runs a multi-op that creates node; if ctx ends with it in
-// flight, a node it made is removed once the answer (or the connection) is
-// back.
-func (m *Mutex) callMulti(ctx context.Context, ep *session.Epoch, node, guid string, ops ...any) ([]zk.MultiResponse, error) {
-	type multi struct {
-		res []zk.MultiResponse
-		err error
-	}
-	r, err := session.CallValue(ctx, func() (multi, error) {
-		res, err := ep.Conn().Multi(ops...)
-		return multi{res, err}, nil
-	}, func(r multi, _ error) {
-		if r.err == nil || session.OutcomeUnknown(r.err) {
-			m.removeIfOurs(ep, node, guid)
-		}
-	})
-	if err != nil {
+	h, err := m.single.Acquire(ctx, recipe.Attempt{GUID: recipe.NewGUID(), Data: m.data, Wait: wait})
+	if err != nil || h == nil {
 		return nil, err
 	}
-	return r.res, r.err
+	h.Observe("mutex", m.path, time.Since(start), 0)
+	return h, nil
 }
 
-// removeIfOurs deletes node if the attempt with guid made it (once the
-// session is usable again, bounded): guarded by the path's version, so a later
-// hold is never touched.
-func (m *Mutex) removeIfOurs(ep *session.Epoch, node, guid string) {
-	ctx, cancel := context.WithTimeout(ep.SessionContext(), m.sess.Timeout()+5*time.Second)
-	defer cancel()
-	cur, err := m.sess.Wait(ctx)
-	if err != nil || cur.SessionID() != ep.SessionID() {
-		return
-	}
-	g, version, err := m.attemptOf(ctx, cur)
-	if err == nil && g == guid {
-		recipe.DeleteGuarded(m.sess, cur, &zk.CheckVersionRequest{Path: m.path, Version: version}, node)
-	}
-}
-
-// Unlock decrements the hold count and releases the lock at zero. It returns
-// ErrNotHeld if this value does not hold the lock, and ErrLost (the hold is
-// then over) if the lock was lost before. A release that meets a connection
-// loss goes on in the background until the node is gone or its session is.
+// Unlock decrements the hold count and releases the lock at zero, whatever
+// ctx: the value holds the lock no more and the node's delete is under way
+// when Unlock returns. ctx only bounds how long Unlock waits for the server to
+// confirm the delete: if it cannot within ctx, Unlock returns ctx's error and
+// the delete goes on in the background until the node is gone or its session
+// is. It returns ErrNotHeld if this value does not hold the lock, and ErrLost
+// (the hold is then over) if the lock was lost before.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	if m.rw != nil {
+		// The two sides' releases are decided one at a time: of a hold
+		// both share, exactly the last to let go releases it.
+		m.rw.mu.Lock()
+		defer m.rw.mu.Unlock()
 	}
 	m.mu.Lock()
 	h := m.hold
@@ -515,7 +344,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.hold, m.count = nil, 0
 	m.mu.Unlock()
-	if err := h.Release(); err != nil {
+	if m.rw != nil && m.rw.sharedBy(m, h) {
+		return nil // the other side of the read-write lock releases it
+	}
+	if err := h.Release(ctx); err != nil {
 		return fmt.Errorf("mutex %s: %w", m.path, err)
 	}
 	return nil
@@ -585,8 +417,12 @@ func (m *Mutex) Node() string {
 	return h.Node()
 }
 
-// Fenced runs ops as one multi-op that succeeds only while the lock is held
-// (see recipe.Hold.Fenced).
+// Fenced runs ops as one multi-op that lands only while the lock is held; a
+// write after the hold is gone fails with an error matching ErrLost (see
+// recipe.Hold.Fenced). The check prepended to ops: for a fair lock (and each
+// side of a read-write lock), that the hold's node exists; for a non-fair
+// lock, that the lock's node exists and that the path's version is still the
+// one this grant wrote (no grant since).
 func (m *Mutex) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	h, err := m.held()
 	if err != nil {
@@ -603,3 +439,7 @@ func (m *Mutex) Validate(ctx context.Context) error {
 	}
 	return h.Validate(ctx)
 }
+
+// ErrSequenceExhausted: the path's sequence counter has run out and its line
+// has no order (see recipe.ErrSequenceExhausted): Lock fails closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

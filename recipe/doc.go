@@ -14,11 +14,32 @@
 // shepherd, Curator and zk.Lock contending on one path exclude each other.
 // Names that do not parse are ignored, never fatal.
 //
-// ZooKeeper's sequence counter is a signed 32-bit number per parent: after
-// 2^31 creations under one parent it wraps to negative numbers, which sort
-// first. No recipe library can order such a line; recreate the parent long
-// before (at a thousand acquisitions a second that is 24 days of continuous
-// use of one path).
+// ZooKeeper's sequence counter is a signed 32-bit number per parent (the
+// parent's cversion at the create: one step per child created). On ZooKeeper 3.8
+// it does not wrap at 2^31−1: it sticks there, and every later child gets
+// 2147483647 too, except creates in flight together, which get wrapped,
+// negative numbers (both seen with zktest.SetSequence). A line then has no
+// order (Curator, Kazoo and go-zookeeper's Lock break the tie by name, and
+// can grant two holders at once). shepherd fails closed: a line holding a
+// duplicate, the maximal or a negative sequence number grants no one, and
+// every contender that sees it leaves with ErrSequenceExhausted, which names
+// the path. The counter restarts only with a new parent: a recipe's own paths
+// are containers (below) and come back fresh once everyone has let go; a path
+// created otherwise must be deleted by the operator. At a thousand
+// acquisitions a second a path runs out after about 25 days of continuous
+// use.
+//
+// # Paths
+//
+// The parents a recipe creates (and a semaphore's path and its "locks" and
+// "leases" children) are container nodes (ZooKeeper 3.5+), as Curator creates
+// them: the server removes a container that has had children and has none
+// left, so a path nobody uses any more does not stay behind. A recipe whose
+// create finds its path removed meanwhile creates it again. One exception:
+// the path of a non-fair race (mutex.NonFair, election.NonFair) is
+// persistent, its parents containers: its data version fences the holds, and
+// a container created again would count versions from 0 again (see
+// EnsureVersionedPath).
 //
 // # Waiting
 //
@@ -52,6 +73,24 @@
 //
 // A Hold's Token is the creation zxid of its node: it grows with every grant
 // on the whole ensemble, also when the recipe's path is deleted and recreated.
-// Fenced runs a multi-op only while the hold's node still exists; Validate
-// syncs and checks the node is still this session's.
+// Fenced runs a multi-op only while the hold is valid on the server (its node
+// exists; for the single-node race, also no grant since); Validate syncs and
+// checks the node is still this session's.
+//
+// Release always lets go, whatever its ctx: the hold ends locally at once and
+// the delete of its nodes starts; ctx only bounds how long Release waits for
+// the server's confirmation. The delete is guaranteed: it goes on in the
+// background until the nodes are gone or their session is (lost, or the
+// session manager closed; the server then removes them) — it follows the
+// session, never a clock. A node whose name is reused (the single-node race)
+// is deleted under a guard, so a retried delete never removes a later
+// holder's node.
+//
+// # The single-node race
+//
+// Single is the non-fair recipes' mechanism beside the line: one ephemeral
+// node with a fixed name, each grant also writing the attempt's guid to the
+// parent (whose version is the fence), adoption of a node only on a guid
+// match, and a guarded delete. The non-fair mutex and the non-fair election
+// both race through it.
 package recipe

@@ -23,6 +23,18 @@ var (
 	// ErrWrongKind: the path belongs to a different kind of recipe (a
 	// semaphore's path used as a mutex, or the reverse).
 	ErrWrongKind = NewError("the path belongs to another kind of recipe")
+	// ErrSequenceExhausted: the path's sequence counter has run out, so its
+	// line has no order: ZooKeeper numbers sequential children with a
+	// signed 32-bit counter that, on ZooKeeper 3.8, sticks at 2^31−1 (and
+	// gives wrapped, negative numbers to creates in flight together), so
+	// later contenders share a number with earlier ones. A line holding a
+	// duplicate, the maximal or a negative sequence number grants no one:
+	// every contender that sees it leaves the line with this error. The
+	// counter restarts only when the path is deleted and created again
+	// (a recipe's own parents are container nodes, which the server removes
+	// once they are empty; a path created otherwise must be deleted by the
+	// operator once nothing holds or waits on it).
+	ErrSequenceExhausted = NewError("sequence counter exhausted: delete and recreate the path")
 )
 
 // NewError returns a sentinel error that is an answer, not a connection

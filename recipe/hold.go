@@ -29,9 +29,12 @@ type Hold struct {
 	cancel  context.CancelFunc
 	granted time.Time
 
-	// fence: a node and version a fenced write checks.
-	fencePath    string
-	fenceVersion int32
+	// fence: the checks a fenced write makes (prepended to its ops).
+	fence []any
+	// guard, if not nil, is the check a release's delete is made under: a
+	// node with a fixed name may be someone else's by the time a retried
+	// delete reaches the server.
+	guard *zk.CheckVersionRequest
 
 	mu       sync.Mutex
 	token    Token
@@ -43,11 +46,12 @@ type Hold struct {
 
 // NewHold grants a hold on nodes (created by ep's session) within ep. token
 // is the creation zxid of nodes[0] if known, else 0 (then read when asked).
-// The fence defaults to the existence of nodes[0].
+// Its fence is the existence of nodes[0]; its release deletes nodes
+// unguarded (their names are never reused: sequential nodes).
 func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...string) *Hold {
 	ctx, cancel := context.WithCancel(ep.Context())
 	return &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
-		granted: time.Now(), fencePath: nodes[0], fenceVersion: -1}
+		granted: time.Now(), fence: []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}}
 }
 
 // Observe reports the grant to the session's observer (recipe is "mutex",
@@ -99,10 +103,6 @@ func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEven
 	h.sess.Report(ev)
 }
 
-// SetFence makes fenced writes check path at version instead of the existence
-// of the hold's node.
-func (h *Hold) SetFence(path string, version int32) { h.fencePath, h.fenceVersion = path, version }
-
 // Lost is closed when the hold may have been lost (or was released).
 func (h *Hold) Lost() <-chan struct{} { return h.ctx.Done() }
 
@@ -145,7 +145,7 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 		return st, err
 	}, nil)
 	if err != nil {
-		return 0, err
+		return 0, h.lostOr(err, "reading the token")
 	}
 	if st == nil || st.EphemeralOwner != h.ep.SessionID() {
 		return 0, fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
@@ -156,15 +156,30 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	return Token(st.Czxid), nil
 }
 
-// Fenced runs ops as one multi-op that succeeds only while the hold's node
-// still exists (a check on it is prepended): a write made after the hold is
-// gone fails with ErrLost instead of landing. The responses returned are those
-// of ops (the check's is dropped).
+// Fenced runs ops as one multi-op that lands only while the hold is valid on
+// the server: the hold's fence (version checks) is prepended to ops. A write
+// made after the hold is gone fails with an error matching ErrLost instead of
+// landing. What the fence checks depends on the recipe:
+//
+//   - a hold of the line (fair mutex, read-write lock, fair election) or a
+//     lease (semaphore): the hold's node exists (a lease's first node; a
+//     lease's nodes come and go together). A node of the line is never
+//     re-created under the same name, and it is ephemeral: it exists only
+//     while this session lives and has not released it.
+//   - a hold of the single-node race (non-fair mutex, non-fair election, see
+//     Single): the node exists, and the path's version is still the one
+//     this grant wrote, so no grant was made since (the node's name is
+//     reused by every grant; the version tells the grants apart).
+//
+// When the write's outcome is unknown because the connection was lost while
+// it was in flight, the hold is lost too (Suspended ends every hold), and the
+// error matches ErrLost: had the write landed, it landed while the fence
+// held. The responses returned are those of ops (the fence's are dropped).
 func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if h.ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s was lost", ErrLost, h.nodes[0])
 	}
-	all := append([]any{&zk.CheckVersionRequest{Path: h.fencePath, Version: h.fenceVersion}}, ops...)
+	all := append(append([]any(nil), h.fence...), ops...)
 	type multi struct {
 		res []zk.MultiResponse
 		err error
@@ -176,17 +191,20 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		return multi{res, err}, nil
 	}, nil)
 	if err != nil {
-		return nil, err
+		return nil, h.lostOr(err, "fenced write")
 	}
 	res, err := m.res, m.err
-	if len(res) > 0 && res[0].Error != nil &&
-		(errors.Is(res[0].Error, zk.ErrNoNode) || errors.Is(res[0].Error, zk.ErrBadVersion)) {
-		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s is gone", ErrLost, h.nodes[0])
+	k := len(h.fence)
+	for i := 0; i < k && i < len(res); i++ {
+		if errors.Is(res[i].Error, zk.ErrNoNode) || errors.Is(res[i].Error, zk.ErrBadVersion) {
+			return nil, fmt.Errorf("%w: fenced write refused, the hold on %s is gone", ErrLost, h.nodes[0])
+		}
 	}
-	if len(res) > 0 {
-		res = res[1:]
+	if len(res) < k {
+		// No answer per op: the request itself failed.
+		return nil, h.lostOr(err, "fenced write")
 	}
-	return res, err
+	return res[k:], err
 }
 
 // Validate asks the server (after a sync, so the answer is current) whether
@@ -207,7 +225,7 @@ func (h *Hold) Validate(ctx context.Context) error {
 		return st, err
 	}, nil)
 	if err != nil {
-		return err
+		return h.lostOr(err, "validating")
 	}
 	if st == nil || st.EphemeralOwner != h.ep.SessionID() || h.ctx.Err() != nil {
 		return fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
@@ -215,11 +233,30 @@ func (h *Hold) Validate(ctx context.Context) error {
 	return nil
 }
 
-// Release ends the hold: Lost closes, and the nodes are deleted now or, if
-// the connection is down, in the background until they are gone or the
-// session is. It reports ErrLost if the hold had been lost before, and
-// ErrNotHeld if it was released already.
-func (h *Hold) Release() error {
+// lostOr returns err, or an error matching both ErrLost and err when err
+// means the hold cannot be valid any more: the connection failed (which ends
+// the epoch, and so the hold), the session expired or the manager closed, or
+// the hold was lost meanwhile.
+func (h *Hold) lostOr(err error, what string) error {
+	if err == nil || errors.Is(err, ErrLost) {
+		return err
+	}
+	if session.OutcomeUnknown(err) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrClosed) ||
+		h.ctx.Err() != nil {
+		return fmt.Errorf("%w: %s on %s: %w", ErrLost, what, h.nodes[0], err)
+	}
+	return err
+}
+
+// Release ends the hold, whatever ctx: Lost closes at once and the delete of
+// its nodes starts, and goes on in the background (a guaranteed delete) until
+// they are gone or their session is. ctx only bounds how long Release waits
+// for the server to confirm the delete: if it cannot within ctx, Release
+// returns ctx's error (matched with errors.Is), and the hold is released all
+// the same. It returns at once with ErrLost if the hold had been lost before
+// (its nodes are deleted once the session is back, or the server removes them
+// with the session), and ErrNotHeld if it was released already.
+func (h *Hold) Release(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -232,14 +269,18 @@ func (h *Hold) Release() error {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
 	h.cancel()
-	if h.fenceVersion >= 0 {
-		// A fixed-name node: delete it only while the fence is ours.
-		DeleteGuarded(h.sess, h.ep, &zk.CheckVersionRequest{Path: h.fencePath, Version: h.fenceVersion}, h.nodes...)
-	} else {
-		DeleteMany(h.sess, h.ep, h.nodes...)
-	}
+	// Without a bound on the wait, the first try may as well run here.
+	d := startDelete(ctx.Done() == nil, h.sess, h.ep, h.guard, h.nodes)
 	if lost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}
-	return nil
+	select {
+	case <-d.done:
+		if d.err != nil {
+			return fmt.Errorf("releasing %s: %w", h.nodes[0], d.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("release of %s not confirmed (it goes on in the background): %w", h.nodes[0], ctx.Err())
+	}
 }

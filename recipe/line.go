@@ -1,11 +1,13 @@
 package recipe
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -22,6 +24,10 @@ type Line struct {
 	// Refuse names children whose presence means the path belongs to another
 	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
 	Refuse map[string]string
+	// Ensure, if set, creates Path when Enter finds it missing (the
+	// default, EnsurePath, creates it and its parents as empty containers):
+	// for a recipe whose path carries a record of its own.
+	Ensure func(ep *session.Epoch) error
 }
 
 // Node is a contender's own node, bound to the session that created it.
@@ -54,15 +60,68 @@ func NewGUID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// EnsurePath creates the line's path and its parents (persistent, empty).
+// EnsurePath creates the line's path and its parents (container nodes, see
+// EnsurePath), or, when the line has an Ensure function, calls it.
 func (l *Line) EnsurePath(ep *session.Epoch) error {
+	if l.Ensure != nil {
+		return l.Ensure(ep)
+	}
 	return EnsurePath(l.Sess, ep, l.Path)
 }
 
-// EnsurePath creates p and its parents (persistent, empty, the session's ACL).
+// EnsurePath creates p and its parents that are missing, as container nodes
+// (empty, the session's ACL): ZooKeeper (3.5+) removes a container that has
+// had children and has none left, so a path nobody uses any more does not
+// stay behind for ever (Curator creates its recipes' parents the same way).
+// A container can so disappear at any moment it is empty, between this call
+// and the create meant for it too: a caller whose create then fails with
+// zk.ErrNoNode calls EnsurePath again (a container just created has had no
+// child, and is not removed). A parent that vanishes while EnsurePath walks
+// down is created again, a bounded number of times.
 func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
-	for _, q := range append(zkpath.Parents(p), p) {
-		_, err := ep.Conn().Create(q, nil, 0, sess.ACL())
+	path := append(zkpath.Parents(p), p)
+	var err error
+	for round := 0; round < ensureRounds; round++ {
+		if err = ensureOnce(sess, ep, path); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return err
+}
+
+// EnsureVersionedPath creates p as a persistent node, and its missing parents
+// as containers (see EnsurePath): for a path whose data version fences holds
+// (the non-fair race's guarded delete checks it). A container removed and
+// created again starts at version 0 again, so a delete retried across its
+// two lives could pass the check and remove the next holder's node; a
+// persistent path keeps counting.
+func EnsureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
+	var err error
+	for round := 0; round < ensureRounds; round++ {
+		if err = ensureOnce(sess, ep, zkpath.Parents(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if err == nil {
+			_, err = ep.Conn().Create(p, nil, 0, sess.ACL())
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return err
+}
+
+// ensureRounds bounds EnsurePath's walks down the path (each one is undone
+// only by a container removed between two of its creates) and the creates a
+// caller retries after zk.ErrNoNode.
+const ensureRounds = 10
+
+func ensureOnce(sess *session.Session, ep *session.Epoch, path []string) error {
+	for _, q := range path {
+		_, err := ep.Conn().CreateContainer(q, nil, zk.FlagContainer, sess.ACL())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -79,14 +138,21 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 	return l.sorted(names)
 }
 
-// sorted checks children for refused names and returns the line in order.
+// sorted checks children for refused names and returns the line in order. A
+// line that has no reliable order (see Unordered) is an error that wraps
+// ErrSequenceExhausted: no one is ever granted on it.
 func (l *Line) sorted(names []string) ([]Name, error) {
 	for _, n := range names {
 		if what, ok := l.Refuse[n]; ok {
 			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
 		}
 	}
-	return Sort(names, l.Kinds...), nil
+	line := Sort(names, l.Kinds...)
+	if seq, bad := Unordered(line); bad {
+		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
+			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
+	}
+	return line, nil
 }
 
 // Enter joins the line in ep's session with a protected EPHEMERAL_SEQUENTIAL
@@ -101,13 +167,14 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 	guid := NewGUID()
 	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
 	res, err := session.CallValue(ctx, func() (entered, error) {
+		unknown := false // a create's outcome was unknown
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
 				// Not connected: a create now would wait in go-zookeeper's
 				// queue. Recover a node we may have made, then give up.
 				if attempt > 0 {
-					if e, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
-						return e, nil
+					if e, dups, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
+						return l.adopt(ep, e, dups), nil
 					}
 				}
 				return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
@@ -115,15 +182,33 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 			r := ep.CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
 			switch err := r.Err; {
 			case err == nil:
-				return entered{path: r.Path, seen: r.Children}, nil
-			case errors.Is(err, zk.ErrNoNode) && attempt < 3:
+				e := entered{path: r.Path, seen: r.Children}
+				if attempt > 0 {
+					// An earlier create's answer was lost and the lookup
+					// did not find it: if it has landed since, it is in
+					// the listing, and it goes.
+					e.seen = l.dropLate(ep, guid, r.Path, r.Children)
+				}
+				if unknown {
+					// It may land later still (see sweepLate).
+					go l.sweepLate(ep, guid, r.Path)
+				}
+				return e, nil
+			case errors.Is(err, zk.ErrNoNode) && attempt < ensureRounds:
+				// The path is missing (or was an empty container the
+				// server has just removed): create it and go again.
 				if err := l.EnsurePath(ep); err != nil {
 					return entered{}, err
 				}
 			case session.OutcomeUnknown(err) && attempt < 20:
-				e, found, ferr := l.findOwnWhenBack(ep, guid)
+				unknown = true
+				e, dups, found, ferr := l.findOwnWhenBack(ep, guid)
 				if ferr == nil && found {
-					return e, nil
+					if attempt > 0 {
+						// Another of our creates may land later still.
+						go l.sweepLate(ep, guid, e.path)
+					}
+					return l.adopt(ep, e, dups), nil
 				}
 				if ep.SessionContext().Err() != nil {
 					return entered{}, ErrLost
@@ -171,29 +256,107 @@ type entered struct {
 }
 
 // findOwnWhenBack waits (bounded) for the session to be connected again and
-// looks for the node with guid owned by ep's session.
-func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, bool, error) {
+// looks for the node with guid owned by ep's session (see findOwn).
+func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, []string, bool, error) {
 	ctx, cancel := context.WithTimeout(ep.SessionContext(), l.Sess.Timeout()+time.Second)
 	defer cancel()
 	cur, err := l.Sess.Wait(ctx)
 	if err != nil {
-		return entered{}, false, err
+		return entered{}, nil, false, err
 	}
 	if cur.SessionID() != ep.SessionID() {
-		return entered{}, false, ErrLost
+		return entered{}, nil, false, ErrLost
 	}
 	return l.findOwn(cur, guid)
 }
 
-// cleanupGUID removes a node with guid that a create abandoned by its caller
-// may have made.
+// adopt takes e, found by guid after a lost answer, as our node, and removes
+// the other nodes of our session that carry the same guid (a create that
+// landed after an earlier lookup had missed it): one node per contender.
+func (l *Line) adopt(ep *session.Epoch, e entered, dups []string) entered {
+	if len(dups) > 0 {
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: dups[0], SessionID: ep.SessionID()})
+		DeleteMany(l.Sess, ep, dups...)
+	}
+	return e
+}
+
+// dropLate removes the nodes with guid in children, other than made, that
+// ep's session owns (a create of ours whose answer was lost and that a lookup
+// missed), and returns children without them.
+func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string) []string {
+	var late []string
+	kept := children[:0:0]
+	for _, c := range children {
+		n, ok := ParseName(c)
+		if !ok || n.GUID != guid || l.Path+"/"+c == made {
+			kept = append(kept, c)
+			continue
+		}
+		ok, st, err := ep.Conn().Exists(l.Path + "/" + c)
+		if err == nil && ok && st.EphemeralOwner == ep.SessionID() {
+			late = append(late, l.Path+"/"+c)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(late) > 0 {
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
+		DeleteMany(l.Sess, ep, late...)
+	}
+	if children == nil {
+		return nil
+	}
+	return kept
+}
+
+// sweepLate looks again for nodes with guid other than made, a few times
+// over a session timeout, and removes those of ep's session: a create of ours
+// whose answer was lost can reach the leader after our lookup (the server we
+// lost may forward it late), and, left there, it would head the line once we
+// are gone, held by no one, until our session ends.
+func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
+	for _, d := range []time.Duration{100 * time.Millisecond, time.Second, l.Sess.Timeout()} {
+		t := time.NewTimer(d)
+		select {
+		case <-ep.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		cur, ok := l.Sess.Current()
+		if !ok {
+			continue // not connected now: look at the next turn
+		}
+		if cur.SessionID() != ep.SessionID() {
+			return // the session is gone: so are its nodes
+		}
+		first, dups, found, err := l.findOwn(cur, guid)
+		if err != nil || !found {
+			continue
+		}
+		var late []string
+		for _, p := range append([]string{first.path}, dups...) {
+			if p != made {
+				late = append(late, p)
+			}
+		}
+		if len(late) > 0 {
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
+			DeleteMany(l.Sess, cur, late...)
+		}
+	}
+}
+
+// cleanupGUID removes the nodes with guid that a create abandoned by its
+// caller may have made.
 func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 	for i := 0; i < 100 && ep.SessionContext().Err() == nil; i++ {
-		e, ok, err := l.findOwnWhenBack(ep, guid)
+		e, dups, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
 			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: e.path, SessionID: ep.SessionID()})
-			Delete(l.Sess, ep, e.path)
+			DeleteMany(l.Sess, ep, append([]string{e.path}, dups...)...)
 			return
 		case err == nil:
 			// Not there (yet): a create still queued may land later. Look
@@ -214,35 +377,58 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 	}
 }
 
-// FindOwn looks for a node with guid owned by ep's session.
+// FindOwn looks for a node with guid owned by ep's session (the first in
+// line, if there are several, as a multi-op creating several leases with one
+// guid makes), after a sync (see findOwn).
 func (l *Line) FindOwn(ep *session.Epoch, guid string) (string, bool, error) {
-	e, ok, err := l.findOwn(ep, guid)
+	e, _, ok, err := l.findOwn(ep, guid)
 	return e.path, ok, err
 }
 
-// findOwn is FindOwn, with the node's creation zxid.
-func (l *Line) findOwn(ep *session.Epoch, guid string) (entered, bool, error) {
+// findOwn looks for the nodes with guid owned by ep's session: the first in
+// line (the one to adopt, with its creation zxid), and the others. It syncs
+// the path first: the server the session is connected to now may lag the
+// leader, and a create sent before the connection was lost (forwarded to the
+// leader by the old server) may be applied there before the lookup but not
+// yet here; without the sync the lookup could miss it, the caller would
+// create again, and the late node would block the line as an orphan of a
+// live session.
+func (l *Line) findOwn(ep *session.Epoch, guid string) (entered, []string, bool, error) {
+	if _, err := ep.Conn().Sync(l.Path); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return entered{}, nil, false, err
+	}
 	names, _, err := ep.Conn().Children(l.Path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return entered{}, false, nil
+		return entered{}, nil, false, nil
 	} else if err != nil {
-		return entered{}, false, err
+		return entered{}, nil, false, err
 	}
+	var mine []Name
 	for _, s := range names {
-		n, ok := ParseName(s)
-		if !ok || n.GUID != guid {
-			continue
+		if n, ok := ParseName(s); ok && n.GUID == guid {
+			mine = append(mine, n)
 		}
-		p := l.Path + "/" + s
+	}
+	slices.SortFunc(mine, func(a, b Name) int { return cmp.Compare(a.Seq, b.Seq) })
+	var own entered
+	var dups []string
+	found := false
+	for _, n := range mine {
+		p := l.Path + "/" + n.Name
 		ok, st, err := ep.Conn().Exists(p)
 		if err != nil {
-			return entered{}, false, err
+			return entered{}, nil, false, err
 		}
-		if ok && st.EphemeralOwner == ep.SessionID() {
-			return entered{path: p, czxid: st.Czxid}, true, nil
+		if !ok || st.EphemeralOwner != ep.SessionID() {
+			continue
+		}
+		if !found {
+			own, found = entered{path: p, czxid: st.Czxid}, true
+		} else {
+			dups = append(dups, p)
 		}
 	}
-	return entered{}, false, nil
+	return own, dups, found, nil
 }
 
 // errEpochEnded: the connection was lost while waiting; wait for the session
@@ -455,96 +641,12 @@ func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) er
 // lost: wait for the session to be usable and try again" (a new session, if
 // the old one is lost, means entering the line again).
 func Retryable(err error) bool {
-	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) ||
+	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
 		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
 		return false
 	}
 	return errors.Is(err, errEpochEnded) || errors.Is(err, ErrNodeGone) ||
 		errors.Is(err, ErrLost) || session.OutcomeUnknown(err)
-}
-
-// Delete removes one of our nodes: at once if it can, else in the background
-// with a context of its own, until it is gone or its session is (the server
-// then removes it). It never touches another session's node: path is one ep's
-// session created.
-// The returned channel is closed when the delete is over (done, or the
-// session is gone).
-func Delete(sess *session.Session, ep *session.Epoch, path string) <-chan struct{} {
-	return DeleteMany(sess, ep, path)
-}
-
-// DeleteMany is Delete for several nodes, in one multi-op.
-func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) <-chan struct{} {
-	return DeleteGuarded(sess, ep, nil, paths...)
-}
-
-// DeleteGuarded is DeleteMany, but only while guard (a version check) holds:
-// for nodes with a fixed name, which a later hold of the same session may
-// have re-created, a retried delete must not remove the new one. A failed
-// guard ends the delete (the nodes are someone else's business now).
-func DeleteGuarded(sess *session.Session, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
-	done := make(chan struct{})
-	if len(paths) == 0 {
-		close(done)
-		return done
-	}
-	try := func(ep *session.Epoch) bool {
-		var err error
-		if guard != nil {
-			ops := []any{guard}
-			for _, p := range paths {
-				ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
-			}
-			_, err = ep.Conn().Multi(ops...)
-		} else if len(paths) == 1 {
-			err = ep.Conn().Delete(paths[0], -1)
-		} else {
-			ops := make([]any, len(paths))
-			for i, p := range paths {
-				ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
-			}
-			_, err = ep.Conn().Multi(ops...)
-			if errors.Is(err, zk.ErrNoNode) {
-				// Some are gone already: delete one by one.
-				for _, p := range paths {
-					if e := ep.Conn().Delete(p, -1); e != nil && !errors.Is(e, zk.ErrNoNode) {
-						err = e
-						break
-					}
-					err = nil
-				}
-			}
-		}
-		return err == nil || errors.Is(err, zk.ErrNoNode) || ep.SessionContext().Err() != nil ||
-			!session.OutcomeUnknown(err)
-	}
-	if ep.Context().Err() == nil && try(ep) {
-		close(done)
-		return done
-	}
-	sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Path: paths[0], SessionID: ep.SessionID()})
-	go func() {
-		defer close(done)
-		for i := 0; i < 600; i++ {
-			ctx, cancel := context.WithTimeout(ep.SessionContext(), time.Minute)
-			cur, err := sess.Wait(ctx)
-			cancel()
-			if err != nil || cur.SessionID() != ep.SessionID() {
-				return // the session is gone: so are its nodes
-			}
-			if try(cur) {
-				return
-			}
-			t := time.NewTimer(100 * time.Millisecond)
-			select {
-			case <-cur.SessionDone():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return done
 }
 
 // WaitLive waits until the session is usable again after ep ended (or ctx

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -97,4 +98,57 @@ func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
 	cancel()
 	<-done
 	require.True(t, listed)
+}
+
+// A create whose answer is lost is found again by its guid; if two nodes of
+// the session carry that guid (a create that landed after an earlier lookup
+// missed it, so Enter created again), Enter adopts the first in line and
+// removes the other: never an orphan of a live session blocking the line.
+// The second node is made here with the first's guid, through the same
+// session, while the answers are muted.
+func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+	other := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 30*time.Second)
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	path := testutil.UniquePath(t, "recipe-test")
+	l := &recipe.Line{Sess: s, Path: path}
+	require.NoError(t, l.EnsurePath(ep))
+	line := func() []string { return testutil.Children(t, other, path) }
+
+	p.MuteReplies()
+	type result struct {
+		n   *recipe.Node
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := l.Enter(ctx, ep, recipe.KindLock, nil)
+		done <- result{n, err}
+	}()
+	require.Eventually(t, func() bool { return len(line()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	first, ok := recipe.ParseName(line()[0])
+	require.True(t, ok)
+	dupDone := make(chan struct{})
+	go func() {
+		defer close(dupDone)
+		// Its answer is muted too; it fails when the connection closes.
+		_, _ = ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(first.GUID, recipe.KindLock), nil,
+			gozk.FlagEphemeral|gozk.FlagSequence, s.ACL())
+	}()
+	require.Eventually(t, func() bool { return len(line()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	p.Heal()
+	<-dupDone
+
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, path+"/"+first.Name, r.n.Path, "the first node with our guid is adopted")
+	require.Eventually(t, func() bool {
+		names := line()
+		return len(names) == 1 && names[0] == first.Name
+	}, 10*time.Second, 5*time.Millisecond, "the duplicate is removed: %v", line())
 }

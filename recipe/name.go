@@ -120,8 +120,17 @@ func parseSeq(s string) (int64, bool) {
 // ZooKeeper appends the sequence number.
 func ProtectedPrefix(guid, kind string) string { return "_c_" + guid + "-" + kind }
 
+// MaxSeq is the largest sequence number ZooKeeper gives a sequential node:
+// the parent's counter is a signed 32-bit int. On ZooKeeper 3.8 it sticks
+// there (every later child gets MaxSeq), and creates in flight together past
+// it get wrapped, negative numbers.
+const MaxSeq = 1<<31 - 1
+
 // Sort parses names, drops foreign ones and those whose kind is not in kinds
-// (all kinds when kinds is empty), and returns the rest in line order.
+// (all kinds when kinds is empty), and returns the rest in line order. Nodes
+// that share a sequence number (a counter that ran out: see Unordered) come
+// in name order, which is no order at all: a line that waits must refuse
+// such a line, never grant on it.
 func Sort(names []string, kinds ...string) []Name {
 	out := make([]Name, 0, len(names))
 	// Sorted by a compact key, not by moving Names around: a waiter behind
@@ -150,6 +159,30 @@ func Sort(names []string, kinds ...string) []Name {
 		sorted[i] = out[k]
 	}
 	return sorted
+}
+
+// Unordered reports whether line (as Sort returns it) has no reliable order,
+// and the sequence number that shows it: two nodes share a number, or a node
+// carries MaxSeq (the next contender would share it) or a negative number (a
+// wrapped counter: it sorts ahead of every earlier contender). A parent's
+// counter starts at 0 and grows by one per child, so none of these appears
+// before the counter runs out.
+func Unordered(line []Name) (int64, bool) {
+	if len(line) == 0 {
+		return 0, false
+	}
+	if s := line[0].Seq; s < 0 {
+		return s, true
+	}
+	if s := line[len(line)-1].Seq; s >= MaxSeq {
+		return s, true
+	}
+	for i := 1; i < len(line); i++ {
+		if line[i].Seq == line[i-1].Seq {
+			return line[i].Seq, true
+		}
+	}
+	return 0, false
 }
 
 // sortPacked sorts packed keys and turns them into indexes into the line. It

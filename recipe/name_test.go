@@ -160,3 +160,26 @@ func TestSortAgreesWithTheDefinition(t *testing.T) {
 		}
 	}
 }
+
+func TestUnordered(t *testing.T) {
+	name := func(guid string, seq int64) string {
+		return fmt.Sprintf("_c_%s-lock-%010d", guid, seq)
+	}
+	for _, tc := range []struct {
+		names []string
+		bad   bool
+		seq   int64
+	}{
+		{nil, false, 0},
+		{[]string{name("a", 1), name("b", 2)}, false, 0},
+		{[]string{name("a", MaxSeq-1)}, false, 0},
+		{[]string{name("a", MaxSeq)}, true, MaxSeq},
+		{[]string{name("b", 5), name("a", 5), name("c", 6)}, true, 5},
+		{[]string{name("a", 7), "_c_b-lock--2147483648"}, true, -2147483648},
+	} {
+		seq, bad := Unordered(Sort(tc.names))
+		if bad != tc.bad || seq != tc.seq {
+			t.Errorf("Unordered(%v) = %d, %v; want %d, %v", tc.names, seq, bad, tc.seq, tc.bad)
+		}
+	}
+}

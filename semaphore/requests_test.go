@@ -26,31 +26,28 @@ func requests(t *testing.T, s *session.Session) func() int64 {
 }
 
 // TestRequestsPerOperation: the round trips of a semaphore's hot paths,
-// counted by the server (the limit already read). Acquire: the create and
-// the listing sent with it, a look at the leases that sets a watch, the
-// multi-op that takes the lease. TryAcquire: the same, its look without a
-// watch. A head woken by a release takes its lease without listing again.
+// counted by the server. Acquire: the create and the listing sent with it,
+// a read of the limit (unless a lease of this client pins the path), a look
+// at the leases that sets a watch, the multi-op that takes the lease.
+// TryAcquire: the same, its look without a watch. A head woken by a release
+// takes its lease without listing again.
 func TestRequestsPerOperation(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxT(t, 30*time.Second)
 	a, b := open(t, zk.Servers()), open(t, zk.Servers())
-	sa, _ := semaphore.New(a, path, 1)
-	sb, _ := semaphore.New(b, path, 1)
-	for _, s := range []*semaphore.Semaphore{sa, sb} { // each reads the limit
-		l, err := s.Acquire(ctx)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
-	}
+	sa, _ := semaphore.New(a, path, 2)
+	sb, _ := semaphore.New(b, path, 2)
+	l, err := sa.Acquire(ctx) // creates the path
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
 
 	ra := requests(t, a)
-	l, err := sa.Acquire(ctx)
+	l1, err := sa.Acquire(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(4), ra(), "uncontended Acquire")
-	require.NoError(t, l.Release(ctx))
-	require.Equal(t, int64(1), ra(), "Release")
-	l, err = sa.TryAcquire(ctx)
+	require.Equal(t, int64(5), ra(), "uncontended Acquire, no lease held")
+	l2, err := sa.TryAcquire(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(4), ra(), "uncontended TryAcquire")
+	require.Equal(t, int64(4), ra(), "uncontended TryAcquire, a lease held")
 
 	rb := requests(t, b)
 	watching := watches(t)
@@ -64,7 +61,9 @@ func TestRequestsPerOperation(t *testing.T) {
 	}()
 	// The head's watch on the leases in place before the release.
 	require.Eventually(t, func() bool { return watches(t) > watching }, 10*time.Second, 5*time.Millisecond)
-	require.NoError(t, l.Release(ctx))
+	require.NoError(t, l1.Release(ctx))
+	require.Equal(t, int64(1), ra(), "Release")
 	require.NoError(t, <-got)
-	require.Equal(t, int64(4+1), rb(), "an Acquire woken by a release (and its Release)")
+	require.Equal(t, int64(5+1), rb(), "an Acquire woken by a release (and its Release)")
+	require.NoError(t, l2.Release(ctx))
 }

@@ -62,6 +62,9 @@ type Semaphore struct {
 	mu      sync.Mutex
 	version int32 // the path's data version when the limit was last read
 	known   bool
+	// pins are leases granted by this client: while one of them is valid,
+	// the path cannot have been removed (see fresh).
+	pins []*recipe.Hold
 }
 
 // New returns a client of the semaphore at path with the given limit. It
@@ -86,7 +89,7 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	if len(s.data) > recipe.MaxDataLen {
 		return nil, fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(s.data), recipe.MaxDataLen)
 	}
-	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild}
+	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild, Ensure: s.ensureLocks}
 	return s, nil
 }
 
@@ -112,20 +115,102 @@ func parseMarker(data []byte) (int, bool) {
 	return n, err == nil
 }
 
+// The semaphore's path and its locks and leases children are container
+// nodes: once no one holds or waits, the server removes the leases and locks
+// (each has had children, has none left), then the path. The limit recorded
+// in the path's data goes with it; the next client to use the path creates
+// it again with its own limit. So a client's knowledge of the limit (the
+// version its take checks) is trusted only while the path is pinned: while
+// its own node waits in line, or one of its leases is held (see fresh). A
+// path removed and created again starts at version 0 again, so a version
+// alone cannot tell two of its lives apart.
+
+// ensureLocks creates the locks child when Enter finds it missing, and the
+// whole semaphore (parents, the path with this client's limit, locks and
+// leases) when the path is missing too.
+func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
+	_, err := ep.Conn().CreateContainer(s.locks.Path, nil, zk.FlagContainer, s.sess.ACL())
+	if err == nil || errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return s.create(ep)
+}
+
+// create creates the semaphore's path with this client's limit recorded,
+// and its children, as containers (and the parents, see recipe.EnsurePath).
+// A path created meanwhile by another client is left as it is (ensureMeta
+// checks its limit).
+func (s *Semaphore) create(ep *session.Epoch) error {
+	s.mu.Lock()
+	s.known = false // a new life of the path: its record is read again
+	s.mu.Unlock()
+	var err error
+	for round := 0; round < 10; round++ {
+		if err = recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
+			return err
+		}
+		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // a parent was removed meanwhile
+		}
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// A container just created has had no child: the server does not
+		// remove it before its children exist.
+		return s.ensureChildren(ep)
+	}
+	return err
+}
+
+// ensureChildren creates the locks and leases children that are missing.
+func (s *Semaphore) ensureChildren(ep *session.Epoch) error {
+	for _, c := range []string{locksChild, leasesChild} {
+		_, err := ep.Conn().CreateContainer(s.path+"/"+c, nil, zk.FlagContainer, s.sess.ACL())
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// fresh reports whether the limit read last is still the path's: it was
+// read, and a lease of this client has been held since, so the path has not
+// been removed and created again.
+func (s *Semaphore) fresh() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	live := s.pins[:0]
+	for _, h := range s.pins {
+		if h.Valid() {
+			live = append(live, h)
+		}
+	}
+	clear(s.pins[len(live):])
+	s.pins = live
+	return s.known && len(live) > 0
+}
+
+// pin records a lease granted in the life of the path whose limit was read.
+func (s *Semaphore) pin(h *recipe.Hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pins = append(s.pins, h)
+}
+
 // ensureMeta reads (or records) the limit at the path and checks it against
 // ours. One round trip once the path exists.
 func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		data, st, err := ep.Conn().Get(s.path)
 		if errors.Is(err, zk.ErrNoNode) {
-			if err := recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
-				return err
-			}
-			_, err := ep.Conn().Multi(
-				&zk.CreateRequest{Path: s.path, Data: markerData(s.MaxLeases()), Acl: s.sess.ACL()},
-				&zk.CreateRequest{Path: s.path + "/" + locksChild, Acl: s.sess.ACL()},
-				&zk.CreateRequest{Path: s.leases, Acl: s.sess.ACL()})
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			if err := s.create(ep); err != nil {
 				return err
 			}
 			continue
@@ -148,10 +233,8 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
 				return err
 			}
-			for _, c := range []string{locksChild, leasesChild} {
-				if _, err := ep.Conn().Create(s.path+"/"+c, nil, 0, s.sess.ACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					return err
-				}
+			if err := s.ensureChildren(ep); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
 			}
 			continue
 		}
@@ -201,17 +284,22 @@ func (s *Semaphore) TryAcquireN(ctx context.Context, n int) (*Lease, error) {
 // errRecheck: the limit's version changed; read it again.
 var errRecheck = errors.New("semaphore: limit changed")
 
+// errNoLeases: the leases container is gone; create it again.
+var errNoLeases = errors.New("semaphore: no leases child")
+
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
 	}
 	start := time.Now()
 	var own *recipe.Node
+	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
-		if own != nil { // not granted: leave the line
-			s.leave(own)
+		if own != nil { // not granted: leave the line (now, or once the session is back)
+			recipe.Leave(s.sess, ownEp, own.Path)
 		}
 	}()
+	noLeases := 0 // times the leases child was found missing
 	for attempt := 0; ; attempt++ {
 		ep, err := s.sess.Wait(ctx)
 		if err != nil {
@@ -232,26 +320,27 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 			return recipe.WaitLive(ctx, ep)
 		}
-		s.mu.Lock()
-		known := s.known
-		s.mu.Unlock()
-		if !known {
-			// Reads the limit (and records it the first time): its writes
-			// are idempotent, a late one needs no undo.
-			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) }); err != nil {
+		if own != nil && own.SessionID != ep.SessionID() {
+			own = nil // a node of a lost session is never reused
+		}
+		if own == nil {
+			// Enter first: our node pins the path (a container) before its
+			// limit is read, so the limit read is the one of the path our
+			// leases are taken in.
+			ownEp = ep
+			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
+			if err != nil {
+				own = nil
 				if err := retry(err); err != nil {
 					return nil, err
 				}
 				continue
 			}
 		}
-		if own != nil && own.SessionID != ep.SessionID() {
-			own = nil // a node of a lost session is never reused
-		}
-		if own == nil {
-			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
-			if err != nil {
-				own = nil
+		if !s.fresh() {
+			// Reads the limit (and records it the first time): its writes
+			// are idempotent, a late one needs no undo.
+			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) }); err != nil {
 				if err := retry(err); err != nil {
 					return nil, err
 				}
@@ -265,6 +354,17 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		if errors.Is(err, recipe.ErrWouldWait) {
 			err = ErrNoLease
 		}
+		if errors.Is(err, zk.ErrNoNode) && noLeases < 10 {
+			// The leases container was removed (no lease was held): our
+			// node still pins the path and its locks.
+			noLeases++
+			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) }); err != nil {
+				if err := retry(err); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		if errors.Is(err, recipe.ErrNodeGone) {
 			own = nil
 			continue
@@ -277,6 +377,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		}
 		l, err := s.take(ctx, ep, own, n)
 		if err == nil {
+			s.pin(l.hold)
 			l.hold.Observe("semaphore", s.path, time.Since(start), max(own.Position, 0))
 			own = nil // consumed by the multi-op
 			return l, nil
@@ -285,6 +386,15 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			s.mu.Lock()
 			s.known = false
 			s.mu.Unlock()
+		}
+		if errors.Is(err, errNoLeases) && noLeases < 10 {
+			noLeases++
+			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) }); err != nil {
+				if err := retry(err); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		if errors.Is(err, recipe.ErrNodeGone) {
 			own = nil
@@ -361,6 +471,8 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 		return nil, errRecheck // the limit changed
 	case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
 		return nil, recipe.ErrNodeGone // our place is gone: our session too
+	case len(res) > 1 && errors.Is(res[1].Error, zk.ErrNoNode):
+		return nil, errNoLeases // the leases container was removed since we counted
 	case session.OutcomeUnknown(err):
 		// Not seen: if the multi landed after all, its leases must not
 		// stay behind, held by no one.
@@ -444,33 +556,34 @@ func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
 	return &Lease{s: s, hold: recipe.NewHold(s.sess, ep, 0, paths...)}
 }
 
-// leave removes a waiter's node that was not granted.
-func (s *Semaphore) leave(own *recipe.Node) {
-	if ep, ok := s.sess.Current(); ok && ep.SessionID() == own.SessionID {
-		recipe.Leave(s.sess, ep, own.Path)
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.sess.Timeout()*2)
-		defer cancel()
-		ep, err := s.sess.Wait(ctx)
-		if err == nil && ep.SessionID() == own.SessionID {
-			recipe.Delete(s.sess, ep, own.Path)
-		}
-	}()
-}
-
 // SetMaxLeases changes the limit recorded at the path, from this client's
 // limit to max: a versioned change that fails with ErrConflict if the limit
 // changed meanwhile, and ErrMaxLeasesMismatch if this client's limit is not
 // the recorded one. Other clients then get ErrMaxLeasesMismatch until they
 // use the new limit. Leases held beyond a lowered limit are not revoked; no
-// new lease is granted until the count is below it.
+// new lease is granted until the count is below it. A change whose answer is
+// lost with the connection is recognised once the connection is back: if
+// the path records max, the change is done.
 func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 	if max < 1 || max > MaxLeasesLimit {
 		return fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, max, MaxLeasesLimit)
 	}
+	sent := false // a change was sent whose answer was lost
 	return s.sess.Do(ctx, func(ep *session.Epoch) error {
+		if sent {
+			// Did it land? The path records max: ours, or the same change
+			// by someone else; either way the limit is max now.
+			data, _, err := ep.Conn().Get(s.path)
+			if err != nil {
+				return err
+			}
+			if recorded, ok := parseMarker(data); ok && recorded == max {
+				s.mu.Lock()
+				s.max, s.known = max, false
+				s.mu.Unlock()
+				return nil
+			}
+		}
 		if err := s.ensureMeta(ep); err != nil {
 			return err
 		}
@@ -478,6 +591,7 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 		version := s.version
 		s.mu.Unlock()
 		_, err := ep.Conn().Set(s.path, markerData(max), version)
+		sent = sent || session.OutcomeUnknown(err)
 		if errors.Is(err, zk.ErrBadVersion) {
 			return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
 		}
@@ -499,19 +613,23 @@ type Lease struct {
 	err  error
 }
 
-// Release gives the leases back: now, or (if the connection is down) in the
-// background until they are gone or their session is. It is idempotent: the
-// first call reports ErrLost if the lease had been lost before, later calls
-// return nil.
+// Release gives the leases back, whatever ctx: Lost closes and their delete
+// is under way when Release returns. ctx only bounds how long Release waits
+// for the server to confirm it: if it cannot within ctx, Release returns
+// ctx's error and the delete goes on in the background until the leases are
+// gone or their session is. It is idempotent: the first call reports ErrLost
+// if the lease had been lost before (or ctx's error), later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	first := false
 	l.once.Do(func() {
-		if err := l.hold.Release(); err != nil && errors.Is(err, ErrLost) {
+		first = true
+		if err := l.hold.Release(ctx); err != nil {
 			l.err = fmt.Errorf("semaphore %s: %w", l.s.path, err)
 		}
 	})
+	if !first {
+		return nil
+	}
 	return l.err
 }
 
@@ -531,5 +649,12 @@ func (l *Lease) Nodes() []string { return l.hold.Nodes() }
 // Count is the number of leases held.
 func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 
-// Hold is the underlying hold (fenced writes, Validate).
+// Hold is the underlying hold (fenced writes, Validate). A lease's fence
+// checks that its first node exists (the nodes of one lease are created and
+// deleted together; see recipe.Hold.Fenced).
 func (l *Lease) Hold() *recipe.Hold { return l.hold }
+
+// ErrSequenceExhausted: the sequence counter of the semaphore's line has run
+// out and the line has no order (see recipe.ErrSequenceExhausted): Acquire
+// fails closed.
+var ErrSequenceExhausted = recipe.ErrSequenceExhausted

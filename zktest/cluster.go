@@ -58,12 +58,17 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if size < 1 {
 		return nil, fmt.Errorf("zktest: cluster size %d: need at least 1", size)
 	}
-	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second}
+	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second,
+		maxSess: 60 * time.Second, containerCheck: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.tick <= 0 || cfg.heapMB < 16 {
-		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB", cfg.tick, cfg.heapMB)
+	if cfg.tick <= 0 || cfg.heapMB < 16 || cfg.maxSess < 2*cfg.tick || cfg.containerCheck < time.Millisecond {
+		return nil, fmt.Errorf("zktest: bad options: tick %v, heap %d MiB, max session timeout %v, container check %v",
+			cfg.tick, cfg.heapMB, cfg.maxSess, cfg.containerCheck)
+	}
+	if cfg.port != 0 && (size != 1 || cfg.port < 0 || cfg.port > 65535) {
+		return nil, fmt.Errorf("zktest: client port %d: for one standalone server, in 1-65535", cfg.port)
 	}
 	if cfg.classpath == "" {
 		cp, err := Classpath()
@@ -93,6 +98,9 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	if err != nil {
 		c.removeDir()
 		return nil, err
+	}
+	if cfg.port != 0 {
+		ports[0] = cfg.port
 	}
 	for i := range size {
 		n := &node{

@@ -35,6 +35,9 @@ func TestExpire(t *testing.T) {
 		defer conn.Close()
 		_, err := conn.Create("/expire", nil, zk.FlagEphemeral, acl)
 		require.NoError(t, err)
+		// The observer may be on another server: sync so it sees the create.
+		_, err = observer.Sync("/expire")
+		require.NoError(t, err)
 		ok, _, watch, err := observer.ExistsW("/expire")
 		require.NoError(t, err)
 		require.True(t, ok)

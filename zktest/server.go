@@ -51,14 +51,24 @@ type config struct {
 	jvmFlags  []string
 	startWait time.Duration
 	fastJIT   bool
+	maxSess   time.Duration
+	port      int // the standalone server's client port (0: a free one)
+	// containerCheck is how often the leader removes empty container
+	// nodes (ZooKeeper's znode.container.checkIntervalMs).
+	containerCheck time.Duration
 }
 
 // Option configures a Cluster.
 type Option func(*config)
 
 // WithTickTime sets ZooKeeper's tickTime (default 200ms). The server accepts
-// session timeouts from 2 ticks (400ms by default) to 60s.
+// session timeouts from 2 ticks (400ms by default) to 60s (see
+// WithMaxSessionTimeout).
 func WithTickTime(d time.Duration) Option { return func(c *config) { c.tick = d } }
+
+// WithMaxSessionTimeout sets the longest session timeout the servers grant
+// (maxSessionTimeout, default 60s): a client asking for more gets this.
+func WithMaxSessionTimeout(d time.Duration) Option { return func(c *config) { c.maxSess = d } }
 
 // WithHeapMB sets each server's maximum Java heap in MiB (default 64; 32 fails
 // under load).
@@ -73,9 +83,22 @@ func WithClasspath(cp string) Option { return func(c *config) { c.classpath = cp
 // directory is not removed.
 func WithDataDir(dir string) Option { return func(c *config) { c.baseDir = dir } }
 
+// WithClientPort makes a standalone server (size 1) listen for clients on
+// 127.0.0.1:port instead of a free port (e.g. 2181 for a server people reach
+// by hand). Tests should keep free ports: another ZooKeeper may run.
+func WithClientPort(port int) Option { return func(c *config) { c.port = port } }
+
 // WithJVMFlags adds flags to the java command line.
 func WithJVMFlags(flags ...string) Option {
 	return func(c *config) { c.jvmFlags = append(append([]string(nil), c.jvmFlags...), flags...) }
+}
+
+// WithContainerCheckInterval sets how often the server removes container
+// nodes that have had children and have none left (ZooKeeper's
+// znode.container.checkIntervalMs; default here 200ms, ZooKeeper's own 60s),
+// so a test can see a recipe's parents disappear once nobody uses them.
+func WithContainerCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.containerCheck = d }
 }
 
 // WithFullJIT lets the JVM use its optimizing compiler (slower start, faster
@@ -158,7 +181,7 @@ func (n *node) writeConfig(cfg *config, peers []*node) error {
 	fmt.Fprintf(&b, "initLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", filepath.Join(n.dir, "data"))
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", n.clientPort)
-	fmt.Fprintf(&b, "maxSessionTimeout=60000\nmaxClientCnxns=0\n")
+	fmt.Fprintf(&b, "maxSessionTimeout=%d\nmaxClientCnxns=0\n", cfg.maxSess.Milliseconds())
 	fmt.Fprintf(&b, "admin.enableServer=false\n4lw.commands.whitelist=*\n")
 	fmt.Fprintf(&b, "forceSync=no\npreAllocSize=1024\nsnapCount=100000\n")
 	if len(peers) > 1 {
@@ -187,6 +210,7 @@ func (n *node) start(sp *spawner, cfg *config) error {
 		// must not sit without quorum for most of a minute because one
 		// round went unanswered on a loaded machine.
 		"-Dzookeeper.fastleader.maxNotificationInterval=2000",
+		fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", cfg.containerCheck.Milliseconds()),
 	}
 	if cfg.fastJIT {
 		args = append(args, "-XX:TieredStopAtLevel=1")

@@ -1,46 +1,185 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// child is CMD, running.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+// How CMD's processes are kept (see the usage text):
+//
+// shepherd starts itself again as a tiny init (`shepherd __init ... -- CMD`),
+// which starts CMD, reaps every process that ends up as its child, and on
+// request signals them all and exits only when none is left. shepherd talks
+// to it over a pipe: "stop SIG GRACE" lines; end of file means shepherd died.
+//
+//   - pidns mode: the init is PID 1 of a new PID namespace (CLONE_NEWPID, with
+//     CLONE_NEWUSER when not root) and dies with shepherd (Pdeathsig SIGKILL):
+//     the kernel then kills every process of the namespace. kill(-1, sig)
+//     from PID 1 signals exactly the namespace's other processes.
+//   - subreaper mode (namespaces refused, or -pidns=false): the init is the
+//     child subreaper of CMD's processes, so that every orphan among them
+//     becomes its child; it finds them all as its descendants in /proc, and
+//     when the pipe reaches end of file (shepherd died, even by SIGKILL) it
+//     kills them. Only a SIGKILL of the init itself escapes it.
+
+// treeMode is how the init keeps CMD's processes.
+type treeMode string
+
+const (
+	modePIDNS     treeMode = "pidns"
+	modeSubreaper treeMode = "subreaper"
+)
+
+// backstop is how long shepherd waits, beyond the grace, for the init to
+// report that every process is gone before it SIGKILLs the init itself.
+const backstop = 5 * time.Second
+
+// launcher starts inits. Linux sends the Pdeathsig when the *thread* that
+// forked the child exits, and the Go runtime ends a thread when a goroutine
+// locked to it exits: so every init is forked from one goroutine locked to
+// its thread for the life of shepherd (never unlocked, never returning).
+type launcher struct {
+	reqs     chan func()
+	fallback sync.Once
 }
 
-func startChild(argv, env []string, stderr io.Writer) (*child, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+func newLauncher() *launcher {
+	l := &launcher{reqs: make(chan func())}
+	go func() {
+		runtime.LockOSThread()
+		for f := range l.reqs {
+			f()
+		}
+	}()
+	return l
+}
+
+// child is CMD's process tree, under its init.
+type child struct {
+	mode treeMode
+	cmd  *exec.Cmd
+	ctl  *os.File // the write end of the init's control pipe
+	done chan struct{}
+	err  error
+	mu   sync.Mutex // serialises writes to ctl
+}
+
+// start starts CMD under an init. pidns asks for a PID namespace; where the
+// kernel refuses it, the subreaper mode is used and stderr says so once.
+func (l *launcher) start(argv, env []string, pidns bool, grace time.Duration, stderr io.Writer) (*child, error) {
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		code := exitNotFound
+		if errors.Is(err, os.ErrPermission) {
+			code = exitCannotExec
+		}
+		return nil, exitCode{code, fmt.Errorf("cannot run %q: %w", argv[0], err)}
+	}
+	if pidns {
+		c, err := l.startMode(modePIDNS, argv, env, grace, stderr)
+		if err == nil || !namespaceRefused(err) {
+			return c, err
+		}
+		l.fallback.Do(func() {
+			fmt.Fprintf(stderr, "shepherd: no PID namespace for CMD (%v): %s\n", err, subreaperNotice)
+		})
+	} else {
+		l.fallback.Do(func() { fmt.Fprintf(stderr, "shepherd: -pidns=false: %s\n", subreaperNotice) })
+	}
+	return l.startMode(modeSubreaper, argv, env, grace, stderr)
+}
+
+const subreaperNotice = "CMD's processes are kept by a subreaper instead; they are stopped " +
+	"on a hold loss or a signal, and killed if shepherd dies, unless its helper process is " +
+	"SIGKILLed too"
+
+// namespaceRefused reports whether err is the kernel refusing the clone
+// flags (no privilege, user namespaces disabled or exhausted, seccomp).
+func namespaceRefused(err error) bool {
+	for _, e := range []error{syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS, syscall.EACCES, syscall.ENOSYS} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *launcher) startMode(mode treeMode, argv, env []string, grace time.Duration, stderr io.Writer) (*child, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	args := append([]string{initCommand, "-mode", string(mode), "-grace", grace.String(), "--"}, argv...)
+	// /proc/self/exe is this very binary, even if its file was replaced.
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Args[0] = "shepherd"
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
-	// If shepherd itself dies (SIGKILL), CMD must not run on unguarded: the
-	// kernel kills it with its parent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, exitCode{127, fmt.Errorf("cannot run %q: %w", argv[0], err)}
+	cmd.ExtraFiles = []*os.File{r}
+	attr := &syscall.SysProcAttr{}
+	if mode == modePIDNS {
+		attr.Cloneflags = syscall.CLONE_NEWPID
+		attr.Pdeathsig = syscall.SIGKILL
+		if os.Geteuid() != 0 {
+			// Map only our own ids: CMD keeps its identity.
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+		}
 	}
-	c := &child{cmd: cmd, done: make(chan struct{})}
+	// In subreaper mode the init must outlive shepherd long enough to kill
+	// CMD's processes: no Pdeathsig, the pipe's end of file tells it.
+	cmd.SysProcAttr = attr
+	errc := make(chan error, 1)
+	l.reqs <- func() { errc <- cmd.Start() }
+	if err := <-errc; err != nil {
+		w.Close()
+		return nil, fmt.Errorf("starting CMD's init (%s): %w", mode, err)
+	}
+	c := &child{mode: mode, cmd: cmd, ctl: w, done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
+		c.mu.Lock()
+		c.ctl.Close()
+		c.mu.Unlock()
 		close(c.done)
 	}()
 	return c, nil
 }
 
-// stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
-func (c *child) stop(grace time.Duration) {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
+// requestStop asks the init to send sig to every process of CMD's and to
+// SIGKILL them after grace (or sooner, if an earlier request said so). It
+// does not wait.
+func (c *child) requestStop(sig syscall.Signal, grace time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_, _ = fmt.Fprintf(c.ctl, "stop %d %d\n", int(sig), grace.Nanoseconds())
+}
+
+// stop stops CMD's processes (requestStop) and waits until none is left. If
+// the init does not report that within grace plus the backstop, it is
+// SIGKILLed (in pidns mode that kills every process of the namespace).
+func (c *child) stop(sig syscall.Signal, grace time.Duration) {
+	c.requestStop(sig, grace)
+	c.await(grace)
+}
+
+// await waits until the init reports every process gone, after a stop
+// request with grace; past grace plus the backstop, it SIGKILLs the init.
+func (c *child) await(grace time.Duration) {
+	t := time.NewTimer(grace + backstop)
 	defer t.Stop()
 	select {
 	case <-c.done:
@@ -51,7 +190,8 @@ func (c *child) stop(grace time.Duration) {
 	<-c.done
 }
 
-// status is CMD's exit status (128+signal when killed by a signal).
+// status is CMD's exit status, as the init reports it (128+N when CMD was
+// killed by signal N).
 func (c *child) status() int {
 	var ee *exec.ExitError
 	if errors.As(c.err, &ee) {
@@ -64,37 +204,4 @@ func (c *child) status() int {
 		return exitError
 	}
 	return 0
-}
-
-// supervise runs CMD while a hold lasts. SIGINT and SIGTERM to shepherd are
-// passed to CMD. When lost closes, CMD is stopped and supervise returns exit
-// status 5. Otherwise it returns CMD's own status when CMD ends.
-func supervise(ctx context.Context, o *options, argv, env []string, lost <-chan struct{}, what string,
-	stopSignals func(), stderr io.Writer) error {
-	// Take signals over from the context, to pass them on.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	if ctx.Err() != nil {
-		// A signal came before we took them over: do not start CMD.
-		stopSignals()
-		return exitCode{130, fmt.Errorf("interrupted before %s started", argv[0])}
-	}
-	stopSignals()
-	c, err := startChild(argv, env, stderr)
-	if err != nil {
-		return err
-	}
-	for {
-		select {
-		case s := <-sigs:
-			_ = c.cmd.Process.Signal(s)
-		case <-lost:
-			fmt.Fprintf(stderr, "shepherd: %s lost: stopping %s\n", what, argv[0])
-			c.stop(o.grace)
-			return exitCode{exitLost, fmt.Errorf("%s lost while %s ran", what, argv[0])}
-		case <-c.done:
-			return exitCode{code: c.status()}
-		}
-	}
 }

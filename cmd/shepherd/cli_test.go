@@ -70,23 +70,29 @@ func shepherd(t *testing.T, env []string, args ...string) result {
 }
 
 // start runs the binary in the background.
-func start(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func start(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncWriter) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "SHEPHERD_ZK="+zk.ConnectString()), env...)
-	var errb bytes.Buffer
-	cmd.Stderr = &syncWriter{w: &errb}
+	errb := &syncWriter{w: new(bytes.Buffer)}
+	cmd.Stderr = errb
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	return cmd, &errb
+	return cmd, errb
 }
 
 type syncWriter struct {
 	mu sync.Mutex
 	w  *bytes.Buffer
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
@@ -119,6 +125,19 @@ func TestBadUsage(t *testing.T) {
 		{"-zk", "", "status", "/p"},
 		{"-zk", "127.0.0.1:99999", "status", "/p"},
 		{"-session-timeout", "0s", "status", "/p"},
+		{"lock", "/p", "sleep", "1"},
+		{"lock", "/p", "-timeout"},
+		{"lock", "-timeout=", "/p", "--", "true"},
+		{"lock", "/p", "-nonfair=maybe", "--", "true"},
+		{"lock", "/p", "/q", "--", "true"},
+		{"elect", "-once", "-http", "127.0.0.1:0", "/p"},
+		{"-zk", "127.0.0.1:2181/zookeeper", "status", "/p"},
+		{"-zk", "127.0.0.1:2181/a/", "status", "/p"},
+		{"-namespace", "app", "status", "/p"},
+		{"status", "/p", "--", "x"},
+		{"dev", "-port", "70000"},
+		{"dev", "extra"},
+		{"__init"},
 	}
 	for _, args := range cases {
 		r := shepherd(t, nil, args...)
@@ -192,7 +211,7 @@ func TestLockTimeout(t *testing.T) {
 func TestSemaphoreAdmitsN(t *testing.T) {
 	path := uniquePath(t)
 	dir := t.TempDir()
-	script := fmt.Sprintf(`d=%[1]s/slot.$$; mkdir $d; ls -d %[1]s/slot.* | wc -l >> %[1]s/counts; sleep 0.4; rmdir $d`, dir)
+	script := fmt.Sprintf(`d=$(mktemp -d %[1]s/slot.XXXXXX); ls -d %[1]s/slot.* | wc -l >> %[1]s/counts; sleep 0.4; rmdir $d`, dir)
 	var wg sync.WaitGroup
 	results := make([]result, 5)
 	for i := range results {
@@ -215,8 +234,8 @@ func TestSemaphoreAdmitsN(t *testing.T) {
 	}
 	require.Equal(t, 2, peak, "counts seen: %s", data)
 	r := shepherd(t, nil, "semaphore", "-n", "3", path, "--", "true")
-	require.Equal(t, 2, r.code, "a mismatched limit is a usage error: %s", r.stderr)
-	require.Contains(t, r.stderr, "maxLeases")
+	require.Equal(t, 6, r.code, "a mismatched limit is a refusal: %s", r.stderr)
+	require.Contains(t, r.stderr, "maxLeases 2")
 }
 
 // TestElectHandsOver: the leader's shepherd is killed with SIGKILL; its CMD
@@ -289,7 +308,9 @@ func TestStatusJSON(t *testing.T) {
 	require.Regexp(t, `holder\s+first\s+0x[0-9a-f]+`, r.stdout)
 	require.Regexp(t, `waiter 1\s+second`, r.stdout)
 	r = shepherd(t, nil, "status", uniquePath(t))
+	require.Equal(t, 7, r.code, "nothing there: %s", r.stderr)
 	require.Contains(t, r.stdout, "nothing here")
+	require.Contains(t, r.stderr, "nothing at")
 }
 
 // TestStatusWatch: --watch prints a new snapshot on each change.
@@ -337,7 +358,7 @@ func waitStatus(t *testing.T, path string, cond func(recipe.Snapshot) bool) reci
 	var s recipe.Snapshot
 	require.Eventually(t, func() bool {
 		r := shepherd(t, nil, "status", "-json", path)
-		if r.code != 0 {
+		if r.code != 0 && r.code != 7 { // 7: nothing there
 			return false
 		}
 		s = recipe.Snapshot{}

@@ -3,34 +3,99 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/session"
 )
 
-func cmdElect(ctx context.Context, o *options, args []string, stderr io.Writer, stopSignals func()) error {
-	fs := flag.NewFlagSet("elect", flag.ContinueOnError)
-	host, _ := os.Hostname()
-	id := fs.String("id", fmt.Sprintf("%s-%d", host, os.Getpid()), "candidate `ID` shown to others")
-	once := fs.Bool("once", false, "exit after one term instead of rejoining the election")
-	nonFair := fs.Bool("nonfair", false, "race for a single leader node instead of queueing")
-	path, argv, err := parse(fs, o, args, true)
+var (
+	errTimedOut = errors.New("not elected in time")
+	errFinished = errors.New("finished")
+)
+
+func (c *cli) cmdElect(ctx context.Context, o *options, args []string) error {
+	s := newSub("elect", "shepherd elect [flags] PATH [-- CMD [ARG...]]", `
+Take part in the leader election at PATH and run CMD while this process is
+the leader. When leadership is lost, CMD's processes are stopped and shepherd
+rejoins the election (with -once it exits 5 instead); when CMD exits, shepherd
+exits with its status. SIGINT or SIGTERM hands leadership over at once.
+
+With -http ADDR, shepherd also serves, for a service that is not written in
+Go (a Kubernetes sidecar, a load balancer's health check):
+  /readyz, /healthz  200 while this process is the leader, else 503; the JSON
+                     body names this candidate and the leader:
+                     {"leading":false,"id":"b","leader":"a","term":123}
+  /livez             200 unless a leader's CMD cannot be stopped
+  /metrics           Prometheus metrics (the observe/prometheus adapter)
+With -http and no CMD, shepherd only campaigns and serves, until SIGTERM
+(exit 0). Fair mode shares PATH with Curator's LeaderLatch. CMD's
+environment, the exit statuses and what happens to CMD's processes: see
+'shepherd help'.`,
+		`shepherd elect -id "$(hostname)" /services/cron/leader -- ./scheduler`,
+		`shepherd elect -http 0.0.0.0:8080 -id "$POD_NAME" /services/web/leader`,
+		`shepherd elect -once -timeout 10s /jobs/migrate/leader -- ./migrate.sh`)
+	o.registerConn(s.fs)
+	o.registerHold(s.fs)
+	id := s.fs.String("id", defaultID(), "candidate `ID` shown to others (status, /readyz; SHEPHERD_ID)")
+	once := s.fs.Bool("once", false, "exit after one term instead of rejoining the election (exit 5 if it is lost)")
+	nonFair := s.fs.Bool("nonfair", false, "race for a single leader node instead of queueing")
+	httpAddr := s.fs.String("http", "", "serve /readyz, /healthz, /livez and /metrics on `ADDR` (e.g. 127.0.0.1:8080)")
+	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
 	}
-	sess, err := connect(ctx, o, stderr)
+	path, err := onePath("elect", pos)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(argv) == 0 && *httpAddr == "":
+		return usagef("elect: missing CMD (shepherd elect [flags] PATH -- CMD...), or -http ADDR to only campaign and serve")
+	case len(argv) == 0 && *once:
+		return usagef("elect: -once needs a CMD")
+	}
+	if err := election.ValidateID(*id); err != nil {
+		return usagef("elect: -id: %v", err)
+	}
+	if err := o.check("elect"); err != nil {
+		return err
+	}
+	st := &leaderState{id: *id}
+	var sopts []session.Option
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			return fmt.Errorf("elect: -http: %w", err)
+		}
+		srv, obs, err := newProbeServer(st)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		sopts = append(sopts, session.WithObserver(obs))
+		fmt.Fprintf(c.stderr, "shepherd: serving /readyz, /healthz, /livez and /metrics on http://%s\n", ln.Addr())
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+	sess, err := c.connect(ctx, o, sopts...)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	var opts []election.Option
+	// OnElected must have stopped CMD's processes before the election
+	// reports it stuck: -grace, then the backstop.
+	opts := []election.Option{election.WithStopDeadline(o.grace + 2*backstop)}
 	if *nonFair {
 		opts = append(opts, election.NonFair())
 	}
@@ -38,87 +103,188 @@ func cmdElect(ctx context.Context, o *options, args []string, stderr io.Writer, 
 	if err != nil {
 		return usagef("elect: %v", err)
 	}
+	st.setElection(e)
+
 	// SIGINT/SIGTERM end the election: CMD is stopped and leadership handed
 	// over at once.
-	stopSignals()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	runCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-runCtx.Done():
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	restore, _ := c.sigs.route(func() (func(syscall.Signal), error) {
+		if ctx.Err() != nil {
+			cancel(context.Cause(ctx))
 		}
-	}()
+		return func(sig syscall.Signal) { cancel(interrupted{sig}) }, nil
+	})
+	defer restore()
 	// -timeout bounds the wait for the first term.
 	elected := make(chan struct{})
-	var once1 sync.Once
-	timedOut := make(chan struct{})
 	if o.timeout > 0 {
-		go func() {
-			t := time.NewTimer(o.timeout)
-			defer t.Stop()
+		t := time.AfterFunc(o.timeout, func() {
 			select {
-			case <-t.C:
-				close(timedOut)
-				cancel()
 			case <-elected:
-			case <-runCtx.Done():
+			default:
+				cancel(errTimedOut)
 			}
-		}()
+		})
+		defer t.Stop()
 	}
 	var result error
+	var firstTerm sync.Once
 	err = e.Run(runCtx, election.Callbacks{
 		OnElected: func(lctx context.Context, term election.Term) {
-			once1.Do(func() { close(elected) })
-			select {
-			case <-timedOut:
+			firstTerm.Do(func() { close(elected) })
+			if lctx.Err() != nil {
 				return
-			default:
 			}
-			fmt.Fprintf(stderr, "shepherd: elected %s (term %v)\n", *id, term)
-			c, err := startChild(argv, []string{
-				"SHEPHERD_TOKEN=" + fmt.Sprint(int64(term)), "SHEPHERD_TERM=" + fmt.Sprint(int64(term)),
-				"SHEPHERD_PATH=" + path, "SHEPHERD_ID=" + *id,
-			}, stderr)
+			st.setLeading(true)
+			fmt.Fprintf(c.stderr, "shepherd: elected %s at %s (term %d)\n", *id, path, int64(term))
+			if len(argv) == 0 {
+				<-lctx.Done()
+				st.setLeading(false)
+				return
+			}
+			h := hold{path: path, id: *id, token: int64(term), elect: true}
+			h.node, h.session = st.leaderNode(lctx, term, sess)
+			ch, err := c.procs.start(argv, h.env(), o.pidns, o.grace, c.stderr)
 			if err != nil {
+				st.setLeading(false)
 				result = err
-				cancel()
+				cancel(errFinished)
 				return
 			}
 			select {
-			case <-c.done:
-				result = exitCode{code: c.status()}
-				cancel()
+			case <-ch.done:
+				st.setLeading(false)
+				result = exitCode{code: ch.status()}
+				cancel(errFinished)
 			case <-lctx.Done():
-				c.stop(o.grace)
-				if runCtx.Err() == nil {
-					fmt.Fprintf(stderr, "shepherd: leadership lost (term %v): stopped %s\n", term, argv[0])
-					if *once {
-						result = exitCode{exitLost, errors.New("leadership lost")}
-						cancel()
+				st.setLeading(false)
+				if sig, ok := signalOf(runCtx); ok {
+					// Leadership is kept while CMD stops (it is given up
+					// when OnElected returns): should the connection go
+					// meanwhile, the grace is cut as for a loss.
+					stopL := sess.Listen(func(ev session.Event) {
+						if ev.State != session.Connected && ev.State != session.Reconnected {
+							ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
+						}
+					})
+					if st := sess.State(); st != session.Connected && st != session.Reconnected {
+						ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
 					}
-				} else if result == nil {
-					result = exitCode{code: c.status()}
+					ch.requestStop(sig, o.grace)
+					fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
+					ch.await(o.grace)
+					stopL()
+					result = exitCode{code: ch.status()}
+					return
+				}
+				fmt.Fprintf(c.stderr, "shepherd: leadership at %s lost (term %d): stopping %s\n", path, int64(term), argv[0])
+				ch.stop(syscall.SIGTERM, lostGrace(o, sess))
+				if *once {
+					result = exitCode{exitLost, fmt.Errorf("leadership at %s lost while %s ran", path, argv[0])}
+					cancel(errFinished)
 				}
 			}
 		},
 		OnLeader: func(l election.Leader) {
+			st.setLeader(l)
 			if o.verbose {
-				fmt.Fprintf(stderr, "shepherd: leader is %q (term %v)\n", l.ID, l.Term)
+				fmt.Fprintf(c.stderr, "shepherd: leader is %q (term %d)\n", l.ID, int64(l.Term))
 			}
 		},
 	})
-	select {
-	case <-timedOut:
-		return exitCode{exitTimeout, fmt.Errorf("not elected within %v", o.timeout)}
-	default:
-	}
-	if result != nil {
+	cause := context.Cause(runCtx)
+	switch {
+	case result != nil:
 		return result
+	case errors.Is(cause, errTimedOut):
+		return exitCode{exitTimeout, fmt.Errorf("elect %s: not elected within %v", path, o.timeout)}
+	case err != nil:
+		return fmt.Errorf("elect %s: %w", path, err)
 	}
-	return err
+	if sig, ok := signalOf(runCtx); ok && len(argv) > 0 {
+		return exitCode{128 + int(sig), fmt.Errorf("%s while waiting to lead %s", interrupted{sig}, path)}
+	}
+	return nil
+}
+
+// leaderNode is this leader's node (under the same root as PATH) and
+// session: the election reports the new leader, itself, before OnElected.
+func (st *leaderState) leaderNode(ctx context.Context, term election.Term, sess *session.Session) (string, int64) {
+	st.mu.Lock()
+	l := st.leader
+	st.mu.Unlock()
+	if l.Term != term || l.ID != st.id {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if got, err := st.election.Leader(qctx); err == nil && got.Term == term {
+			l = got
+		}
+	}
+	if l.Term != term {
+		return "", sess.SessionID()
+	}
+	return strings.TrimPrefix(l.Node, sess.Namespace()), l.SessionID
+}
+
+// leaderState is what the probes report.
+type leaderState struct {
+	id       string
+	election *election.Election
+
+	mu      sync.Mutex
+	leading bool
+	leader  election.Leader
+}
+
+func (st *leaderState) setElection(e *election.Election) {
+	st.mu.Lock()
+	st.election = e
+	st.mu.Unlock()
+}
+
+func (st *leaderState) setLeading(v bool) {
+	st.mu.Lock()
+	st.leading = v
+	st.mu.Unlock()
+}
+
+func (st *leaderState) setLeader(l election.Leader) {
+	st.mu.Lock()
+	st.leader = l
+	st.mu.Unlock()
+}
+
+// probe is the body of /readyz and /healthz.
+type probe struct {
+	Leading bool   `json:"leading"`
+	ID      string `json:"id"`
+	Leader  string `json:"leader"` // the leader's id ("" when none is known)
+	Term    int64  `json:"term"`   // the leader's term, decimal
+}
+
+func (st *leaderState) probe() probe {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return probe{Leading: st.leading, ID: st.id, Leader: st.leader.ID, Term: int64(st.leader.Term)}
+}
+
+func (st *leaderState) healthy() error {
+	st.mu.Lock()
+	e := st.election
+	st.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	return e.Healthy(0)
+}
+
+// serveProbe answers a readiness probe.
+func (st *leaderState) serveProbe(w http.ResponseWriter, _ *http.Request) {
+	p := st.probe()
+	code := http.StatusOK
+	if !p.Leading {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, p)
 }

@@ -3,15 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
+	"github.com/shepherdzk/shepherd/session"
 )
 
 func defaultID() string {
@@ -19,19 +20,39 @@ func defaultID() string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-func cmdLock(ctx context.Context, o *options, args []string, stderr io.Writer, stopSignals func()) error {
-	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
-	id := fs.String("id", defaultID(), "holder `ID` stored in the lock's node (shown by status)")
-	nonFair := fs.Bool("nonfair", false, "race for a single node instead of queueing (no FIFO)")
-	path, argv, err := parse(fs, o, args, true)
+func (c *cli) cmdLock(ctx context.Context, o *options, args []string) error {
+	s := newSub("lock", "shepherd lock [flags] PATH -- CMD [ARG...]", `
+Run CMD while holding the lock at PATH: wait in line (FIFO) for the lock, run
+CMD, release the lock when CMD and every process it started have ended.
+Shares PATH with Curator's InterProcessMutex and go-zookeeper's zk.Lock.
+CMD's environment, the exit statuses and what happens to CMD's processes on a
+loss or a signal: see 'shepherd help'.`,
+		"shepherd lock /jobs/backup -- ./backup.sh",
+		"shepherd lock -timeout 30s -grace 5s /jobs/report -- sh -c 'make report && upload'",
+		`shepherd lock -zk zk1:2181,zk2:2181/myapp /jobs/x -- sh -c 'echo token $SHEPHERD_TOKEN'`)
+	o.registerConn(s.fs)
+	o.registerHold(s.fs)
+	id := s.fs.String("id", defaultID(), "holder `ID` stored in the lock's node (shown by status; SHEPHERD_ID)")
+	nonFair := s.fs.Bool("nonfair", false, "race for a single node instead of queueing (no FIFO; for few contenders)")
+	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
+		return err
+	}
+	path, err := onePath("lock", pos)
+	if err != nil {
+		return err
+	}
+	if len(argv) == 0 {
+		return usagef("lock: missing CMD (shepherd lock [flags] PATH -- CMD...)")
+	}
+	if err := o.check("lock"); err != nil {
 		return err
 	}
 	opts := []mutex.Option{mutex.WithData([]byte(*id))}
 	if *nonFair {
 		opts = append(opts, mutex.NonFair())
 	}
-	sess, err := connect(ctx, o, stderr)
+	sess, err := c.connect(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -44,40 +65,56 @@ func cmdLock(ctx context.Context, o *options, args []string, stderr io.Writer, s
 	err = m.Lock(actx)
 	cancel()
 	if err != nil {
-		return acquireError(ctx, o, "lock", path, err)
+		return acquireError(ctx, o, sess, "lock", path, err)
 	}
-	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	tok, err := m.Token(tctx)
-	tcancel()
+	h, err := holdOf(sess, path, *id, m.Hold(), m.Token)
 	if err != nil {
 		_ = m.Unlock(context.Background())
 		return exitCode{exitLost, fmt.Errorf("lock %s lost at once: %w", path, err)}
 	}
 	if o.verbose {
-		fmt.Fprintf(stderr, "shepherd: locked %s (token %v, node %s)\n", path, tok, m.Node())
+		fmt.Fprintf(c.stderr, "shepherd: locked %s (token %d, node %s)\n", path, h.token, h.node)
 	}
-	env := holdEnv(tok, m.Node(), path)
-	err = supervise(ctx, o, argv, env, m.Lost(), "lock", stopSignals, stderr)
+	err = c.supervise(ctx, o, argv, h, m.Lost(), "lock", lostGrace(o, sess))
 	uctx, ucancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ucancel()
 	if uerr := m.Unlock(uctx); uerr != nil && !errors.Is(uerr, mutex.ErrLost) && o.verbose {
-		fmt.Fprintln(stderr, "shepherd: unlock:", uerr)
+		fmt.Fprintln(c.stderr, "shepherd: unlock:", uerr)
 	}
 	return err
 }
 
-func cmdSemaphore(ctx context.Context, o *options, args []string, stderr io.Writer, stopSignals func()) error {
-	fs := flag.NewFlagSet("semaphore", flag.ContinueOnError)
-	n := fs.Int("n", 0, "maxLeases: at most `N` holders at once (required; must match the path's)")
-	id := fs.String("id", defaultID(), "holder `ID` stored in the lease's node (shown by status)")
-	path, argv, err := parse(fs, o, args, true)
+func (c *cli) cmdSemaphore(ctx context.Context, o *options, args []string) error {
+	s := newSub("semaphore", "shepherd semaphore [flags] -n N PATH -- CMD [ARG...]", `
+Run CMD while holding one of the N leases of the semaphore at PATH: at most N
+CMDs run at once across every host; the others wait in line (FIFO). N is
+recorded at PATH: a client with another N is refused (exit 6), never admitted
+beyond the limit. CMD's environment, the exit statuses and what happens to
+CMD's processes: see 'shepherd help'.`,
+		"shepherd semaphore -n 3 /limits/api -- ./call-api.sh",
+		"shepherd semaphore -n 2 -timeout 1m /limits/encoders -- ffmpeg -i in.mkv out.mp4")
+	o.registerConn(s.fs)
+	o.registerHold(s.fs)
+	n := s.fs.Int("n", 0, "maxLeases: at most `N` holders at once (required; must match the one recorded at PATH)")
+	id := s.fs.String("id", defaultID(), "holder `ID` stored in the lease's node (shown by status; SHEPHERD_ID)")
+	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
+	}
+	path, err := onePath("semaphore", pos)
+	if err != nil {
+		return err
+	}
+	if len(argv) == 0 {
+		return usagef("semaphore: missing CMD (shepherd semaphore [flags] -n N PATH -- CMD...)")
 	}
 	if *n < 1 {
 		return usagef("semaphore: -n N is required and must be at least 1")
 	}
-	sess, err := connect(ctx, o, stderr)
+	if err := o.check("semaphore"); err != nil {
+		return err
+	}
+	sess, err := c.connect(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -90,36 +127,142 @@ func cmdSemaphore(ctx context.Context, o *options, args []string, stderr io.Writ
 	l, err := sem.Acquire(actx)
 	cancel()
 	if err != nil {
-		return acquireError(ctx, o, "semaphore", path, err)
+		return acquireError(ctx, o, sess, "semaphore", path, err)
 	}
-	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	tok, err := l.Token(tctx)
-	tcancel()
+	h, err := holdOf(sess, path, *id, l.Hold(), l.Token)
 	if err != nil {
 		_ = l.Release(context.Background())
 		return exitCode{exitLost, fmt.Errorf("lease on %s lost at once: %w", path, err)}
 	}
-	env := holdEnv(tok, l.Nodes()[0], path)
-	err = supervise(ctx, o, argv, env, l.Lost(), "lease", stopSignals, stderr)
+	err = c.supervise(ctx, o, argv, h, l.Lost(), "lease", lostGrace(o, sess))
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
 	_ = l.Release(rctx)
 	return err
 }
 
-func holdEnv(tok recipe.Token, node, path string) []string {
-	return []string{"SHEPHERD_TOKEN=" + fmt.Sprint(int64(tok)), "SHEPHERD_NODE=" + node, "SHEPHERD_PATH=" + path}
+// hold is what CMD's environment says about the hold.
+type hold struct {
+	path    string // PATH as given
+	node    string // under the same root as path
+	id      string
+	token   int64
+	session int64
+	elect   bool // also SHEPHERD_TERM
+}
+
+// env is CMD's environment, the same for every subcommand (documented in
+// the usage text).
+func (h hold) env() []string {
+	env := []string{
+		"SHEPHERD_PATH=" + h.path,
+		"SHEPHERD_NODE=" + h.node,
+		fmt.Sprintf("SHEPHERD_TOKEN=%d", h.token),
+		fmt.Sprintf("SHEPHERD_SESSION=0x%x", h.session),
+		"SHEPHERD_ID=" + h.id,
+	}
+	if h.elect {
+		env = append(env, fmt.Sprintf("SHEPHERD_TERM=%d", h.token))
+	}
+	return env
+}
+
+// holdOf describes a granted hold; token reads its fencing token.
+func holdOf(sess *session.Session, path, id string, rh *recipe.Hold,
+	token func(context.Context) (recipe.Token, error)) (hold, error) {
+	if rh == nil {
+		return hold{}, recipe.ErrLost
+	}
+	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tok, err := token(tctx)
+	if err != nil {
+		return hold{}, err
+	}
+	return hold{path: path, node: strings.TrimPrefix(rh.Node(), sess.Namespace()), id: id,
+		token: int64(tok), session: rh.SessionID()}, nil
+}
+
+// supervise runs CMD while a hold lasts. SIGINT and SIGTERM to shepherd stop
+// CMD's processes (that signal, SIGKILL after -grace) and supervise returns
+// CMD's status. When lost closes, they are stopped the same way (SIGTERM,
+// SIGKILL after lostG) and supervise returns exit status 5. Either way it
+// returns only when none of them is left.
+func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
+	lost <-chan struct{}, what string, lostG time.Duration) error {
+	var ch *child
+	restore, err := c.sigs.route(func() (func(syscall.Signal), error) {
+		if ctx.Err() != nil {
+			return nil, interruptedWaiting(ctx, "acquiring, before CMD started")
+		}
+		var err error
+		if ch, err = c.procs.start(argv, h.env(), o.pidns, o.grace, c.stderr); err != nil {
+			return nil, err
+		}
+		return func(sig syscall.Signal) {
+			ch.requestStop(sig, o.grace)
+			fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
+			go ch.await(o.grace)
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	defer restore()
+	select {
+	case <-lost:
+		fmt.Fprintf(c.stderr, "shepherd: %s on %s lost: stopping %s\n", what, h.path, argv[0])
+		ch.stop(syscall.SIGTERM, lostG)
+		return exitCode{exitLost, fmt.Errorf("%s on %s lost while %s ran", what, h.path, argv[0])}
+	case <-ch.done:
+		return exitCode{code: ch.status()}
+	}
 }
 
 // acquireError maps a failed acquisition to an exit status.
-func acquireError(ctx context.Context, o *options, what, path string, err error) error {
+func acquireError(ctx context.Context, o *options, sess *session.Session, what, path string, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return exitCode{exitTimeout, fmt.Errorf("%s %s: not acquired within %v", what, path, o.timeout)}
 	case ctx.Err() != nil:
-		return exitCode{130, fmt.Errorf("%s %s: interrupted while waiting", what, path)}
+		return interruptedWaiting(ctx, "waiting for "+path)
 	case errors.Is(err, recipe.ErrMaxLeasesMismatch) || errors.Is(err, recipe.ErrWrongKind):
-		return usagef("%s: %v", what, err)
+		return refused(sess, what, path, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, path, err)
 }
+
+// refused is the error of a refusal because of what is at path: exit
+// status 6, with a message that says what is there.
+func refused(sess *session.Session, what, path string, err error) error {
+	there := "another kind of recipe"
+	qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if snap, ierr := recipe.Inspect(qctx, sess, sess.Path(path)); ierr == nil {
+		there = describe(snap)
+	}
+	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s holds %s (%v)", what, path, path, there, err)}
+}
+
+// describe names what a snapshot shows at its path.
+func describe(s *recipe.Snapshot) string {
+	mode := ""
+	if !s.Fair {
+		mode = "non-fair "
+	}
+	people := fmt.Sprintf("%d holding, %d waiting", len(s.Holders), len(s.Waiters))
+	switch s.Kind {
+	case "semaphore":
+		return fmt.Sprintf("a semaphore with maxLeases %d (%s)", s.MaxLeases, people)
+	case "mutex":
+		return fmt.Sprintf("a %slock (%s)", mode, people)
+	case "rwlock":
+		return fmt.Sprintf("a read-write lock (%s)", people)
+	case "election":
+		return fmt.Sprintf("a %selection (%s)", mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
+	}
+	return "nodes of another kind of recipe"
+}
+
+// count is "1 candidate", "2 candidates".
+func count(n int, what string) string { return fmt.Sprintf("%d %s%s", n, what, plural(n)) }

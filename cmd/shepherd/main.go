@@ -1,30 +1,33 @@
 // Command shepherd runs commands under ZooKeeper coordination, in the spirit
 // of `etcdctl lock/elect` and `consul lock`:
 //
-//	shepherd lock PATH -- CMD...          run CMD while holding a lock
-//	shepherd semaphore -n N PATH -- CMD... run CMD while holding one of N leases
-//	shepherd elect -id ID PATH -- CMD...  run CMD while leader; rejoin after a loss
-//	shepherd status PATH                  show holders, waiters, leader, terms
+//	shepherd dev                            a local ZooKeeper to try it on
+//	shepherd lock PATH -- CMD...            run CMD while holding a lock
+//	shepherd semaphore -n N PATH -- CMD...  run CMD while holding one of N leases
+//	shepherd elect -id ID PATH -- CMD...    run CMD while leader; -http serves /readyz
+//	shepherd status PATH                    show holders, waiters, leader, tokens
 //
-// The connect string comes from -zk or SHEPHERD_ZK. Exit status: CMD's own
-// when it ran to its end; 2 for bad usage; 3 when ZooKeeper cannot be
-// reached; 4 when acquisition timed out; 5 when the hold was lost while CMD
-// ran (CMD was stopped); 1 for any other error.
+// Every process CMD starts is part of the hold: on Linux CMD runs in a new
+// PID namespace under a small init (this binary, re-executed), so that a hold
+// loss, a signal or even a SIGKILL of shepherd leaves none of them running.
+// See the usage text below (`shepherd help`) for the environment CMD gets, the
+// exit statuses and the fallback where namespaces are refused.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -35,70 +38,85 @@ const (
 	exitUnreachable = 3
 	exitTimeout     = 4
 	exitLost        = 5
+	exitRefused     = 6
+	exitEmpty       = 7
+	exitCannotExec  = 126
+	exitNotFound    = 127
 )
 
 const usage = `shepherd: run commands under ZooKeeper coordination.
 
 Usage:
-  shepherd lock      [flags] PATH -- CMD [ARG...]
-  shepherd semaphore [flags] -n N PATH -- CMD [ARG...]
-  shepherd elect     [flags] -id ID PATH -- CMD [ARG...]
-  shepherd status    [flags] PATH
+  shepherd dev       [-port 2181] [-data DIR]           a local ZooKeeper to try shepherd on
+  shepherd lock      [flags] PATH -- CMD [ARG...]       run CMD while holding a lock
+  shepherd semaphore [flags] -n N PATH -- CMD [ARG...]  run CMD while holding one of N leases
+  shepherd elect     [flags] PATH [-- CMD [ARG...]]     run CMD while leader; -http for probes
+  shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
+  shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
 
-CMD gets SHEPHERD_TOKEN (the fencing token: the lock's, the lease's or the
-term), SHEPHERD_NODE (the holder's node) and SHEPHERD_PATH in its environment.
-If the hold is lost while CMD runs, CMD gets SIGTERM at once, SIGKILL after
--grace, and shepherd exits 5 (elect instead rejoins the election, unless
--once). SIGINT and SIGTERM to shepherd are passed on to CMD; the hold is
-released when CMD ends.
+Flags may come before or after PATH; only "--" ends them. 'shepherd
+SUBCOMMAND -h' lists a subcommand's flags. ZooKeeper is reached through -zk
+or SHEPHERD_ZK, a connect string as zkCli and Curator take it:
+"host:port,host:port[/chroot]". No ZooKeeper at hand? Run 'shepherd dev'.
 
 Examples:
-  SHEPHERD_ZK=127.0.0.1:2181 shepherd lock /jobs/backup -- ./backup.sh
-  shepherd -zk 127.0.0.1:2181 semaphore -n 3 /limits/api -- curl -s http://127.0.0.1:8080/
+  shepherd dev &                     # then: export SHEPHERD_ZK=127.0.0.1:2181
+  shepherd lock -timeout 1m /jobs/backup -- ./backup.sh
+  shepherd semaphore -n 3 /limits/api -- ./call-api.sh
   shepherd elect -id "$(hostname)" /services/cron/leader -- ./scheduler
-  shepherd status --json /services/cron/leader
+  shepherd elect -http 127.0.0.1:8080 -id "$POD_NAME" /services/web/leader
+  shepherd status -json /services/cron/leader
 
-Exit status: CMD's own; 2 bad usage; 3 ZooKeeper unreachable; 4 acquisition
-timed out; 5 hold lost; 1 other errors.
+CMD's environment (lock, semaphore and elect set the same variables):
+  SHEPHERD_PATH     PATH as given
+  SHEPHERD_NODE     the hold's node: the lock's, the lease's, or the leader's,
+                    under the same root as PATH
+  SHEPHERD_TOKEN    the fencing token, in decimal: it grows with every grant
+                    of PATH (the node's creation zxid; 'status' shows it too)
+  SHEPHERD_SESSION  the ZooKeeper session that holds it, 0x-hex as ZooKeeper
+                    prints session ids
+  SHEPHERD_ID       the holder's -id
+  SHEPHERD_TERM     elect: the term, the same number as SHEPHERD_TOKEN
 
-Common flags (before or after the subcommand):
+CMD's processes: every process CMD starts, double-forked daemons included,
+is part of the hold. When the hold is lost, or shepherd gets SIGINT or
+SIGTERM, they all get that signal (SIGTERM on a loss), then SIGKILL after
+-grace, and shepherd releases the hold only when none is left. When CMD exits
+on its own, the processes it left running are stopped the same way. On a hold
+loss the grace is cut to a sixth of the session timeout: shepherd hears of a
+loss when its connection has been silent for 2/3 of the session timeout, and
+ZooKeeper may give the hold to another client at 3/3. (When ZooKeeper ends
+the session itself, e.g. after shepherd was paused, the others may be
+granted the hold before shepherd hears of it: no client can prevent that.)
+If shepherd itself is SIGKILLed, none of them outlives it: CMD runs under an
+init process (shepherd itself) in a new PID namespace (inside a user
+namespace when not root), and the kernel kills every process of the
+namespace when its init dies, which it does with shepherd. Where the kernel
+refuses namespaces (containers without CAP_SYS_ADMIN, some sandboxes), or
+with -pidns=false, shepherd says so once on stderr and falls back to the same
+init without a namespace: it is the subreaper of CMD's processes and stops
+them all as above, and kills them when shepherd dies; only if that helper is
+SIGKILLed too (kill -9 of the whole process group, the OOM killer) can they
+survive. Processes started through another daemon (systemd-run, docker, ssh)
+are never covered. Inside the namespace, CMD sees the namespace's PIDs: a
+PID file written there means nothing outside (use -pidns=false for that);
+when shepherd is not root, $$ is the same small number for every CMD (name
+temporary files with mktemp, not $$).
+
+Exit status:
+  CMD's own   CMD ran to its end (128+N when it was killed by signal N)
+  0           status found something there; elect -http without CMD stopped
+  1           other errors
+  2           bad usage
+  3           ZooKeeper unreachable
+  4           not acquired within -timeout
+  5           the hold was lost while CMD ran (CMD was stopped)
+  6           refused: PATH holds another kind of recipe, or a semaphore
+              with another -n (the message says what is there)
+  7           status: nothing at PATH
+  126, 127    CMD cannot be executed, or is not found
+  128+N       interrupted by signal N while waiting (SIGINT: 130)
 `
-
-// options are the flags every subcommand takes.
-type options struct {
-	zk             string
-	timeout        time.Duration
-	sessionTimeout time.Duration
-	connectWait    time.Duration
-	namespace      string
-	grace          time.Duration
-	verbose        bool
-}
-
-// defaultOptions are the flags' defaults.
-func defaultOptions() options {
-	return options{zk: envOr("SHEPHERD_ZK", "127.0.0.1:2181"), sessionTimeout: 10 * time.Second,
-		connectWait: 15 * time.Second, grace: 10 * time.Second}
-}
-
-// register defines the common flags on fs, with o's current values (the
-// defaults, or what was given before the subcommand) as defaults.
-func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.zk, "zk", o.zk, "ZooKeeper connect string `host:port,...` (env SHEPHERD_ZK)")
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up acquiring after this long (0: wait forever)")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, "ZooKeeper session timeout")
-	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long")
-	fs.StringVar(&o.namespace, "namespace", o.namespace, "path prefix for PATH (e.g. /myapp)")
-	fs.DurationVar(&o.grace, "grace", o.grace, "time between SIGTERM and SIGKILL when CMD must stop")
-	fs.BoolVar(&o.verbose, "v", o.verbose, "log to stderr")
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 // usageError is bad command-line input: exit status 2.
 type usageError struct{ msg string }
@@ -107,7 +125,7 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// exitError carries a specific exit status.
+// exitCode carries a specific exit status.
 type exitCode struct {
 	code int
 	err  error
@@ -120,123 +138,183 @@ func (e exitCode) Error() string {
 	return e.err.Error()
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, stop)
-	stop()
-	os.Exit(code)
+// interrupted is the cause of the command's context when a signal ends it.
+type interrupted struct{ sig syscall.Signal }
+
+func (e interrupted) Error() string { return "interrupted by " + e.sig.String() }
+
+// signalOf returns the signal that cancelled ctx, if one did.
+func signalOf(ctx context.Context) (syscall.Signal, bool) {
+	var in interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		return in.sig, true
+	}
+	return 0, false
 }
 
-// run executes the command line and returns the exit status. stopSignals
-// stops the signal-context so that commands that forward signals to a child
-// can take signals over.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, stopSignals func()) int {
+// signals routes SIGINT and SIGTERM to one handler at a time: by default
+// the handler cancels the command's context; while CMD runs, it stops CMD.
+// The handler runs with mu held, so that a command can check the context
+// and start CMD atomically: no signal falls between the two.
+type signals struct {
+	mu      sync.Mutex
+	handler func(syscall.Signal)
+	def     func(syscall.Signal)
+}
+
+func newSignals(def func(syscall.Signal)) *signals {
+	s := &signals{handler: def, def: def}
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		for sig := range ch {
+			s.mu.Lock()
+			s.handler(sig.(syscall.Signal))
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// route runs start with the router locked and, if it returns a handler,
+// routes signals to it until the returned restore is called.
+func (s *signals) route(start func() (func(syscall.Signal), error)) (restore func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, err := start()
+	if err != nil || h == nil {
+		return func() {}, err
+	}
+	s.handler = h
+	return func() {
+		s.mu.Lock()
+		s.handler = s.def
+		s.mu.Unlock()
+	}, nil
+}
+
+// cli is one run of the command line.
+type cli struct {
+	stdout, stderr io.Writer
+	sigs           *signals
+	procs          *launcher
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == initCommand {
+		os.Exit(runInit(os.Args[2:]))
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr,
+		sigs:  newSignals(func(s syscall.Signal) { cancel(interrupted{s}) }),
+		procs: newLauncher()}
+	os.Exit(c.run(ctx, os.Args[1:]))
+}
+
+// run executes the command line and returns the exit status.
+func (c *cli) run(ctx context.Context, args []string) int {
 	o := defaultOptions()
-	global := flag.NewFlagSet("shepherd", flag.ContinueOnError)
-	global.SetOutput(io.Discard)
-	o.register(global)
+	global := newSub("shepherd", "shepherd [flags] SUBCOMMAND ...", "")
+	o.registerConn(global.fs)
+	o.registerHold(global.fs)
 	printUsage := func(w io.Writer) {
 		fmt.Fprint(w, usage)
-		global.SetOutput(w)
-		global.PrintDefaults()
-		global.SetOutput(io.Discard)
+		fmt.Fprintln(w, "\nFlags of lock, semaphore and elect, which may also come before the subcommand\n"+
+			"(status takes -zk, -namespace, -session-timeout, -connect-timeout and -v):")
+		global.fs.SetOutput(w)
+		global.fs.PrintDefaults()
+		global.fs.SetOutput(io.Discard)
 	}
-	if err := global.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout)
+	rest, _, err := parseArgs(global.fs, args, true)
+	switch {
+	case errors.Is(err, errHelp):
+		printUsage(c.stdout)
+		return 0
+	case err != nil:
+		return c.report(usagef("%v", err))
+	case len(rest) == 0:
+		printUsage(c.stderr)
+		return exitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			printUsage(c.stdout)
 			return 0
 		}
-		fmt.Fprintln(stderr, "shepherd:", err)
-		return exitUsage
+		name, rest = rest[0], []string{"-h"}
 	}
-	rest := global.Args()
-	if len(rest) == 0 {
-		printUsage(stderr)
-		return exitUsage
-	}
-	cmd, rest := rest[0], rest[1:]
-	var err error
-	switch cmd {
+	switch name {
 	case "lock":
-		err = cmdLock(ctx, &o, rest, stderr, stopSignals)
+		err = c.cmdLock(ctx, &o, rest)
 	case "semaphore":
-		err = cmdSemaphore(ctx, &o, rest, stderr, stopSignals)
+		err = c.cmdSemaphore(ctx, &o, rest)
 	case "elect":
-		err = cmdElect(ctx, &o, rest, stderr, stopSignals)
+		err = c.cmdElect(ctx, &o, rest)
 	case "status":
-		err = cmdStatus(ctx, &o, rest, stdout, stderr)
-	case "help", "-h", "--help":
-		printUsage(stdout)
-		return 0
+		err = c.cmdStatus(ctx, &o, rest)
+	case "dev":
+		err = c.cmdDev(ctx, rest)
 	default:
-		err = usagef("unknown command %q (want lock, semaphore, elect or status)", cmd)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect or status)", name)
 	}
-	return report(err, stderr)
+	return c.report(err)
 }
 
-func report(err error, stderr io.Writer) int {
+func (c *cli) report(err error) int {
 	var ue usageError
 	var ec exitCode
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "shepherd:", ue.msg)
-		fmt.Fprintln(stderr, "run 'shepherd help' for usage")
+		fmt.Fprintln(c.stderr, "shepherd:", ue.msg)
+		fmt.Fprintln(c.stderr, "run 'shepherd help' for usage")
 		return exitUsage
 	case errors.As(err, &ec):
 		if ec.err != nil {
-			fmt.Fprintln(stderr, "shepherd:", ec.err)
+			fmt.Fprintln(c.stderr, "shepherd:", ec.err)
 		}
 		return ec.code
-	case errors.Is(err, context.DeadlineExceeded):
-		fmt.Fprintln(stderr, "shepherd: timed out:", err)
-		return exitTimeout
 	default:
-		fmt.Fprintln(stderr, "shepherd:", err)
+		fmt.Fprintln(c.stderr, "shepherd:", err)
 		return exitError
 	}
 }
 
-// parse parses a subcommand's flags and splits PATH from CMD.
-func parse(fs *flag.FlagSet, o *options, args []string, wantCmd bool) (path string, cmd []string, err error) {
-	fs.SetOutput(io.Discard)
-	o.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return "", nil, usagef("%s: %v", fs.Name(), err)
+// onePath checks that pos is exactly one valid PATH.
+func onePath(name string, pos []string) (string, error) {
+	switch {
+	case len(pos) == 0:
+		return "", usagef("%s: missing PATH", name)
+	case len(pos) > 1:
+		return "", usagef("%s: unexpected %q after PATH: put -- before CMD (shepherd %s [flags] PATH -- CMD...)",
+			name, strings.Join(pos[1:], " "), name)
 	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return "", nil, usagef("%s: missing PATH", fs.Name())
+	if err := zkpath.Validate(pos[0]); err != nil {
+		return "", usagef("%s: %v", name, err)
 	}
-	path, rest = rest[0], rest[1:]
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
-	}
-	if wantCmd && len(rest) == 0 {
-		return "", nil, usagef("%s: missing CMD after PATH (shepherd %s PATH -- CMD...)", fs.Name(), fs.Name())
-	}
-	if !wantCmd && len(rest) > 0 {
-		return "", nil, usagef("%s: unexpected arguments %q", fs.Name(), strings.Join(rest, " "))
-	}
-	if o.timeout < 0 || o.grace < 0 || o.sessionTimeout <= 0 || o.connectWait <= 0 {
-		return "", nil, usagef("%s: durations must be positive", fs.Name())
-	}
-	return path, rest, nil
+	return pos[0], nil
 }
 
-// connect opens the session.
-func connect(ctx context.Context, o *options, stderr io.Writer) (*session.Session, error) {
-	servers, err := session.SplitServers(o.zk)
+// connect opens the session. The connect string's chroot and -namespace
+// both prefix PATH, the chroot first.
+func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) (*session.Session, error) {
+	servers, chroot, err := session.ParseConnectString(o.zk)
 	if err != nil {
-		return nil, usagef("-zk: %v", err)
+		return nil, usagef("-zk %q: %v", o.zk, err)
 	}
-	opts := []session.Option{session.WithSessionTimeout(o.sessionTimeout)}
 	if o.namespace != "" {
-		opts = append(opts, session.WithNamespace(o.namespace))
+		if err := zkpath.Validate(o.namespace); err != nil {
+			return nil, usagef("-namespace: %v", err)
+		}
+	}
+	opts := append([]session.Option{session.WithSessionTimeout(o.sessionTimeout)}, extra...)
+	if ns := chroot + o.namespace; ns != "" {
+		opts = append(opts, session.WithNamespace(ns))
 	}
 	if o.verbose {
-		opts = append(opts, session.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		opts = append(opts, session.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.connectWait)
 	defer cancel()
@@ -244,10 +322,22 @@ func connect(ctx context.Context, o *options, stderr io.Writer) (*session.Sessio
 	switch {
 	case errors.Is(err, session.ErrInvalidArgument):
 		return nil, usagef("%v", err)
+	case err != nil && ctx.Err() != nil:
+		return nil, interruptedWaiting(ctx, "connecting to ZooKeeper")
 	case err != nil:
 		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: %w", o.zk, err)}
 	}
 	return s, nil
+}
+
+// interruptedWaiting is the error of a command a signal stopped before CMD
+// ran: exit status 128+N.
+func interruptedWaiting(ctx context.Context, what string) error {
+	sig, ok := signalOf(ctx)
+	if !ok {
+		sig = syscall.SIGINT
+	}
+	return exitCode{128 + int(sig), fmt.Errorf("%s while %s", interrupted{sig}, what)}
 }
 
 // acquireCtx bounds acquisition by -timeout.
@@ -256,4 +346,24 @@ func acquireCtx(ctx context.Context, o *options) (context.Context, context.Cance
 		return context.WithTimeout(ctx, o.timeout)
 	}
 	return context.WithCancel(ctx)
+}
+
+// lostGrace is the grace CMD gets after a hold loss: -grace, at most a
+// sixth of the session timeout. A holder learns of a loss when its
+// connection has been silent for 2/3 of the session timeout; ZooKeeper can
+// expire the session, and grant the hold to another, at 3/3: CMD's
+// processes are gone with half of that third to spare.
+func lostGrace(o *options, sess *session.Session) time.Duration {
+	t := sess.Timeout()
+	if t <= 0 {
+		t = o.sessionTimeout
+	}
+	return min(o.grace, t/6)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }

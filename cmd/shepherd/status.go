@@ -3,29 +3,43 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 )
 
-func cmdStatus(ctx context.Context, o *options, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON (one object; one per line with -watch)")
-	watch := fs.Bool("watch", false, "keep watching and print each change until interrupted")
-	path, _, err := parse(fs, o, args, false)
+func (c *cli) cmdStatus(ctx context.Context, o *options, args []string) error {
+	s := newSub("status", "shepherd status [flags] PATH", `
+Show what is at PATH: the kind of recipe (lock, read-write lock, semaphore,
+election; shepherd's, Curator's, Kazoo's or go-zookeeper's), its holders or
+leader and its waiters in line order, each with its id, ZooKeeper session,
+age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). With nothing at PATH
+it says so and exits 7, so that a mistyped PATH shows.`,
+		"shepherd status /services/cron/leader",
+		"shepherd status -json /jobs/backup | jq .holders",
+		"shepherd status -watch /limits/api")
+	o.registerConn(s.fs)
+	asJSON := s.fs.Bool("json", false, "print JSON (one object; one per line with -watch)")
+	watch := s.fs.Bool("watch", false, "keep watching and print each change until interrupted")
+	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
 	}
-	if err := zkpath.Validate(path); err != nil {
-		return usagef("status: %v", err)
+	path, err := onePath("status", pos)
+	if err != nil {
+		return err
 	}
-	sess, err := connect(ctx, o, stderr)
+	if len(argv) > 0 {
+		return usagef("status: unexpected arguments %q", strings.Join(argv, " "))
+	}
+	if err := o.check("status"); err != nil {
+		return err
+	}
+	sess, err := c.connect(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -46,16 +60,26 @@ func cmdStatus(ctx context.Context, o *options, args []string, stdout, stderr io
 			}
 			return fmt.Errorf("status %s: %w", path, err)
 		}
+		// Paths as given, under the same root as PATH (as SHEPHERD_NODE).
+		snap.Path = path
+		for _, es := range [][]recipe.Entry{snap.Holders, snap.Waiters} {
+			for i := range es {
+				es[i].Node = strings.TrimPrefix(es[i].Node, sess.Namespace())
+			}
+		}
 		if *asJSON {
 			b, _ := json.Marshal(snap)
-			fmt.Fprintln(stdout, string(b))
+			fmt.Fprintln(c.stdout, string(b))
 		} else {
 			if i > 0 {
-				fmt.Fprintln(stdout, "---")
+				fmt.Fprintln(c.stdout, "---")
 			}
-			printSnapshot(stdout, snap, time.Now())
+			printSnapshot(c.stdout, snap, time.Now())
 		}
 		if !*watch {
+			if snap.Kind == "empty" {
+				return exitCode{exitEmpty, fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)}
+			}
 			return nil
 		}
 		select {
@@ -78,9 +102,12 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	case "semaphore":
 		fmt.Fprintf(w, "%s: semaphore, %d of %d leases held, %d waiting\n", s.Path, len(s.Holders), s.MaxLeases, len(s.Waiters))
 	case "election":
-		fmt.Fprintf(w, "%s: election (%s), %d candidates\n", s.Path, mode, len(s.Holders)+len(s.Waiters))
+		fmt.Fprintf(w, "%s: election (%s), %s\n", s.Path, mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
 	default:
 		fmt.Fprintf(w, "%s: %s (%s), %d holding, %d waiting\n", s.Path, s.Kind, mode, len(s.Holders), len(s.Waiters))
+	}
+	if len(s.Holders)+len(s.Waiters) == 0 {
+		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tNODE")
@@ -112,10 +139,10 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time) {
 		}
 		return r
 	}, id)
-	if len(id) > 40 {
-		id = id[:40] + "…"
+	if r := []rune(id); len(r) > 40 {
+		id = string(r[:40]) + "…"
 	}
 	age := now.Sub(e.Created).Round(100 * time.Millisecond)
 	node := e.Node[strings.LastIndex(e.Node, "/")+1:]
-	fmt.Fprintf(w, "%s\t%s\t0x%x\t%v\t%v\t%s\n", role, id, e.SessionID, age, e.Token, node)
+	fmt.Fprintf(w, "%s\t%s\t0x%x\t%v\t%d\t%s\n", role, id, e.SessionID, age, int64(e.Token), node)
 }

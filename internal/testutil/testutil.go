@@ -5,6 +5,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -232,4 +234,29 @@ func heal(t testing.TB, s *session.Session, p *zktest.Proxy, ep *session.Epoch) 
 	}, 20*time.Second, 5*time.Millisecond, "the session did not come back after the stall")
 	cur, _ := s.Current()
 	require.Equal(t, ep.SessionID(), cur.SessionID(), "the session was lost in the stall")
+}
+
+// ExhaustedCounter starts a standalone server of the test's own (SetSequence
+// restarts it), creates path as a persistent node, and presets its sequence
+// counter to zktest.MaxSequence−2: its next sequential children are numbered
+// …45, …46, …47, and every later one …47 again (ZooKeeper 3.8's counter
+// sticks at 2^31−1). It returns the server.
+func ExhaustedCounter(t testing.TB, path string) *zktest.Cluster {
+	t.Helper()
+	c := zktest.Start(t, 1)
+	ctx := Ctx(t, 60*time.Second)
+	s := Open(t, c.Servers())
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i := range parts {
+		_, err := ep.Conn().Create("/"+strings.Join(parts[:i+1], "/"), nil, 0, s.ACL())
+		if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+			require.NoError(t, err)
+		}
+	}
+	s.Close()
+	<-s.Done()
+	require.NoError(t, c.SetSequence(ctx, path, zktest.MaxSequence-2))
+	return c
 }

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// errHelp: -h or --help was given; the help has been printed to stdout.
+var errHelp = errors.New("help requested")
+
+// isBool reports whether f is a boolean flag ("-once" alone means true).
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// parseArgs parses fs's flags wherever they are among args: Go's flag package
+// stops at the first argument that is not a flag, so "lock /p -timeout 1s"
+// would take "-timeout" for CMD. Here flags may come before or after the
+// positional arguments ("-name value", "-name=value", "--name value", bool
+// flags alone or "-name=false"); only "--" ends the flags, and what follows
+// it is returned as cmd. The other arguments are returned in pos.
+//
+// With stopAtArg, parsing stops at the first positional argument, which is
+// returned with everything after it, unparsed, in pos (the flags before a
+// subcommand).
+func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return pos, args[i+1:], nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			if stopAtArg {
+				return append(pos, args[i:]...), nil, nil
+			}
+			pos = append(pos, a)
+			continue
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		name, value, hasValue := strings.Cut(name, "=")
+		switch name {
+		case "h", "help":
+			return nil, nil, errHelp
+		case "":
+			return nil, nil, fmt.Errorf("bad flag syntax %q", a)
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			if len(pos) > 1 {
+				return nil, nil, fmt.Errorf("unknown flag -%s: put -- before CMD (only -- ends shepherd's flags)", name)
+			}
+			return nil, nil, fmt.Errorf("unknown flag -%s", name)
+		}
+		if !hasValue {
+			if isBool(f) {
+				value = "true"
+			} else {
+				if i+1 >= len(args) {
+					return nil, nil, fmt.Errorf("flag -%s needs a value", name)
+				}
+				i++
+				value = args[i]
+			}
+		}
+		if err := fs.Set(name, value); err != nil {
+			return nil, nil, fmt.Errorf("flag -%s: invalid value %q", name, value)
+		}
+	}
+	return pos, nil, nil
+}
+
+// sub is one subcommand's flags and help text.
+type sub struct {
+	name     string
+	synopsis string   // "shepherd lock [flags] PATH -- CMD [ARG...]"
+	about    string   // what it does, a paragraph or more
+	examples []string // command lines
+	notes    string   // printed after the flags
+	fs       *flag.FlagSet
+}
+
+func newSub(name, synopsis, about string, examples ...string) *sub {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &sub{name: name, synopsis: synopsis, about: about, examples: examples, fs: fs}
+}
+
+// help prints the subcommand's usage, every flag and the examples.
+func (s *sub) help(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", s.synopsis, strings.TrimSpace(s.about))
+	s.fs.SetOutput(w)
+	s.fs.PrintDefaults()
+	s.fs.SetOutput(io.Discard)
+	if s.notes != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(s.notes))
+	}
+	fmt.Fprintf(w, "\nExample%s:\n", plural(len(s.examples)))
+	for _, e := range s.examples {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
+// parse parses args; on -h/--help it prints the help to stdout and returns
+// errHelp.
+func (s *sub) parse(args []string, stdout io.Writer) (pos, cmd []string, err error) {
+	pos, cmd, err = parseArgs(s.fs, args, false)
+	if errors.Is(err, errHelp) {
+		s.help(stdout)
+		return nil, nil, errHelp
+	}
+	if err != nil {
+		return nil, nil, usagef("%s: %v", s.name, err)
+	}
+	return pos, cmd, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// options are the flags the subcommands share.
+type options struct {
+	zk             string
+	namespace      string
+	sessionTimeout time.Duration
+	connectWait    time.Duration
+	verbose        bool
+
+	timeout time.Duration
+	grace   time.Duration
+	pidns   bool
+}
+
+// defaultOptions are the flags' defaults.
+func defaultOptions() options {
+	return options{zk: envOr("SHEPHERD_ZK", "127.0.0.1:2181"), sessionTimeout: 10 * time.Second,
+		connectWait: 15 * time.Second, grace: 10 * time.Second, pidns: true}
+}
+
+// registerConn defines the connection flags on fs, with o's current values
+// (the defaults, or what was given before the subcommand) as defaults.
+func (o *options) registerConn(fs *flag.FlagSet) {
+	fs.StringVar(&o.zk, "zk", o.zk, "ZooKeeper connect string `host:port,...[/chroot]` (env SHEPHERD_ZK)")
+	fs.StringVar(&o.namespace, "namespace", o.namespace, "path `prefix` for PATH, under the connect string's chroot (e.g. /myapp)")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, "ZooKeeper session timeout")
+	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long (exit 3)")
+	fs.BoolVar(&o.verbose, "v", o.verbose, "log the session's events to stderr")
+}
+
+// registerHold defines the flags of the subcommands that hold something
+// while CMD runs.
+func (o *options) registerHold(fs *flag.FlagSet) {
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up acquiring after this long, exit 4 (0: wait forever)")
+	fs.DurationVar(&o.grace, "grace", o.grace, "when CMD must stop: time between SIGTERM and SIGKILL to its processes\n"+
+		"(after a hold loss, at most a sixth of the session timeout)")
+	fs.BoolVar(&o.pidns, "pidns", o.pidns, "run CMD in a new PID namespace where the kernel allows it\n"+
+		"(false: always use the subreaper fallback; see 'shepherd help')")
+}
+
+// check validates the shared flags.
+func (o *options) check(name string) error {
+	if o.timeout < 0 || o.grace < 0 || o.sessionTimeout <= 0 || o.connectWait <= 0 {
+		return usagef("%s: durations must be positive", name)
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// initCommand is the hidden subcommand of the init that runs CMD (see
+// child.go). Not for people: shepherd starts it with its control pipe as
+// file descriptor 3.
+const initCommand = "__init"
+
+// rekill is how often the init repeats SIGKILL while processes remain (a
+// process forked while the previous round was being sent).
+const rekill = 20 * time.Millisecond
+
+type stopRequest struct {
+	sig   syscall.Signal
+	grace time.Duration
+}
+
+// runInit is the init's main: it returns its exit status, CMD's own.
+func runInit(args []string) int {
+	fs := flag.NewFlagSet(initCommand, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	mode := fs.String("mode", string(modePIDNS), "")
+	grace := fs.Duration("grace", 10*time.Second, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "shepherd: __init is shepherd's own helper, not a subcommand")
+		return exitUsage
+	}
+	argv := fs.Args()
+	tree := processTree{mode: treeMode(*mode), self: os.Getpid()}
+
+	// Signals from outside (a terminal's Ctrl-C reaches the whole process
+	// group) are shepherd's to act on: it sends "stop" over the pipe. They
+	// are caught, not ignored, so that CMD starts with default handlers.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+
+	ctl := os.NewFile(3, "control")
+	syscall.CloseOnExec(3)
+	reqs := make(chan stopRequest)
+	parentGone := make(chan struct{})
+	go readControl(ctl, reqs, parentGone)
+
+	if tree.mode == modeSubreaper {
+		if err := setSubreaper(); err != nil {
+			fmt.Fprintf(os.Stderr, "shepherd: cannot become a subreaper: %v\n", err)
+			return exitError
+		}
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shepherd: cannot run %q: %v\n", argv[0], err)
+		if errors.Is(err, os.ErrPermission) {
+			return exitCannotExec
+		}
+		return exitNotFound
+	}
+	if tree.mode == modePIDNS {
+		randomizePIDs()
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shepherd: cannot run %q: %v\n", argv[0], err)
+		if errors.Is(err, syscall.ENOENT) {
+			return exitNotFound
+		}
+		return exitCannotExec
+	}
+
+	// Reap every child: CMD, and every orphan of CMD's that lands here.
+	cmdDone := make(chan syscall.WaitStatus, 1)
+	allGone := make(chan struct{})
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+			switch {
+			case errors.Is(err, syscall.EINTR):
+			case err != nil: // ECHILD: nothing is left, and nothing can come back
+				close(allGone)
+				return
+			case wpid == pid:
+				cmdDone <- ws
+			}
+		}
+	}()
+
+	var status syscall.WaitStatus
+	var killAt <-chan time.Time // when the stop's grace runs out
+	var killTimer *time.Timer
+	var deadline time.Time
+	var ticker <-chan time.Time // SIGKILL rounds
+	stop := func(sig syscall.Signal, g time.Duration) {
+		tree.signal(sig)
+		if d := time.Now().Add(g); deadline.IsZero() || d.Before(deadline) {
+			deadline = d
+			if killTimer != nil {
+				killTimer.Stop()
+			}
+			killTimer = time.NewTimer(g)
+			killAt = killTimer.C
+		}
+	}
+	killAll := func() {
+		tree.signal(syscall.SIGKILL)
+		if ticker == nil {
+			ticker = time.NewTicker(rekill).C
+		}
+	}
+	for {
+		select {
+		case <-allGone:
+			select {
+			case status = <-cmdDone: // sent before allGone closed
+			default:
+			}
+			return exitStatus(status)
+		case status = <-cmdDone:
+			// CMD ended; whatever it left running must not outlive the hold.
+			if n := tree.count(); n > 0 {
+				fmt.Fprintf(os.Stderr, "shepherd: %s exited; stopping the %d process%s it left running\n",
+					argv[0], n, map[bool]string{true: "", false: "es"}[n == 1])
+				stop(syscall.SIGTERM, *grace)
+			}
+		case r := <-reqs:
+			stop(r.sig, r.grace)
+		case <-killAt:
+			killAll()
+		case <-ticker:
+			tree.signal(syscall.SIGKILL)
+		case <-parentGone:
+			// shepherd died (even SIGKILL closes the pipe): its hold is
+			// gone or going, so are CMD's processes.
+			parentGone = nil
+			killAll()
+		case <-sigs:
+		}
+	}
+}
+
+// readControl reads "stop SIG GRACE_NS" lines until end of file, which it
+// reports by closing gone.
+func readControl(r io.Reader, reqs chan<- stopRequest, gone chan<- struct{}) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "stop" {
+			continue
+		}
+		sig, err1 := strconv.Atoi(f[1])
+		ns, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		reqs <- stopRequest{syscall.Signal(sig), time.Duration(ns)}
+	}
+	close(gone)
+}
+
+// randomizePIDs makes the namespace's next PID a random one: every CMD would
+// otherwise get the same small PIDs, and scripts that name files after $$
+// (run side by side under a semaphore) would clobber each other's. Writing
+// ns_last_pid needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE) over the
+// namespace: as root it works; in a user namespace it fails and PIDs repeat.
+func randomizePIDs() {
+	max := 32768
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && v > 4096 {
+			max = v
+		}
+	}
+	last := 1000 + rand.IntN(max-2000)
+	_ = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(last)), 0)
+}
+
+func exitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// setSubreaper makes this process the child subreaper of its descendants.
+func setSubreaper() error {
+	const prSetChildSubreaper = 36
+	_, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// processTree is every process CMD started.
+type processTree struct {
+	mode treeMode
+	self int
+}
+
+// signal sends sig to every process of the tree.
+func (t processTree) signal(sig syscall.Signal) {
+	if t.mode == modePIDNS {
+		// From PID 1: every process of the namespace but the init.
+		_ = syscall.Kill(-1, sig)
+		return
+	}
+	for _, pid := range t.descendants() {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// count is the number of processes in the tree.
+func (t processTree) count() int { return len(t.descendants()) }
+
+// descendants lists the live processes below the init (zombies, which have
+// ended already, aside), read from /proc. In the PID namespace /proc is
+// still the host's: PIDs there are the host's, the init's too.
+func (t processTree) descendants() []int {
+	self := t.self
+	if t.mode == modePIDNS {
+		if p, err := os.Readlink("/proc/self"); err == nil {
+			self, _ = strconv.Atoi(p)
+		}
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, state, ok := parentOf(pid); ok && state != "Z" {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	queue := []int{self}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// parentOf reads a process's parent and state from /proc/PID/stat.
+func parentOf(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold anything
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(s[i+1:]) // state ppid ...
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0], err == nil
+}

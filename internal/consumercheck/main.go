@@ -1,0 +1,222 @@
+// Command consumercheck serves shepherd's working tree as a published module
+// would be: it writes a module zip of the tree at a pseudo-version, with its
+// .info and .mod files, into a directory laid out as a module proxy
+// (GOPROXY=file://DIR). scripts/consumercheck.sh then builds a fresh module
+// that depends on shepherd through that proxy, the way an importer does.
+//
+//	go run . -root ../.. -out DIR
+//
+// It prints "MODULE VERSION" on stdout. It fails if go.mod has a replace or
+// exclude directive (an importer ignores them, and `go install …@version`
+// refuses the module), or if the tree has no LICENSE at its root.
+//
+// The zip holds the files git would commit (tracked and untracked ones, less
+// those .gitignore excludes), uncommitted changes included; nested modules
+// (directories with a go.mod of their own, like this one) are left out, as
+// the go command leaves them out of every module zip. The pseudo-version is
+// built from HEAD (its commit time and hash, after the latest v0/v1 tag if
+// any).
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+	modzip "golang.org/x/mod/zip"
+)
+
+func main() {
+	root := flag.String("root", "../..", "the module's root directory (a git work tree)")
+	out := flag.String("out", "", "directory to write the proxy tree into (required)")
+	flag.Parse()
+	if *out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: consumercheck -root DIR -out DIR")
+		os.Exit(2)
+	}
+	mod, version, err := run(*root, *out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "consumercheck:", err)
+		os.Exit(1)
+	}
+	fmt.Println(mod, version)
+}
+
+func run(root, out string) (modPath, version string, err error) {
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return "", "", err
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", "", err
+	}
+	mf, err := modfile.Parse("go.mod", gomod, nil)
+	if err != nil {
+		return "", "", err
+	}
+	if err := importable(mf); err != nil {
+		return "", "", err
+	}
+	modPath = mf.Module.Mod.Path
+
+	version, when, err := pseudoVersion(root)
+	if err != nil {
+		return "", "", err
+	}
+	if dirty, err := git(root, "status", "--porcelain"); err == nil && len(dirty) > 0 {
+		fmt.Fprintf(os.Stderr, "consumercheck: the tree has uncommitted changes; they are in the zip of %s\n", version)
+	}
+	files, err := treeFiles(root)
+	if err != nil {
+		return "", "", err
+	}
+	checked, err := modzip.CheckFiles(files)
+	if err != nil {
+		return "", "", fmt.Errorf("files that cannot be in a module zip: %w", err)
+	}
+	hasLicense := false
+	for _, f := range checked.Valid {
+		hasLicense = hasLicense || f == "LICENSE"
+	}
+	if !hasLicense {
+		return "", "", errors.New("no LICENSE at the module's root: the Go package site hides the docs of an unlicensed module, and no one may use it")
+	}
+
+	m := module.Version{Path: modPath, Version: version}
+	esc, err := module.EscapePath(modPath)
+	if err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(out, filepath.FromSlash(esc), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	var zip bytes.Buffer
+	if err := modzip.Create(&zip, m, files); err != nil {
+		return "", "", err
+	}
+	info, err := json.Marshal(struct {
+		Version string
+		Time    time.Time
+	}{version, when})
+	if err != nil {
+		return "", "", err
+	}
+	for name, data := range map[string][]byte{
+		version + ".zip":  zip.Bytes(),
+		version + ".mod":  gomod,
+		version + ".info": info,
+		"list":            []byte(version + "\n"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "consumercheck: %s@%s: %d files (%d left out: nested modules), zip %d bytes\n",
+		modPath, version, len(checked.Valid), len(checked.Omitted), zip.Len())
+	return modPath, version, nil
+}
+
+// importable reports why a module with this go.mod cannot be depended on as
+// it builds here: replace and exclude directives apply only in the main
+// module, so an importer builds without them, and `go install pkg@version`
+// refuses a module that has them.
+func importable(mf *modfile.File) error {
+	var lines []string
+	for _, r := range mf.Replace {
+		lines = append(lines, fmt.Sprintf("go.mod:%d: replace %s => %s", r.Syntax.Start.Line, r.Old, r.New))
+	}
+	for _, e := range mf.Exclude {
+		lines = append(lines, fmt.Sprintf("go.mod:%d: exclude %s", e.Syntax.Start.Line, e.Mod))
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return fmt.Errorf("go.mod has replace or exclude directives:\n\t%s\n"+
+		"an importer ignores them (it builds against what they replace or exclude), "+
+		"and `go install …@version` refuses the module: remove them",
+		strings.Join(lines, "\n\t"))
+}
+
+// pseudoVersion is the pseudo-version of HEAD, after the latest v0 or v1
+// tag reachable from it, if any.
+func pseudoVersion(root string) (string, time.Time, error) {
+	out, err := git(root, "show", "-s", "--format=%H %ct", "HEAD")
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	hash, ts, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || len(hash) < 12 || err != nil {
+		return "", time.Time{}, fmt.Errorf("cannot read HEAD's hash and time from %q", out)
+	}
+	when := time.Unix(sec, 0).UTC()
+	older := ""
+	if tag, err := git(root, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "HEAD"); err == nil {
+		t := strings.TrimSpace(string(tag))
+		if semver.IsValid(t) && (semver.Major(t) == "v0" || semver.Major(t) == "v1") {
+			older = t
+		}
+	}
+	return module.PseudoVersion("", older, when, hash[:12]), when, nil
+}
+
+// treeFiles lists the files git would commit: tracked and untracked ones,
+// less ignored ones and tracked ones deleted from the work tree.
+func treeFiles(root string) ([]modzip.File, error) {
+	out, err := git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var files []modzip.File
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		abs := filepath.Join(root, filepath.FromSlash(p))
+		fi, err := os.Lstat(abs)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted, not yet committed
+		}
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file{path: p, abs: abs, info: fi})
+	}
+	return files, nil
+}
+
+type file struct {
+	path, abs string
+	info      os.FileInfo
+}
+
+func (f file) Path() string                 { return f.path }
+func (f file) Lstat() (os.FileInfo, error)  { return f.info, nil }
+func (f file) Open() (io.ReadCloser, error) { return os.Open(f.abs) }
+
+func git(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}

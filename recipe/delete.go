@@ -1,0 +1,174 @@
+package recipe
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Delete removes one of our nodes: at once if it can, else in the background
+// with a context of its own, until it is gone or its session is (lost, or the
+// session manager closed: the server then removes it). It follows the
+// session, not a clock: however long the connection is down, the delete is
+// made when the same session is back. It never touches another session's
+// node: path is one ep's session created (any epoch of that session will do).
+// The returned channel is closed when the delete is over (done, or the
+// session is gone).
+func Delete(sess *session.Session, ep *session.Epoch, path string) <-chan struct{} {
+	return DeleteMany(sess, ep, path)
+}
+
+// DeleteMany is Delete for several nodes, in one multi-op.
+func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) <-chan struct{} {
+	return DeleteGuarded(sess, ep, nil, paths...)
+}
+
+// DeleteGuarded is DeleteMany, but only while guard (a version check) holds:
+// for nodes with a fixed name, which someone may have re-created since (a
+// later grant of the same name), a retried delete must not remove the new
+// one. A failed guard ends the delete (the nodes are someone else's business
+// now).
+func DeleteGuarded(sess *session.Session, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
+	return startDelete(true, sess, ep, guard, paths).done
+}
+
+// deletion is one guaranteed delete.
+type deletion struct {
+	sess  *session.Session
+	ep    *session.Epoch // an epoch of the nodes' session
+	guard *zk.CheckVersionRequest
+	paths []string
+	done  chan struct{}
+	err   error // an answer that ended it other than success (read after done)
+}
+
+// startDelete starts deleting paths. With inline, the first try runs on the
+// caller's goroutine (when connected); the rest, or everything without
+// inline, runs in the background until the nodes are gone or their session
+// is.
+func startDelete(inline bool, sess *session.Session, ep *session.Epoch, guard *zk.CheckVersionRequest, paths []string) *deletion {
+	d := &deletion{sess: sess, ep: ep, guard: guard, paths: paths, done: make(chan struct{})}
+	if len(paths) == 0 {
+		close(d.done)
+		return d
+	}
+	tried := false
+	if inline {
+		cur := ep
+		if c, ok := sess.Current(); ok && c.SessionID() == ep.SessionID() {
+			cur = c // ep may have ended, and its session be back
+		}
+		if cur.Context().Err() == nil {
+			over, err := d.try(cur)
+			if over {
+				d.err = err
+				close(d.done)
+				return d
+			}
+			tried = true
+		}
+	}
+	if inline {
+		d.retrying()
+	}
+	go d.run(tried)
+	return d
+}
+
+func (d *deletion) retrying() {
+	d.sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Path: d.paths[0], SessionID: d.ep.SessionID()})
+}
+
+// run tries until the delete is over: it waits for the session to be usable
+// (as long as it lives), tries, and backs off between failed tries.
+func (d *deletion) run(tried bool) {
+	defer close(d.done)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0 // never stop: the session's end is what ends it
+	b.Reset()
+	sctx := d.ep.SessionContext()
+	reported := tried
+	for {
+		if tried {
+			t := time.NewTimer(b.NextBackOff())
+			select {
+			case <-t.C:
+			case <-sctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		// Until the session is usable again: ErrClosed once the manager is
+		// closed, sctx's end once the session is lost. Either way the
+		// server removes (or has removed) the session's nodes.
+		cur, err := d.sess.Wait(sctx)
+		if err != nil || cur.SessionID() != d.ep.SessionID() {
+			return
+		}
+		over, err := d.try(cur)
+		if over {
+			d.err = err
+			return
+		}
+		if !reported {
+			d.retrying()
+			reported = true
+		}
+		tried = true
+	}
+}
+
+// try makes one attempt in ep. It reports whether the delete is over, and an
+// answer other than success that ended it.
+func (d *deletion) try(ep *session.Epoch) (bool, error) {
+	if ep.Context().Err() != nil {
+		return false, nil // not connected: a request would only queue
+	}
+	conn := ep.Conn()
+	var err error
+	switch {
+	case d.guard != nil:
+		ops := []any{d.guard}
+		for _, p := range d.paths {
+			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+		}
+		_, err = conn.Multi(ops...)
+		if errors.Is(err, zk.ErrBadVersion) {
+			err = nil // the guard failed: a later grant owns the name now
+		}
+	case len(d.paths) == 1:
+		err = conn.Delete(d.paths[0], -1)
+	default:
+		ops := make([]any, len(d.paths))
+		for i, p := range d.paths {
+			ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+		}
+		_, err = conn.Multi(ops...)
+		if errors.Is(err, zk.ErrNoNode) {
+			// Some are gone already: delete one by one.
+			for _, p := range d.paths {
+				if e := conn.Delete(p, -1); e != nil && !errors.Is(e, zk.ErrNoNode) {
+					err = e
+					break
+				}
+				err = nil
+			}
+		}
+	}
+	switch {
+	case err == nil || errors.Is(err, zk.ErrNoNode):
+		return true, nil
+	case errors.Is(err, zk.ErrSessionExpired) || ep.SessionContext().Err() != nil:
+		return true, nil // the session is gone, and its nodes with it
+	case session.OutcomeUnknown(err):
+		return false, err
+	default:
+		return true, err // an answer (no permission, ...): retrying cannot help
+	}
+}

@@ -1,0 +1,294 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Single is the single-node race, the non-fair recipes' mechanism beside the
+// line (the non-fair mutex and the non-fair election both use it): contenders
+// race to create one ephemeral node with a fixed name under Path; whoever
+// creates it holds until it is deleted; the others watch it, every one of them
+// (a herd on each release, by design: few contenders, lowest latency).
+//
+// A fixed name is reused by every grant, so the node alone cannot tell one
+// grant from the next, nor one contender of a session from another of the
+// same session. Each grant therefore creates the node and writes Mark and the
+// attempt's guid to Path's data in one multi-op. Path's data version (the
+// fence) grows with every grant, its data names the attempt granted last, and
+// its last change is the node's creation. Hence:
+//
+//   - Adoption only on a guid match: a create whose answer was lost is
+//     recognised as this attempt's (Path names its guid, Path was last changed
+//     by the node's creation, the node belongs to this session), never as
+//     another contender's of the same session.
+//   - A guarded delete: a release deletes the node only while Path's version
+//     is its grant's, so a delete retried after a lost answer can never remove
+//     a later holder's node.
+//   - Fenced writes check Path's version and the node's existence.
+//
+// Every contender on one path must race through Single: a plain create of
+// the node would not move the fence. The fields are set once, before use.
+type Single struct {
+	Sess *session.Session
+	Path string // the parent's full path (namespace included)
+	Name string // the node's name under Path
+	Mark string // written to Path's data with each grant, before the attempt's guid
+}
+
+// Attempt is one contender's claim in a Single race.
+type Attempt struct {
+	// GUID identifies the attempt (NewGUID). Presenting again the guid of a
+	// grant held before, in the same session, grants that node again (same
+	// token) if it is still there and still that grant's: a contender keeps
+	// its place through a disconnect its session survives.
+	GUID string
+	// Data is the node's data.
+	Data []byte
+	// Wait: wait until the node is free and race again (else try once).
+	Wait bool
+	// Seen, if not nil, is told each time the node is found held by another
+	// contender (its data and Stat). It runs on Acquire's goroutine and must
+	// not block.
+	Seen func(data []byte, st *zk.Stat)
+}
+
+// node is the race's node.
+func (s *Single) node() string { return s.Path + "/" + s.Name }
+
+// Acquire races for the node until attempt a holds it, and returns the hold;
+// (nil, nil) when a.Wait is false and another contender holds it; or ctx's
+// error when ctx ends. It waits for the session to be usable, and creates
+// Path on demand. When it returns without a hold, a node this attempt may
+// have created unseen (its answer lost) is deleted, guarded.
+func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
+	node := s.node()
+	var delay time.Duration
+	var unknown *session.Epoch // an epoch in which this attempt may hold the node unseen
+	granted := false
+	defer func() {
+		if !granted && unknown != nil {
+			go s.removeIfOurs(unknown, a.GUID)
+		}
+	}()
+	noNode := 0 // creates in a row that found no Path
+	for {
+		ep, err := s.Sess.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.create(ctx, ep, a)
+		if err == nil {
+			st := res[1].Stat // Path's, set in the same transaction: Mzxid is the node's Czxid
+			if h := s.hold(ep, st.Mzxid, st.Version); h.Context().Err() == nil {
+				granted = true
+				return h, nil
+			}
+			// Granted as the connection dropped: adopted on the next round
+			// if the session is back, deleted if the call ends first.
+			unknown = ep
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			noNode = 0
+		}
+		switch {
+		case errors.Is(err, zk.ErrNoNode) && noNode < 3: // no Path (yet, or again)
+			// Only failures in a row count against the bound: Path's
+			// parents are containers, which the server may remove when
+			// empty. Path itself stays persistent (EnsureVersionedPath):
+			// its data version is the fence, and a container created
+			// again would count versions from 0 again, letting a retried
+			// release remove the next holder's node.
+			noNode++
+			if err := EnsureVersionedPath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
+				return nil, err
+			}
+			continue
+		case errors.Is(err, zk.ErrNodeExists):
+		case session.OutcomeUnknown(err):
+			unknown = ep
+		case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrLost):
+			if err := WaitLive(ctx, ep); err != nil {
+				return nil, err
+			}
+			continue // a new session: race again in it
+		default:
+			return nil, err
+		}
+		// Held, perhaps by this attempt (an answer lost, or a grant kept
+		// through a reconnect): read the node and watch it.
+		type watched struct {
+			data []byte
+			st   *zk.Stat
+			ch   <-chan zk.Event
+		}
+		w, err := session.CallValue(ctx, func() (watched, error) {
+			data, st, ch, err := ep.Conn().GetW(node)
+			return watched{data, st, ch}, err
+		}, nil)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue // released meanwhile: race again
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err := WaitLive(ctx, ep); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if w.st.EphemeralOwner == ep.SessionID() {
+			ours, version, err := s.grantedTo(ctx, ep, a.GUID, w.st)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				if !session.OutcomeUnknown(err) {
+					return nil, err
+				}
+				if err := WaitLive(ctx, ep); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if ours {
+				if h := s.hold(ep, w.st.Czxid, version); h.Context().Err() == nil {
+					granted = true
+					return h, nil
+				}
+				unknown = ep
+				continue
+			}
+			// Another contender of this session holds it (another value
+			// sharing the session, or an earlier hold whose release is under
+			// way): it is not ours to take.
+		}
+		if a.Seen != nil {
+			a.Seen(w.data, w.st)
+		}
+		if !a.Wait {
+			return nil, nil
+		}
+		select {
+		case <-w.ch:
+		case <-ep.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		// Jittered backoff, so a crowd of waiters does not hit the server
+		// in one burst on every release.
+		if delay == 0 {
+			delay = time.Millisecond
+		} else if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(delay) + 1)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// create makes attempt a's grant: the node and Path's mark, in one multi-op.
+// If ctx ends with it in flight, a node it made is deleted once its answer
+// (or the connection) is back.
+func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt) ([]zk.MultiResponse, error) {
+	type multi struct {
+		res []zk.MultiResponse
+		err error
+	}
+	r, err := session.CallValue(ctx, func() (multi, error) {
+		res, err := ep.Conn().Multi(
+			&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: -1})
+		return multi{res, err}, nil
+	}, func(r multi, _ error) {
+		if r.err == nil || session.OutcomeUnknown(r.err) {
+			s.removeIfOurs(ep, a.GUID)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.res, r.err
+}
+
+// grantedTo reports whether node (its Stat st, owned by ep's session) is the
+// grant of the attempt with guid, and Path's version (the grant's fence).
+func (s *Single) grantedTo(ctx context.Context, ep *session.Epoch, guid string, st *zk.Stat) (bool, int32, error) {
+	g, pst, err := s.lastGrant(ctx, ep)
+	if err != nil {
+		return false, 0, err
+	}
+	// Path's last change created the node: no grant since.
+	return g == guid && pst.Mzxid == st.Czxid, pst.Version, nil
+}
+
+// lastGrant reads Path: the guid of the attempt granted last, and its Stat.
+func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.Stat, error) {
+	type res struct {
+		guid string
+		st   *zk.Stat
+	}
+	r, err := session.CallValue(ctx, func() (res, error) {
+		data, st, err := ep.Conn().Get(s.Path)
+		if err != nil {
+			return res{}, err
+		}
+		g, ok := strings.CutPrefix(string(data), s.Mark)
+		if !ok {
+			g = ""
+		}
+		return res{g, st}, nil
+	}, nil)
+	return r.guid, r.st, err
+}
+
+// hold is the grant of the node in ep at Path's version: its token is the
+// node's creation zxid; its fence checks Path's version and the node; its
+// release deletes the node only while Path's version is unchanged.
+func (s *Single) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
+	node := s.node()
+	h := NewHold(s.Sess, ep, Token(czxid), node)
+	h.guard = &zk.CheckVersionRequest{Path: s.Path, Version: version}
+	h.fence = []any{h.guard, &zk.CheckVersionRequest{Path: node, Version: -1}}
+	return h
+}
+
+// removeIfOurs deletes the node if the attempt with guid holds it (a grant
+// nobody learnt of), once ep's session is usable again; guarded by Path's
+// version, so a later grant is never touched. It ends with the session.
+func (s *Single) removeIfOurs(ep *session.Epoch, guid string) {
+	var ours bool
+	var version int32
+	var cur *session.Epoch
+	err := s.Sess.Do(ep.SessionContext(), func(e *session.Epoch) error {
+		if e.SessionID() != ep.SessionID() {
+			return ErrLost
+		}
+		g, pst, err := s.lastGrant(context.Background(), e)
+		if err != nil {
+			return err
+		}
+		ours, version, cur = g == guid, pst.Version, e
+		return nil
+	})
+	if err == nil && ours {
+		DeleteGuarded(s.Sess, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
+	}
+}
