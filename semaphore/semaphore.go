@@ -570,38 +570,47 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 	}
 	sent := false // a change was sent whose answer was lost
 	return s.sess.Do(ctx, func(ep *session.Epoch) error {
-		if sent {
-			// Did it land? The path records max: ours, or the same change
-			// by someone else; either way the limit is max now.
-			data, _, err := ep.Conn().Get(s.path)
+		// The path is a container: the server removes it once nobody uses
+		// it, and ensureMeta creates it again. A change that finds it gone
+		// goes round again (a few times: it cannot vanish while in use).
+		for gone := 0; ; gone++ {
+			if sent {
+				// Did it land? The path records max: ours, or the same
+				// change by someone else; either way the limit is max now.
+				// Gone: nobody uses the path, so the change is made anew.
+				data, _, err := ep.Conn().Get(s.path)
+				if err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return err
+				}
+				if recorded, ok := parseMarker(data); err == nil && ok && recorded == max {
+					s.mu.Lock()
+					s.max, s.known = max, false
+					s.mu.Unlock()
+					return nil
+				}
+			}
+			if err := s.ensureMeta(ep); err != nil {
+				return err
+			}
+			s.mu.Lock()
+			version := s.version
+			s.mu.Unlock()
+			_, err := ep.Conn().Set(s.path, markerData(max), version)
+			sent = sent || session.OutcomeUnknown(err)
+			if errors.Is(err, zk.ErrNoNode) && gone < 5 {
+				continue
+			}
+			if errors.Is(err, zk.ErrBadVersion) {
+				return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
+			}
 			if err != nil {
 				return err
 			}
-			if recorded, ok := parseMarker(data); ok && recorded == max {
-				s.mu.Lock()
-				s.max, s.known = max, false
-				s.mu.Unlock()
-				return nil
-			}
+			s.mu.Lock()
+			s.max, s.known = max, false
+			s.mu.Unlock()
+			return nil
 		}
-		if err := s.ensureMeta(ep); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		version := s.version
-		s.mu.Unlock()
-		_, err := ep.Conn().Set(s.path, markerData(max), version)
-		sent = sent || session.OutcomeUnknown(err)
-		if errors.Is(err, zk.ErrBadVersion) {
-			return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
-		}
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.max, s.known = max, false
-		s.mu.Unlock()
-		return nil
 	})
 }
 
