@@ -58,6 +58,22 @@ func TestCtxDeadlineUnderStall(t *testing.T) {
 			return err == nil && len(ps) == 1
 		}, 10*time.Second, 5*time.Millisecond, "the candidate's node is left behind")
 	})
+	t.Run("NonFair/Campaign", func(t *testing.T) {
+		e, _ := election.New(s, path+"-nf", "me", election.NonFair())
+		require.Error(t, testutil.Stalled(t, s, px, d, campaign(e)))
+	})
+	t.Run("NonFair/Campaign/waiting", func(t *testing.T) {
+		l, _ := election.New(other, path+"-nf", "leader", election.NonFair())
+		_, err := l.Campaign(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, l.Resign(ctx)) }()
+		e, _ := election.New(s, path+"-nf", "me", election.NonFair())
+		watching := testutil.WatchCount(t, zk, 0)
+		err = testutil.StalledWhileWaiting(t, s, px, d, campaign(e), func() bool {
+			return testutil.WatchCount(t, zk, 0) > watching
+		})
+		require.ErrorIs(t, err, context.Canceled)
+	})
 	t.Run("Leader", func(t *testing.T) {
 		e, _ := election.New(s, path, "me")
 		require.Error(t, testutil.Stalled(t, s, px, d, func(ctx context.Context) error {

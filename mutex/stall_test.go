@@ -47,6 +47,19 @@ func TestCtxDeadlineUnderStall(t *testing.T) {
 		require.Eventually(t, func() bool { return len(children(t, other, path)) == 1 }, 10*time.Second, 5*time.Millisecond,
 			"the waiter's node is left behind")
 	})
+	t.Run("NonFair/Lock", func(t *testing.T) {
+		m, _ := mutex.New(s, path+"-nf", mutex.NonFair())
+		require.Error(t, testutil.Stalled(t, s, p, d, m.Lock))
+	})
+	t.Run("NonFair/Lock/waiting", func(t *testing.T) {
+		nf, _ := mutex.New(other, path+"-nf", mutex.NonFair())
+		require.NoError(t, nf.Lock(ctx))
+		defer func() { require.NoError(t, nf.Unlock(ctx)) }()
+		m, _ := mutex.New(s, path+"-nf", mutex.NonFair())
+		watching := watches(t)
+		err := testutil.StalledWhileWaiting(t, s, p, d, m.Lock, func() bool { return watches(t) > watching })
+		require.ErrorIs(t, err, context.Canceled)
+	})
 	held := func(t *testing.T, call func(m *mutex.Mutex, ctx context.Context) error) {
 		m, _ := mutex.New(s, path)
 		require.NoError(t, m.Lock(ctx))
