@@ -70,14 +70,18 @@ func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...str
 	h := &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
 		granted: time.Now(), fence: []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}},
 		lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1)}
-	// The epoch's end closes lost unless the release came first. The hold's
-	// ctx, a child of the epoch's, is cancelled synchronously with it.
-	h.stopLost = context.AfterFunc(ep.Context(), h.fireLost)
+	// The epoch's end closes lost unless the release came first, on the
+	// goroutine that ends the epoch (go-zookeeper's event callback, or the
+	// session's silence watchdog), like the hold's ctx, a child of the
+	// epoch's: no hop through a goroutine or a queue.
+	h.stopLost = ep.OnEnd(h.fireLost)
 	return h
 }
 
-// fireLost closes lost and runs what waits for it (once: from the epoch's
-// hook, or from Release when the hook was unhooked after the epoch ended).
+// fireLost closes lost and starts what waits for it (once: from the epoch's
+// hook, or from Release when the hook was unhooked after the epoch ended). It
+// runs on the goroutine that ends the epoch, which must not block: the
+// observers (a log, the session's observer) run on a goroutine of their own.
 func (h *Hold) fireLost() {
 	h.mu.Lock()
 	h.lostFired = true
@@ -85,8 +89,12 @@ func (h *Hold) fireLost() {
 	h.onLost = nil
 	h.mu.Unlock()
 	close(h.lost)
-	for _, f := range fns {
-		f()
+	if len(fns) > 0 {
+		go func() {
+			for _, f := range fns {
+				f()
+			}
+		}()
 	}
 }
 
