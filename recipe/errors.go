@@ -34,6 +34,11 @@ var (
 	// (a recipe's own parents are container nodes, which the server removes
 	// once they are empty; a path created otherwise must be deleted by the
 	// operator once nothing holds or waits on it).
+	// ErrForeignRecipe: the path holds contender nodes named by another
+	// library (or the other naming: see Names), whose recipes do not see
+	// this one's nodes, or another recipe's nodes it cannot share a line
+	// with. No one is granted there; the error names the node found.
+	ErrForeignRecipe = NewError("the path holds another library's or recipe's nodes")
 	ErrSequenceExhausted = NewError("sequence counter exhausted: delete and recreate the path")
 )
 
