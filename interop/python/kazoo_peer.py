@@ -3,14 +3,17 @@
 usage: kazoo_peer.py MODE PATH CONNECTS SECONDS HOLD_MS TIMEOUT_S
 
 MODE is lock (Kazoo's Lock, default constructor), election (Kazoo's
-Election) or rlock (Kazoo's ReadLock). CONNECTS is one connect string per
+Election) or wlock (Kazoo's WriteLock). (Kazoo 2.8's ReadLock is not run: it
+waits for the last __lock__ node in the whole line, even one queued behind
+it, which waits for it in turn: a reader and a writer queued behind it
+deadlock until one times out, with Kazoo alone.) CONNECTS is one connect string per
 client, separated by ';' (each client its own session). Every client
 contends on PATH for SECONDS, holding HOLD_MS each time, and every fifth
 time twenty times longer (so that the test's faults can hit a holder). Lines on stdout,
 times on CLOCK_MONOTONIC (time.monotonic_ns), which the Go test reads too:
 
   READY
-  G <id> <ns>     granted (written after the recipe returned)
+  G <id> <ns> w   granted (written after the recipe returned)
   R <id> <ns>     about to release (written before the release)
   L <id> <ns>     the client's state left CONNECTED (the hold may be lost)
   E <id> <error>  an acquisition failed
@@ -60,7 +63,7 @@ def main():
         c.add_listener(listener)
 
         def held():
-            say("G", ident, time.monotonic_ns())
+            say("G", ident, time.monotonic_ns(), "w")
             grants[i] += 1
             # The work done under the lock (cut by a loss).
             lost.wait(hold * 20 if grants[i] % 5 == 0 else hold)
@@ -81,7 +84,7 @@ def main():
                     finally:
                         t.cancel()
                     continue
-                lk = c.ReadLock(path, ident) if mode == "rlock" else c.Lock(path, ident)
+                lk = c.WriteLock(path, ident) if mode == "wlock" else c.Lock(path, ident)
                 if not lk.acquire(timeout=max(0.1, deadline - time.monotonic())):
                     continue
                 try:
