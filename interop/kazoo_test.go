@@ -26,6 +26,7 @@ import (
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -576,7 +577,7 @@ func TestKazooRefusals(t *testing.T) {
 		require.NoError(t, err)
 		err = m.Lock(ctx)
 		require.ErrorIs(t, err, recipe.ErrForeignRecipe, "a Curator-named mutex on Kazoo %s's path", mode)
-		require.Contains(t, err.Error(), "Kazoo")
+		require.Contains(t, err.Error(), "kazoo __lock__")
 		ok, err := m.TryLock(ctx)
 		require.ErrorIs(t, err, recipe.ErrForeignRecipe)
 		require.False(t, ok)
@@ -589,7 +590,32 @@ func TestKazooRefusals(t *testing.T) {
 		require.ErrorIs(t, rw.RLock(ctx), recipe.ErrForeignRecipe)
 		require.NoError(t, ctx.Err(), "refused fast")
 		require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
+
+		// Inspect (and so shepherd status) names the Kazoo holder.
+		snap, err := recipe.Inspect(ctx, s, s.Path(path))
+		require.NoError(t, err)
+		require.Equal(t, "kazoo", snap.Names)
+		require.Equal(t, "mutex", snap.Kind, "Kazoo names a Lock's and an Election's nodes alike")
+		require.Len(t, snap.Holders, 1)
+		require.Equal(t, "py-0", snap.Holders[0].Data)
+		require.Equal(t, recipe.Library(recipe.KindKazooLock), snap.Holders[0].Library)
 	}
+
+	// Kazoo's Semaphore (max_leases as the path's data, leases as plain
+	// children of the path) cannot share a path: a shepherd semaphore refuses
+	// it, naming it.
+	sp := uniquePath(t)
+	kazooHolds(t, "semaphore", sp)
+	before := testutil.Children(t, s, sp)
+	sem, err := semaphore.New(s, sp, 3)
+	require.NoError(t, err)
+	ctx := testutil.Ctx(t, 10*time.Second)
+	_, err = sem.Acquire(ctx)
+	require.ErrorIs(t, err, recipe.ErrForeignRecipe)
+	require.ErrorIs(t, err, semaphore.ErrWrongKind)
+	require.Contains(t, err.Error(), "Kazoo Semaphore")
+	require.NoError(t, ctx.Err(), "refused fast")
+	require.Equal(t, before, testutil.Children(t, s, sp), "nothing left behind")
 
 	// A Curator-named node (as InterProcessMutex names its own) on the
 	// path: Kazoo-named shepherd recipes refuse it.
@@ -600,16 +626,30 @@ func TestKazooRefusals(t *testing.T) {
 	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.ProtectedPrefix(recipe.NewGUID(), recipe.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
-	before := testutil.Children(t, s, path)
-	ctx := testutil.Ctx(t, 10*time.Second)
+	before = testutil.Children(t, s, path)
 	m, err := mutex.New(s, path, mutex.WithNames(recipe.KazooNames))
 	require.NoError(t, err)
 	err = m.Lock(ctx)
 	require.ErrorIs(t, err, recipe.ErrForeignRecipe)
-	require.Contains(t, err.Error(), "Curator")
+	require.Contains(t, err.Error(), "curator lock-")
 	e, err := election.New(s, path, "go", election.WithNames(recipe.KazooNames))
 	require.NoError(t, err)
 	_, err = e.Campaign(ctx)
 	require.ErrorIs(t, err, recipe.ErrForeignRecipe)
+	// Curator's LeaderSelector is an InterProcessMutex: lock- nodes, which
+	// a (Curator-named) election cannot tell from candidates: refused.
+	e, err = election.New(s, path, "go")
+	require.NoError(t, err)
+	_, err = e.Campaign(ctx)
+	require.ErrorIs(t, err, recipe.ErrForeignRecipe)
+	require.Contains(t, err.Error(), "LeaderSelector")
 	require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
+
+	// A Kazoo node added: both namings at one path, which Inspect shows.
+	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.KazooNames.Prefix(recipe.NewGUID(), recipe.KindKazooLock), nil,
+		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
+	require.NoError(t, err)
+	snap, err := recipe.Inspect(ctx, s, s.Path(path))
+	require.NoError(t, err)
+	require.Equal(t, "mixed", snap.Names)
 }

@@ -177,11 +177,11 @@ func (l *Line) foreign(names []string) error {
 			continue
 		}
 		if NamesOf(n.Kind) != l.Names {
-			return fmt.Errorf("recipe: %s: %w: %s is a node of %s (Kazoo and Curator name nodes differently and "+
-				"neither sees the other's; this %s uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), "line", l.Names)
+			return fmt.Errorf("recipe: %s: %w: %s is named %s (Kazoo and Curator name nodes differently and "+
+				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Names)
 		}
 		if len(l.Kinds) > 0 && !hasKind(l.Kinds, n.Kind) {
-			return fmt.Errorf("recipe: %s: %w: %s is a node of %s, not of this recipe (%v)", l.Path, ErrForeignRecipe,
+			return fmt.Errorf("recipe: %s: %w: %s is named %s, not as this recipe's nodes (%v)", l.Path, ErrForeignRecipe,
 				s, Library(n.Kind), l.Kinds)
 		}
 	}

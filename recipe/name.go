@@ -306,22 +306,25 @@ func NamesOf(kind string) Names {
 	return CuratorNames
 }
 
-// Library names the library (and recipe) that names its nodes with kind, for
-// errors and `shepherd status`.
+// Library names the naming and the recipes that name their nodes with kind
+// ("kazoo __lock__ (Lock, WriteLock, Election)"), for errors and `shepherd
+// status`. shepherd's own nodes are named one of these ways too.
 func Library(kind string) string {
 	switch kind {
 	case KindLock:
-		return "Curator InterProcessMutex/LeaderSelector (lock-)"
+		return "curator lock- (InterProcessMutex, LeaderSelector)"
 	case KindLatch:
-		return "Curator LeaderLatch (latch-)"
+		return "curator latch- (LeaderLatch)"
 	case KindLease:
-		return "Curator InterProcessSemaphoreV2 (lease-)"
-	case KindRead, KindWrite:
-		return "Curator InterProcessReadWriteLock (" + kind + ")"
+		return "curator lease- (InterProcessSemaphoreV2)"
+	case KindRead:
+		return "curator __READ__ (InterProcessReadWriteLock)"
+	case KindWrite:
+		return "curator __WRIT__ (InterProcessReadWriteLock)"
 	case KindKazooLock:
-		return "Kazoo Lock/WriteLock/Election (__lock__)"
+		return "kazoo __lock__ (Lock, WriteLock, Election)"
 	case KindKazooRead:
-		return "Kazoo ReadLock (__rlock__)"
+		return "kazoo __rlock__ (ReadLock)"
 	}
 	return kind
 }

@@ -3,7 +3,8 @@
 usage: kazoo_peer.py MODE PATH CONNECTS SECONDS HOLD_MS TIMEOUT_S
 
 MODE is lock (Kazoo's Lock, default constructor), election (Kazoo's
-Election) or wlock (Kazoo's WriteLock). (Kazoo 2.8's ReadLock is not run: it
+Election), wlock (Kazoo's WriteLock) or semaphore (Kazoo's Semaphore with
+max_leases 3). (Kazoo 2.8's ReadLock is not run: it
 waits for the last __lock__ node in the whole line, even one queued behind
 it, which waits for it in turn: a reader and a writer queued behind it
 deadlock until one times out, with Kazoo alone.) CONNECTS is one connect string per
@@ -84,7 +85,12 @@ def main():
                     finally:
                         t.cancel()
                     continue
-                lk = c.WriteLock(path, ident) if mode == "wlock" else c.Lock(path, ident)
+                if mode == "semaphore":
+                    lk = c.Semaphore(path, ident, max_leases=3)
+                elif mode == "wlock":
+                    lk = c.WriteLock(path, ident)
+                else:
+                    lk = c.Lock(path, ident)
                 if not lk.acquire(timeout=max(0.1, deadline - time.monotonic())):
                     continue
                 try:
