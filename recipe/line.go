@@ -18,8 +18,8 @@ import (
 
 // Line is the waiting line of contenders under one path.
 type Line struct {
-	Sess  *session.Session
-	Path  string   // full path (namespace included)
+	Sess *session.Session
+	Path string // full path (namespace included)
 	// Kinds are the kinds that take part in this line (all when empty), as
 	// the line's naming gives them (Names.Kind). When set, a contender of
 	// another kind makes the path foreign (ErrForeignRecipe).
