@@ -63,7 +63,7 @@ bench-quick: setup-bench
 	$(GO) run ./bench/cmd/zkbench -quick
 
 ## interop: shepherd beside Curator and Kazoo processes on shared paths under
-## faults, 30 s per pair (CI runs them for the default 15 s).
+## faults, 30 s per pair (CI runs them for the default 25 s).
 INTEROP_DURATION ?= 30s
 interop: setup-bench
 	$(GO) test -race -count=1 -timeout 20m -v -run 'Kazoo|Curator|GoZookeeper' ./interop -args -interop.duration=$(INTEROP_DURATION)

@@ -106,76 +106,42 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 		e.mu.Unlock()
 		if first {
 			// Once per Election: it costs a read per candidate.
-			e.warnDuplicates(ep, n)
+			_ = recipe.Do(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, n); return nil })
 		}
 	}
-	for {
-		ms, err := e.listFor(ep, node)
-		if err != nil {
-			return nil, err
-		}
-		idx := -1
-		for i, m := range ms {
-			if m.name == node.name {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			// Our node is gone: its session must be too. Re-enter.
-			e.mu.Lock()
-			if e.node == node {
-				e.node = nil
-			}
-			e.mu.Unlock()
-			return nil, errRetry
-		}
-		if idx == 0 {
-			if ep.Context().Err() != nil {
-				return nil, errRetry
-			}
-			return e.electedFair(ep, node, report), nil
-		}
-		head := e.path + "/" + ms[0].name
-		pred := e.path + "/" + ms[idx-1].name
-		// Watch the predecessor; and the head too when leader changes are
-		// reported (every candidate then hears of each change, by design).
-		var wHead <-chan zk.Event
-		if report != nil || pred == head {
-			data, st, w, err := ep.Conn().GetW(head)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-			wHead = w
-			if report != nil {
-				report(Leader{ID: string(data), Term: Term(st.Czxid), Node: head, SessionID: st.EphemeralOwner})
-			}
-		}
-		wPred := wHead
-		if pred != head {
-			_, _, wPred, err = ep.Conn().GetW(pred)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		select {
-		case ev := <-wPred:
-			if ev.Type == zk.EventNodeDeleted && pred == head && ep.Context().Err() == nil {
-				// Our predecessor was the head: its deletion alone proves
-				// we are the head now (sequence numbers only grow).
-				return e.electedFair(ep, node, report), nil
-			}
-		case <-wHead:
-		case <-ep.Done():
-			return nil, errRetry
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	// Wait through the line's one loop. When leader changes are reported,
+	// the head is watched as well as the predecessor (every candidate then
+	// hears of each change, by design).
+	var onHead func(recipe.Name, []byte, *zk.Stat)
+	if report != nil {
+		onHead = func(h recipe.Name, data []byte, st *zk.Stat) {
+			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner})
 		}
 	}
+	err := e.line().AwaitWith(ctx, ep, node.node, headTurn, recipe.AwaitOptions{OnHead: onHead})
+	switch {
+	case err == nil:
+		return e.electedFair(ep, node, report), nil
+	case errors.Is(err, recipe.ErrNodeGone):
+		// Our node is gone: its session must be too. Re-enter.
+		e.mu.Lock()
+		if e.node == node {
+			e.node = nil
+		}
+		e.mu.Unlock()
+		return nil, errRetry
+	}
+	return nil, err
+}
+
+// headTurn: the head of the line leads; a candidate watches its
+// predecessor, whose deletion alone elects it when it was the head
+// (sequence numbers only grow).
+func headTurn(line []recipe.Name, i int) (bool, int, bool) {
+	if i == 0 {
+		return true, 0, false
+	}
+	return false, i - 1, i == 1
 }
 
 // acquireNonFair races for the single leader node (recipe.Single) until
@@ -256,7 +222,7 @@ func (e *Election) leave(ctx context.Context) error {
 	}
 	// A place in line, never granted.
 	select {
-	case <-recipe.Delete(e.sess, n.ep, n.path):
+	case <-recipe.Leave(e.sess, n.ep, n.path):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -132,9 +132,10 @@ type candidate struct {
 	hold *recipe.Hold
 	// guid is the non-fair race's attempt that won the node.
 	guid string
-	// The line as listed with the create (nil once used, by the goroutine
-	// that campaigns with this candidate).
-	seen []recipe.Name
+	// node is the line's node of a fair candidate (with the line as listed
+	// with its create), used by the goroutine that campaigns with it; nil in
+	// non-fair mode.
+	node *recipe.Node
 }
 
 // leadership is a held leadership.

@@ -45,16 +45,6 @@ func (e *Election) list(ep *session.Epoch) ([]member, error) {
 	return members(names), nil
 }
 
-// listFor is list, but the first time for c it is the listing that came with
-// c's create (same round trip), when there is one.
-func (e *Election) listFor(ep *session.Epoch, c *candidate) ([]member, error) {
-	if names := c.seen; names != nil {
-		c.seen = nil
-		return members(names), nil
-	}
-	return e.list(ep)
-}
-
 func members(names []recipe.Name) []member {
 	ms := make([]member, len(names))
 	for i, n := range names {
@@ -71,21 +61,20 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 	if err != nil {
 		return nil, err
 	}
-	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
-	c.seen, _ = n.TakeSeen()
+	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid, node: n}
 	if c.czxid == 0 {
 		// The term is the node's creation zxid, which a create's answer
 		// does not carry. Read it now, before waiting, so that a handoff
 		// costs no extra round trip.
-		st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
-			ok, st, err := ep.Conn().Exists(n.Path)
+		st, err := recipe.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+			ok, st, err := c.Exists(n.Path)
 			if err == nil && !ok {
 				err = recipe.ErrNodeGone
 			}
 			return st, err
 		}, nil)
 		if err != nil {
-			recipe.Delete(e.sess, ep, n.Path)
+			recipe.Leave(e.sess, ep, n.Path)
 			if errors.Is(err, recipe.ErrNodeGone) {
 				err = errRetry
 			}

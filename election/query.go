@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -161,17 +162,25 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 				return
 			}
 			// Watch the children: every leader change changes them.
-			_, _, w, err := ep.Conn().ChildrenW(full)
-			if errors.Is(err, zk.ErrNoNode) {
-				_, _, w, err = ep.Conn().ExistsW(full)
+			type seen struct {
+				w <-chan zk.Event
+				l Leader
 			}
-			if err != nil {
-				if waitRetry(ctx, ep) != nil {
-					return
+			r, err := recipe.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
+				_, _, w, err := c.ChildrenW(full)
+				if errors.Is(err, zk.ErrNoNode) {
+					_, _, w, err = c.ExistsW(full)
 				}
-				continue
+				if err != nil {
+					return seen{}, err
+				}
+				l, err := readLeader(ep, full)
+				return seen{w, l}, err
+			}, nil)
+			if ctx.Err() != nil {
+				return
 			}
-			l, err := readLeader(ep, full)
+			w, l := r.w, r.l
 			if err != nil && !errors.Is(err, ErrNoLeader) {
 				if waitRetry(ctx, ep) != nil {
 					return

@@ -265,7 +265,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
 		if own != nil { // not granted: leave the line (now, or once the session is back)
-			recipe.Delete(m.sess, ownEp, own.Path)
+			recipe.Leave(m.sess, ownEp, own.Path)
 		}
 	}()
 	for {
@@ -292,47 +292,23 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 				return nil, err
 			}
 		}
-		turn := m.turnFor()
-		if !wait {
-			line, seen := own.TakeSeen()
-			var err error
-			if !seen {
-				line, err = m.line.List(ep)
-			}
-			if err != nil {
-				if recipe.Retryable(err) && ctx.Err() == nil {
-					if err := recipe.WaitLive(ctx, ep); err != nil {
-						return nil, err
-					}
-					continue
-				}
+		err = m.line.AwaitWith(ctx, ep, own, m.turnFor(), recipe.AwaitOptions{NoWait: !wait})
+		switch {
+		case err == nil:
+		case errors.Is(err, recipe.ErrWouldWait):
+			return nil, nil // own is deleted by the deferred cleanup
+		case errors.Is(err, recipe.ErrNodeGone):
+			own = nil
+			continue
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case recipe.Retryable(err):
+			if err := recipe.WaitLive(ctx, ep); err != nil {
 				return nil, err
 			}
-			i := recipe.Index(line, own.Name.Name)
-			if i < 0 {
-				own = nil
-				continue
-			}
-			if ok, _, _ := turn(line, i); !ok || ep.Context().Err() != nil {
-				return nil, nil // own is deleted by the deferred cleanup
-			}
-		} else {
-			err = m.line.Await(ctx, ep, own, turn)
-			switch {
-			case err == nil:
-			case errors.Is(err, recipe.ErrNodeGone):
-				own = nil
-				continue
-			case ctx.Err() != nil:
-				return nil, ctx.Err()
-			case recipe.Retryable(err):
-				if err := recipe.WaitLive(ctx, ep); err != nil {
-					return nil, err
-				}
-				continue
-			default:
-				return nil, err
-			}
+			continue
+		default:
+			return nil, err
 		}
 		h := recipe.NewHold(m.sess, ep, recipe.Token(own.Czxid), own.Path)
 		if h.Context().Err() != nil {

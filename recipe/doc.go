@@ -41,6 +41,27 @@
 // a container created again would count versions from 0 again (see
 // EnsureVersionedPath).
 //
+// # Waiting
+//
+// Every recipe waits through one loop, Line.AwaitWith: it lists the line (or
+// uses the listing sent with the create), asks the recipe's Turn whether the
+// node is granted, and otherwise watches exactly one node with GetW, one
+// notification per change that matters; when that node was the head, its
+// deletion alone grants the waiter. Its options cover what recipes add: the
+// election watches the head to report leaders (OnHead), the semaphore's head
+// waits for a lease to be free (Room), TryLock and TryAcquire look once
+// (NoWait).
+//
+// # Deadlines
+//
+// go-zookeeper's requests have no deadline: on a stalled connection a call
+// returns only when the read timeout (2/3 of the session timeout) fails it.
+// Every ZooKeeper call a recipe makes for a caller goes through Call, which
+// returns as soon as the caller's ctx ends; a late result of a call given up
+// on goes to an undo where it matters (a create that landed after all is
+// deleted). A waiter that gives up deletes its node before returning when it
+// can do so at once, and otherwise in the background.
+//
 // # Holds
 //
 // A Hold is one granted lock, lease or leadership. It is bound to the session

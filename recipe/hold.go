@@ -137,8 +137,8 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if h.ctx.Err() != nil {
 		return 0, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
 	}
-	st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
-		ok, st, err := h.ep.Conn().Exists(h.nodes[0])
+	st, err := Call(ctx, h.ep, func(c *zk.Conn) (*zk.Stat, error) {
+		ok, st, err := c.Exists(h.nodes[0])
 		if err == nil && !ok {
 			st = nil
 		}
@@ -184,8 +184,10 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		res []zk.MultiResponse
 		err error
 	}
-	m, err := session.CallValue(ctx, func() (multi, error) {
-		res, err := h.ep.Conn().Multi(all...)
+	// A write the caller gave up on may still land (while the hold is
+	// valid): it cannot be undone, as it is the caller's.
+	m, err := Call(ctx, h.ep, func(c *zk.Conn) (multi, error) {
+		res, err := c.Multi(all...)
 		return multi{res, err}, nil
 	}, nil)
 	if err != nil {
@@ -212,11 +214,11 @@ func (h *Hold) Validate(ctx context.Context) error {
 	if h.ctx.Err() != nil {
 		return fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
 	}
-	st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
-		if _, err := h.ep.Conn().Sync(h.nodes[0]); err != nil {
+	st, err := Call(ctx, h.ep, func(c *zk.Conn) (*zk.Stat, error) {
+		if _, err := c.Sync(h.nodes[0]); err != nil {
 			return nil, err
 		}
-		ok, st, err := h.ep.Conn().Exists(h.nodes[0])
+		ok, st, err := c.Exists(h.nodes[0])
 		if err == nil && !ok {
 			st = nil
 		}

@@ -200,7 +200,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 	guid := NewGUID()
 	kind = l.Names.Kind(kind)
 	prefix := l.Path + "/" + l.Names.Prefix(guid, kind)
-	res, err := enterCall(ctx, func() (entered, error) {
+	res, err := session.CallValue(ctx, func() (entered, error) {
 		unknown := false // a create's outcome was unknown
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
@@ -478,17 +478,59 @@ var ErrNodeGone = errors.New("our node is gone from the line")
 // deletion alone grants us (no need to list the line again).
 type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
 
+// ErrWouldWait: with AwaitOptions.NoWait, the waiter is not granted now.
+var ErrWouldWait = NewError("not granted without waiting")
+
+// AwaitOptions adds to what Await does. The zero value is Await's.
+type AwaitOptions struct {
+	// NoWait makes AwaitWith look once and return ErrWouldWait instead of
+	// waiting (TryLock, TryAcquire).
+	NoWait bool
+	// OnHead, when set, is told the head of the line (its name, data and
+	// Stat, read with a watch) each time a waiter that is not the head looks
+	// at the line, on the caller's goroutine. The head is then watched too
+	// (with the same GetW when it is the node turn names), and a change of
+	// it wakes the waiter, which looks again. The election reports its
+	// leaders with it.
+	OnHead func(head Name, data []byte, st *zk.Stat)
+	// Room, when set, is a second condition once turn grants (see Room).
+	Room *Room
+}
+
+// Room is a gate past a waiter's turn, for the head of a semaphore's line:
+// the waiter is granted only once the children of Path (of Kinds) leave room
+// for Need more under Max(). Only the head of the line adds such children,
+// so while it waits a change of them is a release: it watches Path's
+// children (one notification per release, to one client) and, woken, counts
+// the release without listing again when that leaves room.
+type Room struct {
+	Path  string
+	Kinds []string
+	Need  int
+	Max   func() int
+	// Held is, once AwaitWith has returned nil, the number of children of
+	// Path it counted.
+	Held int
+}
+
 // Await waits in line until turn grants own, within epoch ep. It returns nil
 // when granted while ep is still live; ErrNodeGone when own has left the line;
 // an error matching Retryable when ep ended (wait for the session and call
 // again); or ctx.Err(). Each wait watches exactly one node, with GetW: one
-// notification per change that matters.
+// notification per change that matters. Every call it makes honours ctx (see
+// Call).
 func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
+	return l.AwaitWith(ctx, ep, own, turn, AwaitOptions{})
+}
+
+// AwaitWith is Await with options: the one waiting loop of every recipe.
+func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
 	for {
 		line, ok := own.TakeSeen()
 		if !ok {
 			var err error
-			if line, err = l.List(ep); err != nil {
+			line, err = Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
+			if err != nil {
 				return err
 			}
 		}
@@ -501,21 +543,125 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 		}
 		granted, w, delGrants := turn(line, i)
 		if granted {
-			if ep.Context().Err() != nil {
-				return errEpochEnded
-			}
-			return nil
+			return l.room(ctx, ep, opt)
 		}
-		_, _, ch, err := ep.Conn().GetW(l.Path + "/" + line[w].Name)
+		if opt.NoWait {
+			return ErrWouldWait
+		}
+		ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil)
+		if ws.st != nil {
+			opt.OnHead(line[0], ws.data, ws.st)
+		}
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		} else if err != nil {
 			return err
 		}
 		select {
-		case ev := <-ch:
+		case ev := <-ws.node:
 			if ev.Type == zk.EventNodeDeleted && delGrants && ep.Context().Err() == nil {
-				return nil
+				return l.room(ctx, ep, opt)
+			}
+		case <-ws.head:
+		case <-ep.Done():
+			return errEpochEnded
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// watches is what a waiter waits on: the node its turn names, and the head
+// of the line when it is told about it (nil when that is the same node).
+type watches struct {
+	node, head <-chan zk.Event
+	data       []byte   // the head's data
+	st         *zk.Stat // the head's Stat, when read
+}
+
+// watch sets the watches of a waiter at its place in line: on line[w] and,
+// when head is set, on line[0] too, each with GetW.
+func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head bool) (watches, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (watches, error) {
+		var ws watches
+		if head {
+			data, st, ch, err := c.GetW(l.Path + "/" + line[0].Name)
+			if err != nil {
+				return ws, err
+			}
+			ws.data, ws.st, ws.head = data, st, ch
+			if w == 0 {
+				ws.node, ws.head = ch, nil
+				return ws, nil
+			}
+		}
+		_, _, ch, err := c.GetW(l.Path + "/" + line[w].Name)
+		ws.node = ch
+		return ws, err
+	}, nil)
+}
+
+// room waits, for a waiter whose turn has come, until opt.Room (if any)
+// leaves room. A waiter (not NoWait) sets a watch with its first look: it
+// expects no room (the head before it most likely took the last), and a
+// second look to set the watch would cost a round trip.
+func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) error {
+	r := opt.Room
+	if r == nil {
+		if ep.Context().Err() != nil {
+			return errEpochEnded
+		}
+		return nil
+	}
+	type counted struct {
+		n  int
+		ch <-chan zk.Event
+	}
+	watch := !opt.NoWait
+	held := -1 // children of r.Path, when known without listing
+	for {
+		var ch <-chan zk.Event
+		if held < 0 {
+			res, err := Call(ctx, ep, func(c *zk.Conn) (counted, error) {
+				var names []string
+				var ch <-chan zk.Event
+				var err error
+				if watch {
+					names, _, ch, err = c.ChildrenW(r.Path)
+				} else {
+					names, _, err = c.Children(r.Path)
+				}
+				return counted{len(Sort(names, r.Kinds...)), ch}, err
+			}, nil)
+			if err != nil {
+				return err
+			}
+			held, ch = res.n, res.ch
+		}
+		if held+r.Need <= r.Max() {
+			if ep.Context().Err() != nil {
+				return errEpochEnded
+			}
+			r.Held = held
+			return nil
+		}
+		if opt.NoWait {
+			return ErrWouldWait
+		}
+		if ch == nil {
+			watch, held = true, -1
+			continue
+		}
+		select {
+		case ev := <-ch:
+			watch = false
+			// A change of the children while we head the line is a release
+			// (or an expiry): at most held-1 are left. If that leaves room,
+			// go without listing again; else look.
+			if ev.Type == zk.EventNodeChildrenChanged && held-1+r.Need <= r.Max() {
+				held--
+			} else {
+				held = -1
 			}
 		case <-ep.Done():
 			return errEpochEnded
@@ -549,14 +695,4 @@ func WaitLive(ctx context.Context, ep *session.Epoch) error {
 	case <-t.C:
 	}
 	return nil
-}
-
-// enterCall runs a create loop: directly when ctx cannot end (no goroutine,
-// no extra wakeup on the hot path), else through session.CallValue so that
-// the caller can give up with the request in flight.
-func enterCall[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
-	if ctx.Done() == nil {
-		return fn()
-	}
-	return session.CallValue(ctx, fn, abandoned)
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,13 +20,19 @@ type handle struct {
 	events <-chan zk.Event // closed when go-zookeeper's loop has ended
 
 	// Guarded by s.mu.
-	sid     int64 // the session this handle was opened for (first HasSession)
-	up      bool  // HasSession and not Disconnected since
-	expired bool
-	ready   chan struct{} // closed at the first HasSession
-	failed  chan struct{} // closed when the handle can no longer become ready
+	sid    int64         // the session this handle was opened for (first HasSession)
+	up     bool          // HasSession and not Disconnected since
+	ready  chan struct{} // closed at the first HasSession
+	failed chan struct{} // closed when the handle can no longer become ready
 
-	lastHeard atomic.Int64 // s.mono() of the last byte received
+	lastHeard atomic.Int64                // s.mono() of the last byte received
+	nc        atomic.Pointer[trackedConn] // the connection go-zookeeper uses now
+	// expired is set when a server has said the handle's session expired:
+	// from then on the handle never dials again. go-zookeeper would redial
+	// with session ID 0 and be given a new session the manager does not want
+	// (it opens its own, on a new handle): one throwaway session created and
+	// closed through the quorum per client per expiry.
+	expired   atomic.Bool
 	timeoutNs atomic.Int64 // the negotiated session timeout
 	helloSID  atomic.Int64 // session id of the last ConnectResponse
 	dialErr   atomic.Pointer[error]
@@ -53,6 +60,9 @@ func (h *handle) timeout() time.Duration { return time.Duration(h.timeoutNs.Load
 // and so that the manager learns the negotiated timeout and when it last heard
 // from a server.
 func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error) {
+	if h.expired.Load() {
+		return nil, errExpiredHandle
+	}
 	cfg := &h.s.cfg
 	var c net.Conn
 	var err error
@@ -65,8 +75,23 @@ func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error
 		h.dialErr.Store(&err)
 		return nil, err
 	}
-	return &trackedConn{Conn: c, h: h, limit: cfg.connectTimeout}, nil
+	tc := &trackedConn{Conn: c, h: h, limit: cfg.connectTimeout}
+	h.nc.Store(tc)
+	return tc, nil
 }
+
+// drop closes the handle's current network connection (not the *zk.Conn):
+// go-zookeeper sees it fail at once, in its reads and its writes, and
+// reconnects. It never blocks.
+func (h *handle) drop() {
+	if c := h.nc.Load(); c != nil {
+		c.Conn.Close()
+	}
+}
+
+// errExpiredHandle is what the dialer of a handle whose session expired
+// answers go-zookeeper.
+var errExpiredHandle = errors.New("session: the session expired; this connection is not redialled")
 
 // trackedConn caps deadlines until the first reply and parses the
 // ConnectResponse (int32 length, int32 protocolVersion, int32 timeOut,
@@ -127,8 +152,12 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // hostProvider tries the servers in turn and reports a "retry start" (after
 // which go-zookeeper sleeps one second) only after a full pass in which no
 // server could be connected: go-zookeeper's own provider sleeps before the first
-// reconnect attempt when there is a single server.
+// reconnect attempt when there is a single server. For a handle whose session
+// expired it reports a retry start every time: go-zookeeper then fails the
+// requests still queued on the dead session (ErrNoServer) and waits for Close
+// instead of cycling through dials the handle refuses.
 type hostProvider struct {
+	h       *handle
 	mu      sync.Mutex
 	servers []string
 	next    int
@@ -148,7 +177,7 @@ func (p *hostProvider) Next() (string, bool) {
 	s := p.servers[p.next]
 	p.next = (p.next + 1) % len(p.servers)
 	p.tries++
-	retry := p.tries > len(p.servers)
+	retry := p.tries > len(p.servers) || p.h.expired.Load()
 	if retry {
 		p.tries = 1
 	}
@@ -159,11 +188,4 @@ func (p *hostProvider) Connected() {
 	p.mu.Lock()
 	p.tries = 0
 	p.mu.Unlock()
-}
-
-// zkLogger sends go-zookeeper's messages to the manager's logger.
-type zkLogger struct{ s *Session }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.s.log.Debug("go-zookeeper: " + sprintf(format, args...))
 }

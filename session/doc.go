@@ -13,8 +13,11 @@
 //
 // Each connected stretch of a session is an Epoch. Its Context is cancelled the
 // moment the connection is lost (Suspended), the session is lost, or the
-// session is closed — synchronously, on go-zookeeper's own event path, not
-// behind a queue or a listener. A recipe derives the context of every hold
+// session is closed — synchronously, where the loss is noticed (go-zookeeper's
+// event callback, or the manager's own clock when nothing has been received
+// for the read timeout), not behind a queue or a listener. Nothing on that
+// path can block: not even logging, which the manager does on a goroutine of
+// its own. A recipe derives the context of every hold
 // (lock, lease, leadership) from it, so the holder learns it may have lost its
 // hold within microseconds of the disconnect. When the server ends a session
 // (expiry, or a session closed from elsewhere) it drops the connection and
@@ -36,6 +39,17 @@
 // SIGSTOP) learns nothing until it runs again; only fencing tokens protect the
 // resource from it.
 //
+// # Silence
+//
+// The manager does not wait for go-zookeeper to notice a dead connection: it
+// knows when it last received a byte. While the session is usable, nothing
+// received for the read timeout (2/3 of the negotiated session timeout; a
+// server answers the client's pings every 1/3) means Suspended at once — the
+// loss signal of every hold — and the connection is dropped so that a new one
+// is dialled at once. go-zookeeper's own detection can come much later (its
+// sender blocked in a write to a stalled connection delays it by up to another
+// read timeout, past the moment the server may expire the session).
+//
 // # Declaring Lost locally
 //
 // Lost is declared when a server reports the session expired, and also, without
@@ -48,7 +62,9 @@
 // clocks advance at the same rate. When Lost is declared the old connection is
 // closed (ending the session on the server if it still existed) and a new
 // session is established with the configured backoff. The manager never lets a
-// connection silently replace an expired session behind its listeners.
+// connection silently replace an expired session behind its listeners, and a
+// connection told that its session expired never dials again: the manager opens
+// exactly one new session per loss.
 //
 // # Listeners
 //

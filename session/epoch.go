@@ -38,8 +38,9 @@ func (e *Epoch) Started() time.Time { return e.started }
 
 // Context is cancelled the moment this epoch ends: the connection is lost
 // (Suspended), the session is lost, or the manager is closed. It is the loss
-// signal of every hold granted in this epoch; it is cancelled synchronously on
-// go-zookeeper's event path.
+// signal of every hold granted in this epoch; it is cancelled synchronously
+// where the loss is noticed (go-zookeeper's event callback, or the manager's
+// silence watchdog).
 func (e *Epoch) Context() context.Context { return e.ctx }
 
 // Done is Context().Done().

@@ -109,7 +109,10 @@ func WithAuth(scheme string, credentials []byte) Option {
 }
 
 // WithLogger logs the manager's transitions and go-zookeeper's messages to l
-// (default: nothing is logged).
+// (default: nothing is logged). They are handed to l on a goroutine of the
+// manager's own, never on the connection's: a slow or blocked handler delays
+// only the log (past 1024 waiting messages, new ones are dropped and counted),
+// never the connection, its events or the loss signal.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {

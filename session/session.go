@@ -18,6 +18,7 @@ type Session struct {
 	cfg     config
 	servers []string
 	log     *slog.Logger
+	logq    *logQueue // the manager's own messages (never written on go-zookeeper's goroutines)
 	base    time.Time // the monotonic clock's origin
 
 	mu        sync.Mutex
@@ -106,10 +107,13 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 		closeCh:   make(chan struct{}),
 		runDone:   make(chan struct{}),
 		done:      make(chan struct{}),
+		logq:      newLogQueue(cfg.log),
 	}
 	h, err := s.connect(ctx)
 	if err != nil {
 		close(s.runDone)
+		s.logq.close()
+		<-s.logq.done
 		close(s.done)
 		return nil, err
 	}
@@ -130,9 +134,9 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 	h := &handle{s: s, ready: make(chan struct{}), failed: make(chan struct{})}
 	conn, events, err := zk.Connect(s.servers, s.cfg.timeout,
 		zk.WithDialer(h.dial),
-		zk.WithHostProvider(&hostProvider{}),
+		zk.WithHostProvider(&hostProvider{h: h}),
 		zk.WithEventCallback(func(ev zk.Event) { s.onEvent(h, ev) }),
-		zk.WithLogger(zkLogger{s}),
+		zk.WithLogger(zkLogger{s.logq}),
 		zk.WithLogInfo(false),
 	)
 	if err != nil {
@@ -163,7 +167,7 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 		return fail(fmt.Errorf("%w: asked for %v, the server's minimum is %v (2 ticks)",
 			ErrTimeoutRejected, s.cfg.timeout, got))
 	} else if got < s.cfg.timeout {
-		s.log.Info("session timeout lowered by the server", "asked", s.cfg.timeout, "granted", got)
+		s.logq.add(slog.LevelInfo, "session timeout lowered by the server", "asked", s.cfg.timeout, "granted", got)
 	}
 	for _, a := range s.cfg.auth {
 		err := call(ctx, func() error { return conn.AddAuth(a.scheme, a.cred) })
@@ -174,9 +178,13 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 	return h, nil
 }
 
-// onEvent runs on go-zookeeper's goroutines. It must not block and must never
-// call the Conn: it updates state under s.mu (held briefly everywhere) and
-// cancels contexts, which calls no connection.
+// onEvent runs on go-zookeeper's goroutines: while it runs, go-zookeeper
+// neither reads, nor reports, nor redials. It must not block and must never
+// call the Conn: it updates state under s.mu (held briefly everywhere, never
+// around a call into go-zookeeper or anything that waits), cancels contexts
+// (which calls no connection; context.AfterFunc hooks run on goroutines of
+// their own), queues events for listeners and messages for the logger, each
+// delivered on a goroutine of its own.
 func (s *Session) onEvent(h *handle, ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
@@ -211,7 +219,8 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 			s.suspendLocked(now, "disconnected from "+ev.Server)
 		}
 	case zk.StateExpired:
-		h.up, h.expired = false, true
+		h.up = false
+		h.expired.Store(true) // before go-zookeeper's next dial: see handle.dial
 		if h.sid == 0 {
 			select {
 			case <-h.failed:
@@ -232,7 +241,7 @@ func (s *Session) adoptLocked(h *handle, now time.Time) {
 	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel}
 	s.beginEpochLocked(Connected, now, "")
 	switch {
-	case h.expired:
+	case h.expired.Load():
 		s.loseLocked(now, "expired")
 	case !h.up:
 		s.suspendLocked(now, "disconnected")
@@ -277,7 +286,7 @@ func (s *Session) setStateLocked(st State, now time.Time, reason string) {
 		ev.InPrevious = now.Sub(s.stateAt)
 	}
 	s.state, s.stateAt = st, now
-	s.log.Info("session "+st.String(), "session", fmt.Sprintf("0x%x", ev.SessionID), "reason", reason)
+	s.logq.add(slog.LevelInfo, "session "+st.String(), "session", fmt.Sprintf("0x%x", ev.SessionID), "reason", reason)
 	for l := range s.listeners {
 		l.push(ev)
 	}
@@ -290,8 +299,9 @@ func (s *Session) kick() {
 	}
 }
 
-// run owns the session's life: it declares Lost when a suspension outlasts the
-// session timeout, retires dead connections and establishes new sessions.
+// run owns the session's life: it watches the current connection on the
+// manager's own clock (clock), retires dead connections and establishes new
+// sessions.
 func (s *Session) run() {
 	defer close(s.runDone)
 	timer := time.NewTimer(time.Hour)
@@ -299,14 +309,14 @@ func (s *Session) run() {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
+		next, drop := s.clockLocked(time.Now())
 		retire := s.retire
 		s.retire = nil
-		st, cur := s.state, s.cur
-		var deadline time.Duration
-		if st == Suspended && cur != nil {
-			deadline = time.Duration(cur.lastHeard.Load()+int64(cur.timeout())) - time.Duration(s.mono())
-		}
+		st := s.state
 		s.mu.Unlock()
+		if drop != nil {
+			drop.drop()
+		}
 		for _, h := range retire {
 			s.connWG.Add(1)
 			go func() { defer s.connWG.Done(); h.close() }()
@@ -321,16 +331,8 @@ func (s *Session) run() {
 			continue
 		}
 		timer.Stop()
-		if st == Suspended {
-			if deadline <= 0 {
-				s.mu.Lock()
-				if s.state == Suspended && s.cur == cur {
-					s.loseLocked(time.Now(), "no answer from any server for the session timeout")
-				}
-				s.mu.Unlock()
-				continue
-			}
-			timer.Reset(deadline)
+		if next > 0 {
+			timer.Reset(next)
 		}
 		select {
 		case <-s.closeCh:
@@ -339,6 +341,44 @@ func (s *Session) run() {
 		case <-timer.C:
 		}
 	}
+}
+
+// clockLocked judges the current connection by how long nothing has been
+// received on it, on the local monotonic clock, whatever go-zookeeper reports
+// (or fails to report): silence for the read timeout (2/3 of the session
+// timeout; a server answers pings every 1/3) while the session is usable means
+// Suspended at once; silence for the whole session timeout means Lost. It
+// returns how long until the next judgement is due (0: none), and the handle
+// whose connection must be dropped (outside s.mu): the one declared silent, so
+// that go-zookeeper reconnects now instead of at its own timeout (a sender
+// blocked in a write to a stalled connection delays that by up to another read
+// timeout).
+//
+// The timer is not re-armed on each read: when it fires early because bytes
+// arrived meanwhile, it is simply set again from the last one.
+func (s *Session) clockLocked(now time.Time) (next time.Duration, drop *handle) {
+	h := s.cur
+	if h == nil || s.closed {
+		return 0, nil
+	}
+	silent := time.Duration(s.mono() - h.lastHeard.Load())
+	timeout := h.timeout()
+	if s.state.Live() {
+		read := timeout * 2 / 3
+		if silent < read {
+			return read - silent, nil
+		}
+		s.suspendLocked(now, fmt.Sprintf("nothing received for %v", silent.Round(time.Millisecond)))
+		drop = h
+	}
+	if s.state != Suspended {
+		return 0, drop
+	}
+	if silent < timeout {
+		return timeout - silent, drop
+	}
+	s.loseLocked(now, "no answer from any server for the session timeout")
+	return 0, drop
 }
 
 // establish opens a new session, with backoff, until it succeeds or the
@@ -367,7 +407,7 @@ func (s *Session) establish() {
 			s.mu.Unlock()
 			return
 		}
-		s.log.Warn("session: establishing a new session failed", "err", err)
+		s.logq.add(slog.LevelWarn, "session: establishing a new session failed", "err", err)
 		d := b.NextBackOff()
 		if d < 0 {
 			d = s.cfg.timeout
@@ -494,8 +534,10 @@ func (s *Session) Close() error {
 			delete(s.listeners, l)
 		}
 		s.mu.Unlock()
+		s.logq.close()
 		go func() {
 			s.lisWG.Wait()
+			<-s.logq.done
 			close(s.done)
 		}()
 	})
