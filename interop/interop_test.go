@@ -20,6 +20,7 @@ import (
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -285,12 +286,76 @@ func TestCuratorReadWriteLock(t *testing.T) {
 	require.EqualValues(t, 20, h.grants.Load())
 }
 
+// TestCuratorSemaphore: Curator's InterProcessSemaphoreV2 and shepherd's
+// semaphore, both with maxLeases 3, on one path: at most 3 leases across
+// both. Each holder marks itself with path-lease-<id> and counts the marks.
+func TestCuratorSemaphore(t *testing.T) {
+	path := uniquePath(t)
+	_, lines := curator(t, "semaphore", path, 3, 20)
+	var grants, violations atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := range 3 {
+		s := open(t)
+		sem, err := semaphore.New(s, path, 3)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			errs <- func() error {
+				for range 20 {
+					l, err := sem.Acquire(ctx)
+					if err != nil {
+						return err
+					}
+					grants.Add(1)
+					ep, err := s.Wait(ctx)
+					if err != nil {
+						return err
+					}
+					mark := fmt.Sprintf("%s-lease-go-%d", path, i)
+					if _, err := ep.Conn().Create(mark, nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
+						return err
+					}
+					if n := marks(t, s, path, "-lease-"); n > 3 {
+						violations.Add(1)
+					}
+					time.Sleep(5 * time.Millisecond) // the work done under the lease
+					if err := ep.Conn().Delete(mark, -1); err != nil {
+						return err
+					}
+					if err := l.Release(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	acq, viol := javaResult(t, lines)
+	t.Logf("curator: %d leases, %d violations; shepherd: %d leases, %d violations", acq, viol, grants.Load(), violations.Load())
+	require.Zero(t, viol)
+	require.Zero(t, violations.Load())
+	require.Equal(t, 60, acq)
+	require.EqualValues(t, 60, grants.Load())
+}
+
 // readers counts the path-reader-* nodes beside path.
-func readers(t *testing.T, s *session.Session, path string) int {
+func readers(t *testing.T, s *session.Session, path string) int { return marks(t, s, path, "-reader-") }
+
+// marks counts the nodes beside path named path<infix>*.
+func marks(t *testing.T, s *session.Session, path, infix string) int {
 	i := strings.LastIndex(path, "/")
 	n := 0
 	for _, c := range testutil.Children(t, s, path[:i]) {
-		if strings.HasPrefix(c, path[i+1:]+"-reader-") {
+		if strings.HasPrefix(c, path[i+1:]+infix) {
 			n++
 		}
 	}

@@ -1,8 +1,10 @@
 // Interop drives Apache Curator (Debian's libcurator-recipes-java) against the
 // same ZooKeeper paths as shepherd, for the interop tests. Usage:
-//   java Interop mutex|latch|rwwrite CONNECT PATH CLIENTS ROUNDS
+//   java Interop mutex|latch|rwwrite|semaphore CONNECT PATH CLIENTS ROUNDS
 // (rwwrite: the write lock of an InterProcessReadWriteLock; a writer also
-// checks that no reader's PATH-reader-* node exists while it holds.)
+// checks that no reader's PATH-reader-* node exists while it holds;
+// semaphore: InterProcessSemaphoreV2 with maxLeases 3, each holder marking
+// itself with PATH-lease-<id> and checking there are at most 3 marks.)
 // Each client is a thread with its own session. While holding the lock (or
 // leadership) it creates the ephemeral node PATH-holder, which fails if anyone
 // else (shepherd included) holds it too: a violation. It prints READY once
@@ -13,6 +15,8 @@ import org.apache.curator.framework.*;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -40,6 +44,7 @@ public class Interop {
                 try {
                     if (mode.equals("mutex")) mutex(c, path, id, rounds);
                     else if (mode.equals("rwwrite")) rwwrite(c, path, id, rounds);
+                    else if (mode.equals("semaphore")) semaphore(c, path, id, rounds);
                     else latch(c, path, id, rounds);
                 } catch (Exception e) {
                     System.out.println("ERROR " + id + " " + e);
@@ -81,6 +86,31 @@ public class Interop {
     }
 
     static volatile boolean checkReaders = false;
+
+    static void semaphore(CuratorFramework c, String path, String id, int rounds) throws Exception {
+        InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path, 3);
+        String parent = path.substring(0, path.lastIndexOf('/'));
+        String base = path.substring(path.lastIndexOf('/') + 1) + "-lease-";
+        for (int r = 0; r < rounds; r++) {
+            Lease l = sem.acquire(30, TimeUnit.SECONDS);
+            if (l == null) throw new Exception("lease not acquired in 30s");
+            try {
+                acquisitions.incrementAndGet();
+                c.create().withMode(CreateMode.EPHEMERAL).forPath(path + "-lease-" + id);
+                int n = 0;
+                for (String child : c.getChildren().forPath(parent)) if (child.startsWith(base)) n++;
+                if (n > 3) {
+                    violations.incrementAndGet();
+                    System.out.println("VIOLATION " + id + " holds one of " + n + " leases");
+                    System.out.flush();
+                }
+                Thread.sleep(5);
+                c.delete().forPath(path + "-lease-" + id);
+            } finally {
+                sem.returnLease(l);
+            }
+        }
+    }
 
     static void rwwrite(CuratorFramework c, String path, String id, int rounds) throws Exception {
         checkReaders = true;
