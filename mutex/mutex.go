@@ -23,6 +23,7 @@ var (
 	ErrLost            = recipe.ErrLost
 	ErrClosed          = recipe.ErrClosed
 	ErrWrongKind       = recipe.ErrWrongKind
+	ErrForeignRecipe   = recipe.ErrForeignRecipe
 )
 
 // NonFairNode is the name of the single node of a non-fair lock.
@@ -40,8 +41,9 @@ const nonFairMark = "shepherd:mutex:nonfair "
 type Option func(*config)
 
 type config struct {
-	fair bool
-	data []byte
+	fair  bool
+	data  []byte
+	names recipe.Names
 }
 
 // NonFair makes the lock a race for one ephemeral node: lowest latency for few
@@ -53,6 +55,18 @@ func NonFair() Option { return func(c *config) { c.fair = false } }
 // node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
 	return func(c *config) { c.data = append([]byte(nil), data...) }
+}
+
+// WithNames names the lock's nodes as names says (recipe.CuratorNames, the
+// default, or recipe.KazooNames). With recipe.KazooNames a mutex's and a
+// writer's nodes are <guid>__lock__<seq> and a reader's <guid>__rlock__<seq>,
+// as Kazoo's Lock, WriteLock and ReadLock name theirs: a Kazoo Lock built
+// with the default constructor sees them and shares the path. A path is
+// named one way only: a lock finding nodes named the other way fails with
+// ErrForeignRecipe (and grants no one). The non-fair lock has one node and
+// no naming; it ignores this option.
+func WithNames(names recipe.Names) Option {
+	return func(c *config) { c.names = names }
 }
 
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
@@ -96,13 +110,16 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
+	if !c.names.Valid() {
+		return nil, fmt.Errorf("mutex: %w: names %v", ErrInvalidArgument, c.names)
+	}
 	if len(c.data) > recipe.MaxDataLen {
 		return nil, fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(c.data), recipe.MaxDataLen)
 	}
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = recipe.Line{Sess: sess, Path: full, Refuse: map[string]string{
+	m.line = recipe.Line{Sess: sess, Path: full, Names: c.names, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
 	m.single = recipe.Single{Sess: sess, Path: full, Name: NonFairNode, Mark: nonFairMark}
 	return m, nil

@@ -129,6 +129,11 @@ func parseMarker(data []byte) (int, bool) {
 // whole semaphore (parents, the path with this client's limit, locks and
 // leases) when the path is missing too.
 func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
+	// A Kazoo Semaphore's path counts every child as a lease: refuse it
+	// before adding one.
+	if data, _, err := ep.Conn().Get(s.path); err == nil && isDecimal(data) {
+		return kazooSemaphore(s.path, data)
+	}
 	_, err := ep.Conn().CreateContainer(s.locks.Path, nil, zk.FlagContainer, s.sess.ACL())
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
@@ -239,6 +244,9 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			continue
 		}
 		recorded, ok := parseMarker(data)
+		if !ok && isDecimal(data) {
+			return kazooSemaphore(s.path, data)
+		}
 		if !ok {
 			return fmt.Errorf("semaphore: %w: %s is not a semaphore's path (data %q)", ErrWrongKind, s.path, truncate(data))
 		}
@@ -690,3 +698,24 @@ func (l *Lease) Hold() *recipe.Hold { return l.hold }
 // out and the line has no order (see recipe.ErrSequenceExhausted): Acquire
 // fails closed.
 var ErrSequenceExhausted = recipe.ErrSequenceExhausted
+
+// kazooSemaphore is the refusal of a Kazoo Semaphore's path.
+func kazooSemaphore(path string, data []byte) error {
+	return fmt.Errorf("semaphore: %w (%w): %s is a Kazoo Semaphore's path (max_leases %s in its data): "+
+		"Kazoo counts every child of the path as a lease and sees none of shepherd's", ErrWrongKind,
+		recipe.ErrForeignRecipe, path, truncate(data))
+}
+
+// isDecimal reports whether data is a decimal number, as a Kazoo
+// Semaphore's path holds its max_leases.
+func isDecimal(data []byte) bool {
+	if len(data) == 0 || len(data) > 10 {
+		return false
+	}
+	for _, c := range data {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
