@@ -522,10 +522,15 @@ func TestKazooElection(t *testing.T) {
 		if err != nil {
 			return shepherdSide{}, err
 		}
+		var l *election.Leadership // the last one Campaign returned
 		return shepherdSide{
-			acquire: func(ctx context.Context) error { _, err := e.Campaign(ctx); return err },
-			release: e.Resign,
-			lost:    e.Lost,
+			acquire: func(ctx context.Context) error {
+				var err error
+				l, err = e.Campaign(ctx)
+				return err
+			},
+			release: func(ctx context.Context) error { return l.Resign(ctx) },
+			lost:    func() <-chan struct{} { return l.Lost() },
 		}, nil
 	})
 }
