@@ -15,7 +15,7 @@ import (
 // acquire waits until this candidate leads, reporting leader changes to
 // onLeader. The returned leadership's ctx derives from the granting epoch's
 // context: it is cancelled synchronously when the connection is lost.
-func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*leadership, error) {
+func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leadership, error) {
 	var seen, seenTerm = "", Term(0) // the leadership last reported
 	var report func(Leader)
 	if onLeader != nil {
@@ -66,7 +66,7 @@ var errRetry = errors.New("election: retry")
 // granted it): the leadership's context derives from the hold's, so it is
 // cancelled synchronously when the connection is lost. h replaces n's
 // earlier grant, if any (the same node, granted again after a reconnect).
-func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *leadership {
+func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *Leadership {
 	e.mu.Lock()
 	n.hold = h
 	e.mu.Unlock()
@@ -74,17 +74,17 @@ func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *l
 	if report != nil {
 		report(Leader{ID: e.id, Term: Term(n.czxid), Node: n.path, SessionID: n.sid})
 	}
-	return &leadership{term: Term(n.czxid), ctx: lctx, cancel: cancel}
+	return &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
 }
 
 // electedFair grants leadership for our node in the line, within ep.
-func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *leadership {
+func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *Leadership {
 	return e.elected(n, e.line().NewHold(ep, recipe.Token(n.czxid), n.path), report)
 }
 
 // tryFair runs the fair line within one epoch: it returns a leadership, or an
 // error (errRetry to go round again).
-func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*leadership, error) {
+func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	node := e.node
 	e.mu.Unlock()
@@ -106,83 +106,49 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 		e.mu.Unlock()
 		if first {
 			// Once per Election: it costs a read per candidate.
-			e.warnDuplicates(ep, n)
+			_ = recipe.Do(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, n); return nil })
 		}
 	}
-	for {
-		ms, err := e.listFor(ep, node)
-		if err != nil {
-			return nil, err
-		}
-		idx := -1
-		for i, m := range ms {
-			if m.name == node.name {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			// Our node is gone: its session must be too. Re-enter.
-			e.mu.Lock()
-			if e.node == node {
-				e.node = nil
-			}
-			e.mu.Unlock()
-			return nil, errRetry
-		}
-		if idx == 0 {
-			if ep.Context().Err() != nil {
-				return nil, errRetry
-			}
-			return e.electedFair(ep, node, report), nil
-		}
-		head := e.path + "/" + ms[0].name
-		pred := e.path + "/" + ms[idx-1].name
-		// Watch the predecessor; and the head too when leader changes are
-		// reported (every candidate then hears of each change, by design).
-		var wHead <-chan zk.Event
-		if report != nil || pred == head {
-			data, st, w, err := ep.Conn().GetW(head)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-			wHead = w
-			if report != nil {
-				report(Leader{ID: string(data), Term: Term(st.Czxid), Node: head, SessionID: st.EphemeralOwner})
-			}
-		}
-		wPred := wHead
-		if pred != head {
-			_, _, wPred, err = ep.Conn().GetW(pred)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		select {
-		case ev := <-wPred:
-			if ev.Type == zk.EventNodeDeleted && pred == head && ep.Context().Err() == nil {
-				// Our predecessor was the head: its deletion alone proves
-				// we are the head now (sequence numbers only grow).
-				return e.electedFair(ep, node, report), nil
-			}
-		case <-wHead:
-		case <-ep.Done():
-			return nil, errRetry
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	// Wait through the line's one loop. When leader changes are reported,
+	// the head is watched as well as the predecessor (every candidate then
+	// hears of each change, by design).
+	var onHead func(recipe.Name, []byte, *zk.Stat)
+	if report != nil {
+		onHead = func(h recipe.Name, data []byte, st *zk.Stat) {
+			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner})
 		}
 	}
+	err := e.line().AwaitWith(ctx, ep, node.node, headTurn, recipe.AwaitOptions{OnHead: onHead})
+	switch {
+	case err == nil:
+		return e.electedFair(ep, node, report), nil
+	case errors.Is(err, recipe.ErrNodeGone):
+		// Our node is gone: its session must be too. Re-enter.
+		e.mu.Lock()
+		if e.node == node {
+			e.node = nil
+		}
+		e.mu.Unlock()
+		return nil, errRetry
+	}
+	return nil, err
+}
+
+// headTurn: the head of the line leads; a candidate watches its
+// predecessor, whose deletion alone elects it when it was the head
+// (sequence numbers only grow).
+func headTurn(line []recipe.Name, i int) (bool, int, bool) {
+	if i == 0 {
+		return true, 0, false
+	}
+	return false, i - 1, i == 1
 }
 
 // acquireNonFair races for the single leader node (recipe.Single) until
 // this candidate leads or ctx ends. A candidate that led before in the same
 // session races with the same attempt: if its node is still there (a
 // reconnect), it leads again at once with the same term.
-func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*leadership, error) {
+func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	prev := e.node
 	e.mu.Unlock()
@@ -256,7 +222,7 @@ func (e *Election) leave(ctx context.Context) error {
 	}
 	// A place in line, never granted.
 	select {
-	case <-e.line().Delete(n.ep, n.path):
+	case <-e.line().Leave(n.ep, n.path):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -397,7 +363,7 @@ func (e *Election) end() {
 // setLeading records the current leadership and returns a channel closed by
 // Resign, and one Run closes once the leadership's end is dealt with (the
 // node released, or kept for a reconnect).
-func (e *Election) setLeading(l *leadership) (resign <-chan struct{}, left chan struct{}) {
+func (e *Election) setLeading(l *Leadership) (resign <-chan struct{}, left chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = l
@@ -407,74 +373,4 @@ func (e *Election) setLeading(l *leadership) (resign <-chan struct{}, left chan 
 	}
 	e.resignCh, e.leftCh = make(chan struct{}), make(chan struct{})
 	return e.resignCh, e.leftCh
-}
-
-// Campaign blocks until this candidate leads (or ctx ends) and returns the
-// term. Leadership lasts until Resign or until it may be lost: Lost() closes.
-// A failed Campaign leaves the line.
-func (e *Election) Campaign(ctx context.Context) (Term, error) {
-	if err := e.begin(modeCampaign); err != nil {
-		return 0, err
-	}
-	l, err := e.acquire(ctx, nil)
-	if err != nil {
-		_ = e.leave(ctx) // ctx has ended, or the session is closed: no wait
-		e.end()
-		return 0, err
-	}
-	e.setLeading(l)
-	return l.term, nil
-}
-
-// Lost returns a channel closed when the leadership won by Campaign may be
-// lost (or was resigned); a closed channel when not leading.
-func (e *Election) Lost() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.leading == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return e.leading.ctx.Done()
-}
-
-// Resign gives leadership up, whatever ctx: OnElected's ctx (or Lost) is
-// cancelled and the node is deleted, so the next candidate is elected at
-// once. Under Run the candidate goes back in line (once OnElected has
-// returned); after Campaign it leaves the election. ctx only bounds how long
-// Resign waits for that to be confirmed by the server: if it cannot be within
-// ctx, Resign returns ctx's error and the delete goes on in the background
-// until the node is gone or its session is. It returns ErrNotLeader when not
-// leading.
-func (e *Election) Resign(ctx context.Context) error {
-	e.mu.Lock()
-	l, mode, left := e.leading, e.mode, e.leftCh
-	if l == nil {
-		e.mu.Unlock()
-		return ErrNotLeader
-	}
-	l.cancel()
-	if e.resignCh != nil {
-		close(e.resignCh)
-		e.resignCh = nil
-	}
-	if mode == modeCampaign {
-		e.leading = nil
-	}
-	e.mu.Unlock()
-	if mode == modeCampaign {
-		err := e.leave(ctx)
-		e.end()
-		return err
-	}
-	if left == nil {
-		return nil
-	}
-	select {
-	case <-left:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -60,9 +60,11 @@ type Participant struct {
 
 // Callbacks are what Run calls. Only OnElected is required.
 type Callbacks struct {
-	// OnElected runs when this candidate becomes leader. Its ctx is cancelled
-	// the moment leadership may be lost; it must then return promptly.
-	// Returning early gives leadership up (the candidate re-enters the line).
+	// OnElected runs when this candidate becomes leader. Its ctx is the
+	// leadership's Context: cancelled the moment leadership may be lost (or
+	// is given up); it must then return promptly. Returning early gives
+	// leadership up (the candidate re-enters the line). Within it,
+	// Election.Leadership returns the leadership (Lost, Validate, Fenced).
 	OnElected func(ctx context.Context, term Term)
 	// OnRevoked runs after OnElected has returned, each time.
 	OnRevoked func()
@@ -79,6 +81,7 @@ type config struct {
 	fair         bool
 	stopDeadline time.Duration
 	onStuck      func(Term)
+	names        recipe.Names
 	err          error // the first invalid option
 }
 
@@ -108,6 +111,24 @@ func WithStopDeadline(d time.Duration) Option {
 // process, as a leader that cannot stop must not go on.
 func WithStuckHandler(f func(term Term)) Option { return func(c *config) { c.onStuck = f } }
 
+// WithNames names the candidates' nodes as names says (recipe.CuratorNames,
+// the default: _c_<guid>-latch-<seq>, as Curator's LeaderLatch; or
+// recipe.KazooNames: <guid>__lock__<seq>, as Kazoo's Election, whose nodes
+// hold the candidate's id as this election's do). A default-built Kazoo
+// Election then sees shepherd's candidates and the path has one leader. A
+// path is named one way only: a candidate finding nodes named the other way
+// (or another recipe's) fails with ErrForeignRecipe. The non-fair mode has
+// one node and no naming; it ignores this option.
+func WithNames(names recipe.Names) Option {
+	return func(c *config) {
+		if !names.Valid() {
+			c.setErr(fmt.Errorf("election: %w: names %v", ErrInvalidArgument, names))
+			return
+		}
+		c.names = names
+	}
+}
+
 // Election is one candidate in one election. Its methods are safe for
 // concurrent use; Run and Campaign are exclusive.
 type Election struct {
@@ -115,6 +136,7 @@ type Election struct {
 	path         string // full path, namespace included
 	id           string
 	fair         bool
+	names        recipe.Names
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	log          *slog.Logger
@@ -122,7 +144,7 @@ type Election struct {
 	mu      sync.Mutex
 	mode    int
 	node    *candidate // our node in line, if any
-	leading *leadership
+	leading *Leadership
 	stuck   bool
 	// stuckNow: OnElected is still running past its stop deadline.
 	stuckNow bool
@@ -146,16 +168,10 @@ type candidate struct {
 	hold *recipe.Hold
 	// guid is the non-fair race's attempt that won the node.
 	guid string
-	// The line as listed with the create (nil once used, by the goroutine
-	// that campaigns with this candidate).
-	seen []recipe.Name
-}
-
-// leadership is a held leadership.
-type leadership struct {
-	term   Term
-	ctx    context.Context
-	cancel context.CancelFunc
+	// node is the line's node of a fair candidate (with the line as listed
+	// with its create), used by the goroutine that campaigns with it; nil in
+	// non-fair mode.
+	node *recipe.Node
 }
 
 // New returns a candidate with the given id for the election at path. It does
@@ -183,7 +199,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair,
+	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names,
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark}
@@ -253,3 +269,8 @@ func (e *Election) Healthy(maxSuspended time.Duration) error {
 // of candidates has no order (see recipe.ErrSequenceExhausted): Campaign and
 // Run fail closed.
 var ErrSequenceExhausted = recipe.ErrSequenceExhausted
+
+// ErrForeignRecipe: the path holds nodes named by another library or
+// naming, or another recipe's (see WithNames and recipe.ErrForeignRecipe):
+// Campaign and Run fail closed.
+var ErrForeignRecipe = recipe.ErrForeignRecipe

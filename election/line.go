@@ -26,15 +26,15 @@ type member struct {
 // Curator's LeaderLatch names them).
 func parseLatch(name string) (member, bool) {
 	n, ok := recipe.ParseName(name)
-	if !ok || n.Kind != recipe.KindLatch {
+	if !ok || (n.Kind != recipe.KindLatch && n.Kind != recipe.KindKazooLock) {
 		return member{}, false
 	}
 	return member{name: n.Name, seq: n.Seq, guid: n.GUID}, true
 }
 
 func (e *Election) line() *recipe.Line {
-	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Kinds: []string{recipe.KindLatch},
-		Refuse: map[string]string{leaderChild: "a non-fair election's path"}}
+	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Names: e.names,
+		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"}}
 }
 
 // list returns the candidates in line order.
@@ -44,16 +44,6 @@ func (e *Election) list(ep *session.Epoch) ([]member, error) {
 		return nil, err
 	}
 	return members(names), nil
-}
-
-// listFor is list, but the first time for c it is the listing that came with
-// c's create (same round trip), when there is one.
-func (e *Election) listFor(ep *session.Epoch, c *candidate) ([]member, error) {
-	if names := c.seen; names != nil {
-		c.seen = nil
-		return members(names), nil
-	}
-	return e.list(ep)
 }
 
 func members(names []recipe.Name) []member {
@@ -72,21 +62,20 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 	if err != nil {
 		return nil, err
 	}
-	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid}
-	c.seen, _ = n.TakeSeen()
+	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid, node: n}
 	if c.czxid == 0 {
 		// The term is the node's creation zxid, which a create's answer
 		// does not carry. Read it now, before waiting, so that a handoff
 		// costs no extra round trip.
-		st, err := session.CallValue(ctx, func() (*zk.Stat, error) {
-			ok, st, err := ep.Conn().Exists(n.Path)
+		st, err := recipe.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+			ok, st, err := c.Exists(n.Path)
 			if err == nil && !ok {
 				err = recipe.ErrNodeGone
 			}
 			return st, err
 		}, nil)
 		if err != nil {
-			e.line().Delete(ep, n.Path)
+			e.line().Leave(ep, n.Path)
 			if errors.Is(err, recipe.ErrNodeGone) {
 				err = errRetry
 			}

@@ -14,11 +14,13 @@
 //
 // A recipe borrows a *session.Session and works one session epoch at a time
 // (session.Session.Wait gives the current one). A fair recipe is a Line:
-// Line.Enter joins it with a protected create, Line.Await waits for the
-// Turn the recipe defines (one watch per waiter), Line.NewHold grants the
-// place as a Hold, whose Lost channel closes the moment the epoch ends, and
-// Hold.Release or Line.Delete remove nodes with a guaranteed delete. A
-// non-fair recipe races through Single. Set Line.Recipe (Single.Recipe) to
+// Line.Enter joins it with a protected create, Line.Await (or AwaitWith)
+// waits for the Turn the recipe defines (one watch per waiter),
+// Line.NewHold grants the place as a Hold, whose Lost channel closes the
+// moment the epoch ends, and Hold.Release, Line.Leave or Line.Delete remove
+// nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
+// Do, so that they return when the caller's ctx ends. A non-fair recipe
+// races through Single. Set Line.Recipe (Single.Recipe) to
 // the recipe's name: the session's observer sees it on every event the core
 // reports for it. A contender's node must be of one of the Kind constants to
 // take part in a line (ParseName ignores other names): use the kind whose
@@ -73,14 +75,36 @@
 // a container created again would count versions from 0 again (see
 // Single).
 //
+// # Waiting
+//
+// Every recipe waits through one loop, Line.AwaitWith: it lists the line (or
+// uses the listing sent with the create), asks the recipe's Turn whether the
+// node is granted, and otherwise watches exactly one node with GetW, one
+// notification per change that matters; when that node was the head, its
+// deletion alone grants the waiter. Its options cover what recipes add: the
+// election watches the head to report leaders (OnHead), the semaphore's head
+// waits for a lease to be free (Room), TryLock and TryAcquire look once
+// (NoWait).
+//
+// # Deadlines
+//
+// go-zookeeper's requests have no deadline: on a stalled connection a call
+// returns only when the read timeout (2/3 of the session timeout) fails it.
+// Every ZooKeeper call a recipe makes for a caller goes through Call, which
+// returns as soon as the caller's ctx ends; a late result of a call given up
+// on goes to an undo where it matters (a create that landed after all is
+// deleted). A waiter that gives up deletes its node before returning when it
+// can do so at once, and otherwise in the background.
+//
 // # Holds
 //
 // A Hold is one granted lock, lease or leadership. It is bound to the session
-// epoch that granted it: Lost() closes the moment that epoch ends (the
-// connection is lost, the session is lost, or the session manager is closed),
-// synchronously on go-zookeeper's event path — before another client can be
-// granted the hold's place. See package session for what that does and does
-// not guarantee.
+// epoch that granted it: when that epoch ends (the connection is lost, the
+// session is lost, or the session manager is closed) its Context() ends,
+// synchronously on go-zookeeper's event path, and Lost() closes — before
+// another client can be granted the hold's place. Lost() means a loss only:
+// the holder's own Release ends Context() and leaves Lost() open. See package
+// session for what that does and does not guarantee.
 //
 // A Hold's Token is the creation zxid of its node: it grows with every grant
 // on the whole ensemble, also when the recipe's path is deleted and recreated.

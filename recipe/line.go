@@ -22,8 +22,15 @@ type Line struct {
 	// Recipe names the recipe ("mutex", "semaphore", ...) in the events the
 	// line and its holds report to the session's observer.
 	Recipe string
-	Path   string   // full path (namespace included)
-	Kinds  []string // the kinds that take part in this line (all when empty)
+	Path   string // full path (namespace included)
+	// Kinds are the kinds that take part in this line (all when empty), as
+	// the line's naming gives them (Names.Kind). When set, a contender of
+	// another kind makes the path foreign (ErrForeignRecipe).
+	Kinds []string
+	// Names is how the line names its nodes (CuratorNames, the zero value,
+	// or KazooNames): a contender named the other way makes the path
+	// foreign (ErrForeignRecipe).
+	Names Names
 	// Refuse names children whose presence means the path belongs to another
 	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
 	Refuse map[string]string
@@ -150,12 +157,38 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
 		}
 	}
+	if err := l.foreign(names); err != nil {
+		return nil, err
+	}
 	line := Sort(names, l.Kinds...)
 	if seq, bad := Unordered(line); bad {
 		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
 			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
 	}
 	return line, nil
+}
+
+// foreign refuses a line holding a contender named the other way (the other
+// library never sees our nodes, so no grant here is safe on either side), or,
+// when the line has Kinds, a contender of another kind (another recipe whose
+// holder this one cannot tell: a LeaderSelector's lock- nodes on an election
+// path).
+func (l *Line) foreign(names []string) error {
+	for _, s := range names {
+		n, ok := ParseName(s)
+		if !ok {
+			continue
+		}
+		if NamesOf(n.Kind) != l.Names {
+			return fmt.Errorf("recipe: %s: %w: %s is named %s (Kazoo and Curator name nodes differently and "+
+				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Names)
+		}
+		if len(l.Kinds) > 0 && !hasKind(l.Kinds, n.Kind) {
+			return fmt.Errorf("recipe: %s: %w: %s is named %s, not as this recipe's nodes (%v)", l.Path, ErrForeignRecipe,
+				s, Library(n.Kind), l.Kinds)
+		}
+	}
+	return nil
 }
 
 // Enter joins the line in ep's session with a protected EPHEMERAL_SEQUENTIAL
@@ -168,8 +201,9 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 // when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
-	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
-	res, err := enterCall(ctx, func() (entered, error) {
+	kind = l.Names.Kind(kind)
+	prefix := l.Path + "/" + l.Names.Prefix(guid, kind)
+	res, err := session.CallValue(ctx, func() (entered, error) {
 		unknown := false // a create's outcome was unknown
 		for attempt := 0; ; attempt++ {
 			if ep.Context().Err() != nil {
@@ -449,6 +483,41 @@ var ErrNodeGone = errors.New("our node is gone from the line")
 // list the line again).
 type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
 
+// ErrWouldWait: with AwaitOptions.NoWait, the waiter is not granted now.
+var ErrWouldWait = NewError("not granted without waiting")
+
+// AwaitOptions adds to what Await does. The zero value is Await's.
+type AwaitOptions struct {
+	// NoWait makes AwaitWith look once and return ErrWouldWait instead of
+	// waiting (TryLock, TryAcquire).
+	NoWait bool
+	// OnHead, when set, is told the head of the line (its name, data and
+	// Stat, read with a watch) each time a waiter that is not the head looks
+	// at the line, on the caller's goroutine. The head is then watched too
+	// (with the same GetW when it is the node turn names), and a change of
+	// it wakes the waiter, which looks again. The election reports its
+	// leaders with it.
+	OnHead func(head Name, data []byte, st *zk.Stat)
+	// Room, when set, is a second condition once turn grants (see Room).
+	Room *Room
+}
+
+// Room is a gate past a waiter's turn, for the head of a semaphore's line:
+// the waiter is granted only once the children of Path (of Kinds) leave room
+// for Need more under Max(). Only the head of the line adds such children,
+// so while it waits a change of them is a release: it watches Path's
+// children (one notification per release, to one client) and, woken, counts
+// the release without listing again when that leaves room.
+type Room struct {
+	Path  string
+	Kinds []string
+	Need  int
+	Max   func() int
+	// Held is, once AwaitWith has returned nil, the number of children of
+	// Path it counted.
+	Held int
+}
+
 // Await waits in line until turn grants own, within epoch ep. The first
 // look uses the line listed with own's create (see Node.TakeSeen) unless it
 // was taken: a recipe that waits on something else first takes it, as it is
@@ -456,13 +525,20 @@ type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool
 // when granted while ep is still live; ErrNodeGone when own has left the line;
 // an error matching Retryable when ep ended (wait for the session and call
 // again); or ctx.Err(). Each wait watches exactly one node, with GetW: one
-// notification per change that matters.
+// notification per change that matters. Every call it makes honours ctx (see
+// Call).
 func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
+	return l.AwaitWith(ctx, ep, own, turn, AwaitOptions{})
+}
+
+// AwaitWith is Await with options: the one waiting loop of every recipe.
+func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
 	for {
 		line, ok := own.TakeSeen()
 		if !ok {
 			var err error
-			if line, err = l.List(ep); err != nil {
+			line, err = Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
+			if err != nil {
 				return err
 			}
 		}
@@ -475,21 +551,125 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 		}
 		granted, w, delGrants := turn(line, i)
 		if granted {
-			if ep.Context().Err() != nil {
-				return errEpochEnded
-			}
-			return nil
+			return l.room(ctx, ep, opt)
 		}
-		_, _, ch, err := ep.Conn().GetW(l.Path + "/" + line[w].Name)
+		if opt.NoWait {
+			return ErrWouldWait
+		}
+		ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil)
+		if ws.st != nil {
+			opt.OnHead(line[0], ws.data, ws.st)
+		}
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		} else if err != nil {
 			return err
 		}
 		select {
-		case ev := <-ch:
+		case ev := <-ws.node:
 			if ev.Type == zk.EventNodeDeleted && delGrants && ep.Context().Err() == nil {
-				return nil
+				return l.room(ctx, ep, opt)
+			}
+		case <-ws.head:
+		case <-ep.Done():
+			return errEpochEnded
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// watches is what a waiter waits on: the node its turn names, and the head
+// of the line when it is told about it (nil when that is the same node).
+type watches struct {
+	node, head <-chan zk.Event
+	data       []byte   // the head's data
+	st         *zk.Stat // the head's Stat, when read
+}
+
+// watch sets the watches of a waiter at its place in line: on line[w] and,
+// when head is set, on line[0] too, each with GetW.
+func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head bool) (watches, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (watches, error) {
+		var ws watches
+		if head {
+			data, st, ch, err := c.GetW(l.Path + "/" + line[0].Name)
+			if err != nil {
+				return ws, err
+			}
+			ws.data, ws.st, ws.head = data, st, ch
+			if w == 0 {
+				ws.node, ws.head = ch, nil
+				return ws, nil
+			}
+		}
+		_, _, ch, err := c.GetW(l.Path + "/" + line[w].Name)
+		ws.node = ch
+		return ws, err
+	}, nil)
+}
+
+// room waits, for a waiter whose turn has come, until opt.Room (if any)
+// leaves room. A waiter (not NoWait) sets a watch with its first look: it
+// expects no room (the head before it most likely took the last), and a
+// second look to set the watch would cost a round trip.
+func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) error {
+	r := opt.Room
+	if r == nil {
+		if ep.Context().Err() != nil {
+			return errEpochEnded
+		}
+		return nil
+	}
+	type counted struct {
+		n  int
+		ch <-chan zk.Event
+	}
+	watch := !opt.NoWait
+	held := -1 // children of r.Path, when known without listing
+	for {
+		var ch <-chan zk.Event
+		if held < 0 {
+			res, err := Call(ctx, ep, func(c *zk.Conn) (counted, error) {
+				var names []string
+				var ch <-chan zk.Event
+				var err error
+				if watch {
+					names, _, ch, err = c.ChildrenW(r.Path)
+				} else {
+					names, _, err = c.Children(r.Path)
+				}
+				return counted{len(Sort(names, r.Kinds...)), ch}, err
+			}, nil)
+			if err != nil {
+				return err
+			}
+			held, ch = res.n, res.ch
+		}
+		if held+r.Need <= r.Max() {
+			if ep.Context().Err() != nil {
+				return errEpochEnded
+			}
+			r.Held = held
+			return nil
+		}
+		if opt.NoWait {
+			return ErrWouldWait
+		}
+		if ch == nil {
+			watch, held = true, -1
+			continue
+		}
+		select {
+		case ev := <-ch:
+			watch = false
+			// A change of the children while we head the line is a release
+			// (or an expiry): at most held-1 are left. If that leaves room,
+			// go without listing again; else look.
+			if ev.Type == zk.EventNodeChildrenChanged && held-1+r.Need <= r.Max() {
+				held--
+			} else {
+				held = -1
 			}
 		case <-ep.Done():
 			return errEpochEnded
@@ -503,7 +683,7 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 // lost: wait for the session to be usable and try again" (a new session, if
 // the old one is lost, means entering the line again).
 func Retryable(err error) bool {
-	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
+	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrForeignRecipe) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
 		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
 		return false
 	}
@@ -523,14 +703,4 @@ func WaitLive(ctx context.Context, ep *session.Epoch) error {
 	case <-t.C:
 	}
 	return nil
-}
-
-// enterCall runs a create loop: directly when ctx cannot end (no goroutine,
-// no extra wakeup on the hot path), else through session.CallValue so that
-// the caller can give up with the request in flight.
-func enterCall[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
-	if ctx.Done() == nil {
-		return fn()
-	}
-	return session.CallValue(ctx, fn, abandoned)
 }

@@ -288,8 +288,8 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 // Path is refused, or the check cannot be made, h is released (its delete
 // guarded) and the error returned.
 func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
-	names, err := session.CallValue(ctx, func() ([]string, error) {
-		names, _, err := ep.Conn().Children(s.Path)
+	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
+		names, _, err := c.Children(s.Path)
 		return names, err
 	}, nil)
 	if err == nil {

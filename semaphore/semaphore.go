@@ -155,6 +155,11 @@ func parseMarker(data []byte) (int, bool) {
 // whole semaphore (parents, the path with this client's limit, locks and
 // leases) when the path is missing too.
 func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
+	// A Kazoo Semaphore's path counts every child as a lease: refuse it
+	// before adding one.
+	if data, _, err := ep.Conn().Get(s.path); err == nil && isDecimal(data) {
+		return kazooSemaphore(s.path, data)
+	}
 	_, err := ep.Conn().CreateContainer(s.locks.Path, nil, zk.FlagContainer, s.sess.ACL())
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
@@ -265,6 +270,9 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			continue
 		}
 		recorded, ok := parseMarker(data)
+		if !ok && isDecimal(data) {
+			return kazooSemaphore(s.path, data)
+		}
 		if !ok {
 			return fmt.Errorf("semaphore: %w: %s is not a semaphore's path (data %q)", ErrWrongKind, s.path, truncate(data))
 		}
@@ -310,6 +318,9 @@ func (s *Semaphore) TryAcquireN(ctx context.Context, n int) (*Lease, error) {
 // errRecheck: the limit's version changed; read it again.
 var errRecheck = errors.New("semaphore: limit changed")
 
+// errNoLeases: the leases container is gone; create it again.
+var errNoLeases = errors.New("semaphore: no leases child")
+
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
@@ -319,9 +330,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
 		if own != nil { // not granted: leave the line (now, or once the session is back)
-			s.locks.Delete(ownEp, own.Path)
+			s.locks.Leave(ownEp, own.Path)
 		}
 	}()
+	noLeases := 0 // times the leases child was found missing
 	for attempt := 0; ; attempt++ {
 		ep, err := s.sess.Wait(ctx)
 		if err != nil {
@@ -345,7 +357,6 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		if own != nil && own.SessionID != ep.SessionID() {
 			own = nil // a node of a lost session is never reused
 		}
-		handoff := false
 		if own == nil {
 			// Enter first: our node pins the path (a container) before its
 			// limit is read, so the limit read is the one of the path our
@@ -361,18 +372,32 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 		}
 		if !s.fresh() {
-			if err := s.ensureMeta(ep); err != nil {
+			// Reads the limit (and records it the first time): its writes
+			// are idempotent, a late one needs no undo.
+			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) }); err != nil {
 				if err := retry(err); err != nil {
 					return nil, err
 				}
 				continue
 			}
 		}
-		if wait {
-			err = s.locks.Await(ctx, ep, own, headTurn)
-			handoff = err == nil
-		} else {
-			err = s.isHead(ep, own)
+		// Wait for our turn at the head of the line, then for n leases to
+		// be free.
+		room := &recipe.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}
+		err = s.locks.AwaitWith(ctx, ep, own, headTurn, recipe.AwaitOptions{NoWait: !wait, Room: room})
+		if errors.Is(err, recipe.ErrWouldWait) {
+			err = ErrNoLease
+		}
+		if errors.Is(err, zk.ErrNoNode) && noLeases < 10 {
+			// The leases container was removed (no lease was held): our
+			// node still pins the path and its locks.
+			noLeases++
+			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) }); err != nil {
+				if err := retry(err); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		if errors.Is(err, recipe.ErrNodeGone) {
 			own = nil
@@ -384,7 +409,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 			continue
 		}
-		l, err := s.take(ctx, ep, own, n, wait, handoff)
+		l, err := s.take(ctx, ep, own, n)
 		if err == nil {
 			s.pin(l.hold)
 			l.hold.Observe("semaphore", s.path, time.Since(start), max(own.Position, 0))
@@ -395,6 +420,15 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			s.mu.Lock()
 			s.known = false
 			s.mu.Unlock()
+		}
+		if errors.Is(err, errNoLeases) && noLeases < 10 {
+			noLeases++
+			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) }); err != nil {
+				if err := retry(err); err != nil {
+					return nil, err
+				}
+			}
+			continue
 		}
 		if errors.Is(err, recipe.ErrNodeGone) {
 			own = nil
@@ -414,122 +448,72 @@ func headTurn(line []recipe.Name, i int) (bool, int, bool) {
 	return false, i - 1, i == 1
 }
 
-// isHead reports (for TryAcquire) whether own heads the line.
-func (s *Semaphore) isHead(ep *session.Epoch, own *recipe.Node) error {
-	line, err := s.locks.List(ep)
-	if err != nil {
-		return err
-	}
-	switch recipe.Index(line, own.Name.Name) {
-	case -1:
-		return recipe.ErrNodeGone
-	case 0:
-		return nil
-	}
-	return ErrNoLease
-}
-
-// take, as the head of the line, waits until n leases are free and takes
-// them in one multi-op that also removes own from the line.
-func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int, wait, expectFull bool) (*Lease, error) {
+// take, as the head of the line with n leases free, takes them in one
+// multi-op that also removes own from the line (fenced by the limit's
+// version). If ctx ends with the multi-op in flight, leases it created after
+// all are removed.
+func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int) (*Lease, error) {
 	guid := recipe.NewGUID()
 	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
-	held := -1    // leases held, when known without listing
-	noLeases := 0 // times the leases child was found missing
-	for {
-		var ch <-chan zk.Event
-		if held < 0 {
-			var names []string
-			var err error
-			if expectFull && wait {
-				names, _, ch, err = ep.Conn().ChildrenW(s.leases)
-			} else {
-				names, _, err = ep.Conn().Children(s.leases)
+	s.mu.Lock()
+	version := s.version
+	s.mu.Unlock()
+	ops := []any{&zk.CheckVersionRequest{Path: s.path, Version: version}}
+	for range n {
+		ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
+			Flags: zk.FlagEphemeral | zk.FlagSequence})
+	}
+	ops = append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
+	type taken struct {
+		paths []string // the leases created (nil: none known)
+		res   []zk.MultiResponse
+		err   error
+	}
+	t, err := recipe.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
+		res, err := c.Multi(ops...)
+		if err == nil {
+			paths := make([]string, n)
+			for i := range n {
+				paths[i] = res[1+i].String
 			}
-			if errors.Is(err, zk.ErrNoNode) && noLeases < 10 {
-				// The leases container was removed (no lease was held).
-				noLeases++
-				if err := s.ensureChildren(ep); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			held = len(recipe.Sort(names, recipe.KindLease))
+			return taken{paths: paths}, nil
 		}
-		s.mu.Lock()
-		max, version := s.max, s.version
-		s.mu.Unlock()
-		if held+n <= max {
-			if ep.Context().Err() != nil {
-				return nil, fmt.Errorf("%w: connection lost", ErrLost)
-			}
-			ops := []any{&zk.CheckVersionRequest{Path: s.path, Version: version}}
-			for range n {
-				ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
-					Flags: zk.FlagEphemeral | zk.FlagSequence})
-			}
-			ops = append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
-			res, err := ep.Conn().Multi(ops...)
-			if err == nil {
-				paths := make([]string, n)
-				for i := range n {
-					paths[i] = res[1+i].String
-				}
-				return s.grant(ep, paths), nil
-			}
-			switch {
-			case len(res) > 0 && (errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoNode)):
-				return nil, errRecheck // the limit changed
-			case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
-				return nil, recipe.ErrNodeGone // our place is gone: our session too
-			case len(res) > 1 && errors.Is(res[1].Error, zk.ErrNoNode) && noLeases < 10:
-				// The leases container was removed since we listed it.
-				noLeases++
-				if err := s.ensureChildren(ep); err != nil {
-					return nil, err
-				}
-				held = -1
-				continue
-			case session.OutcomeUnknown(err):
-				// Did it land? Look for our leases by guid.
-				if paths, ok := s.findLeases(ep, guid); ok {
-					return s.grant(ep, paths), nil
-				}
-				// Not seen: if the multi landed after all, its leases must
-				// not stay behind, held by no one.
-				go s.cleanupLeases(ep, guid)
-				return nil, err
-			default:
-				return nil, err
+		if session.OutcomeUnknown(err) {
+			// Did it land? Look for our leases by guid.
+			if paths, ok := s.findLeases(ep, guid); ok {
+				return taken{paths: paths}, nil
 			}
 		}
-		if !wait {
-			return nil, ErrNoLease
+		return taken{res: res, err: err}, nil
+	}, func(t taken, _ error) {
+		// The caller gave up: leases taken after all are held by no one.
+		if t.paths != nil {
+			s.locks.Delete(ep, t.paths...)
+		} else if session.OutcomeUnknown(t.err) {
+			s.cleanupLeases(ep, guid)
 		}
-		if ch == nil {
-			expectFull, held = true, -1
-			continue
-		}
-		select {
-		case ev := <-ch:
-			expectFull = false
-			// Only the head of the line (we) creates leases: a change of
-			// the lease list while we wait is a release (or an expiry), so
-			// at most held-1 are held now. If that leaves room, take it
-			// without listing again; else look.
-			if ev.Type == zk.EventNodeChildrenChanged && held-1+n <= max {
-				held--
-			} else {
-				held = -1
-			}
-		case <-ep.Done():
-			return nil, fmt.Errorf("%w: connection lost", ErrLost)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.paths != nil {
+		return s.grant(ep, t.paths), nil
+	}
+	res := t.res
+	switch err := t.err; {
+	case len(res) > 0 && (errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoNode)):
+		return nil, errRecheck // the limit changed
+	case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
+		return nil, recipe.ErrNodeGone // our place is gone: our session too
+	case len(res) > 1 && errors.Is(res[1].Error, zk.ErrNoNode):
+		return nil, errNoLeases // the leases container was removed since we counted
+	case session.OutcomeUnknown(err):
+		// Not seen: if the multi landed after all, its leases must not
+		// stay behind, held by no one.
+		go s.cleanupLeases(ep, guid)
+		return nil, err
+	default:
+		return nil, err
 	}
 }
 
@@ -672,12 +656,13 @@ type Lease struct {
 	err  error
 }
 
-// Release gives the leases back, whatever ctx: Lost closes and their delete
-// is under way when Release returns. ctx only bounds how long Release waits
-// for the server to confirm it: if it cannot within ctx, Release returns
-// ctx's error and the delete goes on in the background until the leases are
-// gone or their session is. It is idempotent: the first call reports ErrLost
-// if the lease had been lost before (or ctx's error), later calls return nil.
+// Release gives the leases back, whatever ctx: Context ends (Lost stays
+// open: a release is no loss) and their delete is under way when Release
+// returns. ctx only bounds how long Release waits for the server to confirm
+// it: if it cannot within ctx, Release returns ctx's error and the delete
+// goes on in the background until the leases are gone or their session is.
+// It is idempotent: the first call reports ErrLost if the lease had been
+// lost before (or ctx's error), later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	first := false
 	l.once.Do(func() {
@@ -692,15 +677,38 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.err
 }
 
-// Lost is closed when the lease may have been lost (or was released).
+// Lost is closed when the lease is, or may be, lost: the connection dropped
+// (Suspended), the session was lost, or the session manager closed, before
+// any other client can be granted its place. Release does not close it: a
+// select on Lost tells a loss from your own Release.
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
-// Context is cancelled when the lease may have been lost (or was released).
+// Context ends when the lease ends for any reason: a loss (as Lost) or
+// Release. Pass it to the work the lease bounds.
 func (l *Lease) Context() context.Context { return l.hold.Context() }
 
-// Token is the lease's fencing token (the creation zxid of its nodes). The
-// first call costs a round trip.
+// Token is the lease's fencing token (the creation zxid of its first node).
+// The grant does not reveal it (the multi-op that creates the leases answers
+// with their paths only), so the first call costs one request (an Exists of
+// the first node), and the token is kept: later calls cost nothing, and a
+// lease whose Token is never called never pays for it.
 func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold.Token(ctx) }
+
+// Fenced runs ops as one multi-op that lands only while the lease is held
+// (its first node exists: the nodes of one lease are created and deleted
+// together); a write after the lease is gone fails with an error matching
+// ErrLost. ops are fence.Set, fence.Create and fence.Delete (paths in the
+// session's namespace), or go-zookeeper's requests (see recipe.Hold.Fenced);
+// it returns one response per op (a Set's Stat.Version is the node's new
+// version).
+func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.hold.Fenced(ctx, ops...)
+}
+
+// Validate checks with the server (after a sync) that the lease is still
+// held: its first node exists and belongs to this session. Use it before a
+// critical step; between checks, watch Lost.
+func (l *Lease) Validate(ctx context.Context) error { return l.hold.Validate(ctx) }
 
 // Nodes are the lease's nodes.
 func (l *Lease) Nodes() []string { return l.hold.Nodes() }
@@ -708,12 +716,32 @@ func (l *Lease) Nodes() []string { return l.hold.Nodes() }
 // Count is the number of leases held.
 func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 
-// Hold is the underlying hold (fenced writes, Validate). A lease's fence
-// checks that its first node exists (the nodes of one lease are created and
-// deleted together; see recipe.Hold.Fenced).
+// Hold is the underlying hold. A lease's fence checks that its first node
+// exists (see recipe.Hold.Fenced).
 func (l *Lease) Hold() *recipe.Hold { return l.hold }
 
 // ErrSequenceExhausted: the sequence counter of the semaphore's line has run
 // out and the line has no order (see recipe.ErrSequenceExhausted): Acquire
 // fails closed.
 var ErrSequenceExhausted = recipe.ErrSequenceExhausted
+
+// kazooSemaphore is the refusal of a Kazoo Semaphore's path.
+func kazooSemaphore(path string, data []byte) error {
+	return fmt.Errorf("semaphore: %w (%w): %s is a Kazoo Semaphore's path (max_leases %s in its data): "+
+		"Kazoo counts every child of the path as a lease and sees none of shepherd's", ErrWrongKind,
+		recipe.ErrForeignRecipe, path, truncate(data))
+}
+
+// isDecimal reports whether data is a decimal number, as a Kazoo
+// Semaphore's path holds its max_leases.
+func isDecimal(data []byte) bool {
+	if len(data) == 0 || len(data) > 10 {
+		return false
+	}
+	for _, c := range data {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -42,3 +42,21 @@ func TestCallValueAbandoned(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, "x", v)
 }
+
+// TestCallValueDirect: with a ctx that can never end, CallValue runs fn on
+// the caller's goroutine: no goroutine, no channel, nothing allocated.
+func TestCallValueDirect(t *testing.T) {
+	fn := func() (int, error) { return 42, nil }
+	var v int
+	allocs := testing.AllocsPerRun(100, func() {
+		v, _ = session.CallValue(context.Background(), fn, nil)
+	})
+	require.Equal(t, 42, v)
+	require.Zero(t, allocs, "a call that cannot be given up costs nothing")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	allocs = testing.AllocsPerRun(100, func() {
+		v, _ = session.CallValue(ctx, fn, nil)
+	})
+	require.NotZero(t, allocs, "a call that can be given up runs on a goroutine of its own")
+}

@@ -60,7 +60,7 @@ type Member struct {
 }
 
 // Lost is closed when the member's place may be lost (its connection or
-// session was).
+// session was), never by the member's own Leave.
 func (m *Member) Lost() <-chan struct{} { return m.hold.Lost() }
 
 // Enter joins the barrier and waits until n members have joined. When ctx
@@ -96,11 +96,19 @@ func (b *Barrier) Enter(ctx context.Context, data []byte) (*Member, error) {
 func (b *Barrier) awaitOpen(ctx context.Context, ep *session.Epoch, m *Member) error {
 	ready := b.path + "/" + readyNode
 	for {
-		ok, _, ch, err := ep.Conn().ExistsW(ready)
+		type look struct {
+			ok bool
+			ch <-chan zk.Event
+		}
+		// Every call through recipe.Call: it returns as soon as ctx ends.
+		r, err := recipe.Call(ctx, ep, func(c *zk.Conn) (look, error) {
+			ok, _, ch, err := c.ExistsW(ready)
+			return look{ok, ch}, err
+		}, nil)
 		if err != nil {
 			return b.lostOr(m, err)
 		}
-		if ok {
+		if r.ok {
 			return nil
 		}
 		line, err := b.line.List(ep)
@@ -108,14 +116,17 @@ func (b *Barrier) awaitOpen(ctx context.Context, ep *session.Epoch, m *Member) e
 			return b.lostOr(m, err)
 		}
 		if len(line) >= b.n {
-			_, err := ep.Conn().Create(ready, nil, 0, b.sess.ACL())
+			err := recipe.Do(ctx, ep, func(c *zk.Conn) error {
+				_, err := c.Create(ready, nil, 0, b.sess.ACL())
+				return err
+			})
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
 			return b.lostOr(m, err)
 		}
 		select {
-		case <-ch:
+		case <-r.ch:
 		case <-m.hold.Lost():
 			return fmt.Errorf("barrier %s: %w: connection lost before the barrier opened", b.path, recipe.ErrLost)
 		case <-ctx.Done():
@@ -124,9 +135,20 @@ func (b *Barrier) awaitOpen(ctx context.Context, ep *session.Epoch, m *Member) e
 	}
 }
 
+// lost reports whether the member's place was lost (Lost is closed by a
+// loss only, never by the member's own release).
+func (m *Member) lost() bool {
+	select {
+	case <-m.hold.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
 // lostOr reports err as a loss if the member's place was lost meanwhile.
 func (b *Barrier) lostOr(m *Member, err error) error {
-	if m.hold.Context().Err() != nil {
+	if m.lost() {
 		return fmt.Errorf("barrier %s: %w: %w", b.path, recipe.ErrLost, err)
 	}
 	return fmt.Errorf("barrier %s: %w", b.path, err)
@@ -139,7 +161,7 @@ func (b *Barrier) lostOr(m *Member, err error) error {
 // so the path is removed by the server once empty (it is a container).
 func (m *Member) Leave(ctx context.Context) error {
 	b := m.b
-	if m.hold.Context().Err() != nil {
+	if m.lost() {
 		_ = m.hold.Release(ctx) // its node is removed once the session is back, or with it
 		return fmt.Errorf("barrier %s: %w: the member's place was lost", b.path, recipe.ErrLost)
 	}
@@ -168,7 +190,8 @@ func (m *Member) Leave(ctx context.Context) error {
 	if err != nil {
 		return b.lostOr(m, err)
 	}
-	if err := ep.Conn().Delete(b.path+"/"+readyNode, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	err = recipe.Do(ctx, ep, func(c *zk.Conn) error { return c.Delete(b.path+"/"+readyNode, -1) })
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return b.lostOr(m, err)
 	}
 	return m.hold.Release(ctx)
@@ -184,7 +207,10 @@ func (b *Barrier) awaitEmpty(ctx context.Context, ep *session.Epoch) error {
 		if err != nil {
 			return fmt.Errorf("barrier %s: %w", b.path, err)
 		}
-		_, _, ch, err := ep.Conn().GetW(b.path + "/" + line[0].Name)
+		ch, err := recipe.Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
+			_, _, ch, err := c.GetW(b.path + "/" + line[0].Name)
+			return ch, err
+		}, nil)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		} else if err != nil {

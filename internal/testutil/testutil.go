@@ -130,6 +130,112 @@ func WatchCount(t testing.TB, c *zktest.Cluster, i int) int64 {
 	return n
 }
 
+// StallSlack is how late a blocking call may return after its ctx has ended,
+// with its connection stalled: a bound on honouring ctx, not a performance
+// figure.
+const StallSlack = 50 * time.Millisecond
+
+// Stalled stalls p (every connection of s goes through it), runs call with a
+// ctx that ends d later, heals p, waits until s is usable again (same session)
+// and fails the test if call returned more than StallSlack after its ctx
+// ended (measured on the monotonic clock). It returns call's error.
+func Stalled(t testing.TB, s *session.Session, p *zktest.Proxy, d time.Duration, call func(ctx context.Context) error) error {
+	t.Helper()
+	ep := live(t, s)
+	p.Stall()
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
+	defer cancel()
+	ended := make(chan time.Time, 1)
+	context.AfterFunc(ctx, func() { ended <- time.Now() })
+	err := call(ctx)
+	returned := time.Now()
+	heal(t, s, p, ep)
+	// Measured from when the ctx's end could be seen: on a loaded machine its
+	// timer may fire late, which is not the call's doing.
+	var took time.Duration
+	select {
+	case at := <-ended:
+		took = max(returned.Sub(at), 0)
+	default: // the call returned before its ctx ended
+	}
+	t.Logf("returned %v after a %v ctx under a stall, %v after its end was seen: %v",
+		returned.Sub(start).Round(100*time.Microsecond), d, took.Round(100*time.Microsecond), err)
+	require.LessOrEqualf(t, took, StallSlack, "returned %v after its %v ctx ended, under a stall (error: %v)", took, d, err)
+	return err
+}
+
+// StalledWhileWaiting runs call in the background with a ctx it can wait
+// on; once waiting reports true (the call is blocked in line), it stalls p,
+// cancels the ctx d later, heals p, waits until s is usable again, and fails
+// the test if call returned more than StallSlack after its ctx was cancelled.
+// It returns call's error.
+func StalledWhileWaiting(t testing.TB, s *session.Session, p *zktest.Proxy, d time.Duration,
+	call func(ctx context.Context) error, waiting func() bool) error {
+	t.Helper()
+	ep := live(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		err := call(ctx)
+		done <- result{err, time.Now()}
+	}()
+	require.Eventually(t, waiting, 10*time.Second, 5*time.Millisecond, "the call never waited")
+	select {
+	case r := <-done:
+		t.Fatalf("the call returned before the stall: %v", r.err)
+	default:
+	}
+	p.Stall()
+	start := time.Now()
+	cancelled := make(chan time.Time, 1)
+	stop := time.AfterFunc(d, func() {
+		cancelled <- time.Now()
+		cancel()
+	})
+	defer stop.Stop()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call never returned")
+	}
+	heal(t, s, p, ep)
+	// Measured from when the ctx was cancelled (the timer may fire late on
+	// a loaded machine; that is not the call's doing).
+	at := <-cancelled
+	took := r.at.Sub(at)
+	t.Logf("returned %v after its ctx was cancelled, %v after the stall: %v", took.Round(100*time.Microsecond),
+		r.at.Sub(start).Round(100*time.Microsecond), r.err)
+	require.LessOrEqualf(t, took, StallSlack, "returned %v after its ctx was cancelled under a stall (error: %v)", took, r.err)
+	return r.err
+}
+
+func live(t testing.TB, s *session.Session) *session.Epoch {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 20*time.Second))
+	require.NoError(t, err)
+	return ep
+}
+
+// heal ends the stall and waits until s is usable in a new epoch of the same
+// session.
+func heal(t testing.TB, s *session.Session, p *zktest.Proxy, ep *session.Epoch) {
+	t.Helper()
+	p.Heal()
+	require.Eventually(t, func() bool {
+		cur, ok := s.Current()
+		return ok && cur.Seq() != ep.Seq()
+	}, 20*time.Second, 5*time.Millisecond, "the session did not come back after the stall")
+	cur, _ := s.Current()
+	require.Equal(t, ep.SessionID(), cur.SessionID(), "the session was lost in the stall")
+}
+
 // ExhaustedCounter starts a standalone server of the test's own (SetSequence
 // restarts it), creates path as a persistent node, and presets its sequence
 // counter to zktest.MaxSequence−2: its next sequential children are numbered

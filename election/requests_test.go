@@ -1,0 +1,43 @@
+package election_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/testutil"
+)
+
+// TestRequestsPerHandoff: a candidate that waits behind the leader costs the
+// create and the listing sent with it, the read of its term, and one watch on
+// the leader; once the leader resigns it is elected with no further request
+// (its predecessor was the head). Counted by the server.
+func TestRequestsPerHandoff(t *testing.T) {
+	path := uniquePath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, b := open(t, zk.Servers()), open(t, zk.Servers())
+	ea, _ := election.New(a, path, "a")
+	eb, _ := election.New(b, path, "b")
+	// Each candidate's first campaign also looks for duplicate ids, once.
+	_, err := ea.Campaign(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ea.Resign(ctx))
+	_, err = eb.Campaign(ctx)
+	require.NoError(t, err)
+
+	ep, err := a.Wait(ctx)
+	require.NoError(t, err)
+	before := testutil.LastXid(t, zk, 0, ep.SessionID())
+	watching := testutil.WatchCount(t, zk, 0)
+	got := make(chan error, 1)
+	go func() { _, err := ea.Campaign(ctx); got <- err }()
+	require.Eventually(t, func() bool { return testutil.WatchCount(t, zk, 0) > watching }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, eb.Resign(ctx))
+	require.NoError(t, <-got)
+	require.Equal(t, int64(4), testutil.LastXid(t, zk, 0, ep.SessionID())-before, "a Campaign elected by a handoff")
+	require.NoError(t, ea.Resign(ctx))
+}

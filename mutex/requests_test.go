@@ -1,0 +1,59 @@
+package mutex_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// requests counts the requests session s has sent since the last call
+// (server-side, from the last answered xid).
+func requests(t *testing.T, s *session.Session) func() int64 {
+	ep, err := s.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	last := testutil.LastXid(t, zk, 0, ep.SessionID())
+	return func() int64 {
+		cur := testutil.LastXid(t, zk, 0, ep.SessionID())
+		n := cur - last
+		last = cur
+		return n
+	}
+}
+
+// TestRequestsPerOperation: the round trips of a fair lock's hot paths,
+// counted by the server. Uncontended: a create and the listing sent with it
+// to Lock, a delete to Unlock. A waiter whose predecessor holds the lock: the
+// create, the listing and one watch, and nothing more once the holder
+// releases (its deletion alone grants the waiter).
+func TestRequestsPerOperation(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	a, b := open(t, zk.Servers()), open(t, zk.Servers())
+	ma, _ := mutex.New(a, path)
+	mb, _ := mutex.New(b, path)
+	require.NoError(t, ma.Lock(ctx)) // creates the path
+	require.NoError(t, ma.Unlock(ctx))
+
+	ra := requests(t, a)
+	require.NoError(t, ma.Lock(ctx))
+	require.Equal(t, int64(2), ra(), "uncontended Lock")
+	require.NoError(t, ma.Unlock(ctx))
+	require.Equal(t, int64(1), ra(), "Unlock")
+
+	require.NoError(t, ma.Lock(ctx))
+	rb := requests(t, b)
+	watching := watches(t)
+	got := make(chan error, 1)
+	go func() { got <- mb.Lock(ctx) }()
+	// The waiter's watch in place before the release.
+	require.Eventually(t, func() bool { return watches(t) > watching }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, ma.Unlock(ctx))
+	require.NoError(t, <-got)
+	require.Equal(t, int64(3), rb(), "a Lock granted by the holder's release")
+	require.NoError(t, mb.Unlock(ctx))
+}

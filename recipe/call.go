@@ -1,0 +1,58 @@
+package recipe
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Call runs fn on ep's connection and returns its result, or ctx.Err() as
+// soon as ctx ends: go-zookeeper's requests have no deadline of their own (a
+// stalled connection answers only when its read timeout, 2/3 of the session
+// timeout, fails it). Every ZooKeeper call a recipe makes on behalf of a
+// caller goes through Call (fn may make several).
+//
+// If Call gives up with fn still running, undo (when not nil) is called with
+// fn's result once fn finishes: to undo what a request the caller gave up on
+// did after all (a create that landed). Reads need no undo. A ctx that can
+// never end costs nothing: fn then runs on the caller's goroutine (see
+// session.CallValue).
+func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
+	return session.CallValue(ctx, func() (T, error) { return fn(ep.Conn()) }, undo)
+}
+
+// Do is Call for calls with no result to return or undo.
+func Do(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
+	_, err := session.CallValue(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
+	return err
+}
+
+// leaveWait bounds how long a waiter that gives up waits for the delete of
+// its node: a delete on a healthy connection takes about a millisecond
+// (p99 1.5 ms on loopback); most of the slack a caller whose ctx has ended
+// is allowed (50 ms) stays for the machine.
+const leaveWait = 15 * time.Millisecond
+
+// Leave removes a waiter's node of the line that was not granted, with a
+// guaranteed delete (see Line.Delete), and waits for it at most a short
+// while: on a healthy connection the node is gone when Leave returns, and on
+// a stalled one the caller, whose ctx has ended, still returns at once while
+// the delete goes on in the background. The returned channel is closed when
+// the delete is over.
+func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		<-l.Delete(ep, path)
+		close(done)
+	}()
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return done
+}

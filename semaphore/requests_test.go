@@ -1,0 +1,69 @@
+package semaphore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/semaphore"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// requests counts the requests session s has sent since the last call
+// (server-side, from the last answered xid).
+func requests(t *testing.T, s *session.Session) func() int64 {
+	ep, err := s.Wait(ctxT(t, 10*time.Second))
+	require.NoError(t, err)
+	last := testutil.LastXid(t, zk, 0, ep.SessionID())
+	return func() int64 {
+		cur := testutil.LastXid(t, zk, 0, ep.SessionID())
+		n := cur - last
+		last = cur
+		return n
+	}
+}
+
+// TestRequestsPerOperation: the round trips of a semaphore's hot paths,
+// counted by the server. Acquire: the create and the listing sent with it,
+// a read of the limit (unless a lease of this client pins the path), a look
+// at the leases that sets a watch, the multi-op that takes the lease.
+// TryAcquire: the same, its look without a watch. A head woken by a release
+// takes its lease without listing again.
+func TestRequestsPerOperation(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	a, b := open(t, zk.Servers()), open(t, zk.Servers())
+	sa, _ := semaphore.New(a, path, 2)
+	sb, _ := semaphore.New(b, path, 2)
+	l, err := sa.Acquire(ctx) // creates the path
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+
+	ra := requests(t, a)
+	l1, err := sa.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), ra(), "uncontended Acquire, no lease held")
+	l2, err := sa.TryAcquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), ra(), "uncontended TryAcquire, a lease held")
+
+	rb := requests(t, b)
+	watching := watches(t)
+	got := make(chan error, 1)
+	go func() {
+		lb, err := sb.Acquire(ctx)
+		if err == nil {
+			err = lb.Release(ctx)
+		}
+		got <- err
+	}()
+	// The head's watch on the leases in place before the release.
+	require.Eventually(t, func() bool { return watches(t) > watching }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, l1.Release(ctx))
+	require.Equal(t, int64(1), ra(), "Release")
+	require.NoError(t, <-got)
+	require.Equal(t, int64(5+1), rb(), "an Acquire woken by a release (and its Release)")
+	require.NoError(t, l2.Release(ctx))
+}
