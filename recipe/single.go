@@ -87,6 +87,26 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			go s.removeIfOurs(unknown, a.GUID)
 		}
 	}()
+	// grant makes the hold of a node this attempt holds (token, and Path's
+	// version as the fence): the hold, or (nil, nil) to race again (the
+	// connection dropped as it was granted: adopted on the next round if the
+	// session is back, deleted if the call ends first; or a fair line
+	// appeared beside it and took its place), or a final error.
+	grant := func(ep *session.Epoch, token int64, version int32) (*Hold, error) {
+		h := s.hold(ep, token, version)
+		if h.Context().Err() != nil {
+			unknown = ep
+			return nil, nil
+		}
+		if err := s.alone(ctx, ep, h); err != nil {
+			if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, nil
+		}
+		granted = true
+		return h, nil
+	}
 	noNode := 0 // creates in a row that found no Path
 	for {
 		ep, err := s.Sess.Wait(ctx)
@@ -96,19 +116,9 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		res, err := s.create(ctx, ep, a)
 		if err == nil {
 			st := res[1].Stat // Path's, set in the same transaction: Mzxid is the node's Czxid
-			if h := s.hold(ep, st.Mzxid, st.Version); h.Context().Err() == nil {
-				if err := s.alone(ctx, ep, h); err != nil {
-					if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
-						return nil, err
-					}
-					continue
-				}
-				granted = true
-				return h, nil
+			if h, err := grant(ep, st.Mzxid, st.Version); h != nil || err != nil {
+				return h, err
 			}
-			// Granted as the connection dropped: adopted on the next round
-			// if the session is back, deleted if the call ends first.
-			unknown = ep
 			continue
 		}
 		if ctx.Err() != nil {
@@ -179,17 +189,9 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 				continue
 			}
 			if ours {
-				if h := s.hold(ep, w.st.Czxid, version); h.Context().Err() == nil {
-					if err := s.alone(ctx, ep, h); err != nil {
-						if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
-							return nil, err
-						}
-						continue
-					}
-					granted = true
-					return h, nil
+				if h, err := grant(ep, w.st.Czxid, version); h != nil || err != nil {
+					return h, err
 				}
-				unknown = ep
 				continue
 			}
 			// Another contender of this session holds it (another value
