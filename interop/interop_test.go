@@ -3,6 +3,7 @@ package interop_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -21,7 +22,29 @@ import (
 
 var zk *zktest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(testutil.Main(m, &zk, 1)) }
+// pairsAtOnce is how many tests run in parallel unless -test.parallel says
+// otherwise: the mixed pairs (Kazoo's and Curator's, each 25 s) spend their
+// time waiting on holds, faults and timeouts (a pair takes a few CPU
+// seconds), so running them all at once, rather than GOMAXPROCS at a time,
+// keeps the package's wall time near one pair's.
+const pairsAtOnce = 12
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", fmt.Sprint(pairsAtOnce)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	code := testutil.Main(m, &zk, 1)
+	if curatorPeerClasses.dir != "" {
+		_ = os.RemoveAll(curatorPeerClasses.dir)
+	}
+	os.Exit(code)
+}
 
 func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "interop") }
 
