@@ -58,7 +58,7 @@ type timeline struct {
 
 type event struct {
 	who  string // "go-0", "A:py-1", ...
-	kind byte   // G granted, R releasing, L loss signalled, X fault imposed (the holder is cut off)
+	kind byte   // G granted, R releasing, L loss signalled, X session expired by the test, K process killed (either cuts the holder off)
 	at   int64  // CLOCK_MONOTONIC ns
 	read bool   // a grant of a read lock (readers share)
 }
@@ -127,29 +127,50 @@ func (tl *timeline) losses() (goLosses, peerLosses int) {
 // did before its next grant: the time a peer holder that learns late (a
 // Curator holder: its Java client tells a disconnect ~100 ms late) goes on
 // believing it holds. The checker ends its hold at the X, as the test knows
-// better: the server may grant its lock from the X on.
-func (tl *timeline) peerLossLags() []time.Duration {
+// better: the server may grant its lock from the X on. blind counts the
+// grants to others in that window while the peer held at the X: on a lock,
+// each would be a double grant if the peer's hold ended at its own signal.
+func (tl *timeline) peerLossLags() (lags []time.Duration, blind int) {
 	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	var lags []time.Duration
+	evs := append([]event(nil), tl.evs...)
+	tl.mu.Unlock()
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
 	x := map[string]int64{}
-	for _, e := range tl.evs {
+	held := map[string]bool{}     // who's last G is not ended by R or L
+	inWindow := map[string]bool{} // who held when its session was expired, and has not signalled yet
+	for _, e := range evs {
+		if e.kind == 'G' {
+			for w := range inWindow {
+				if w != e.who {
+					blind++
+				}
+			}
+		}
 		if strings.HasPrefix(e.who, "go-") {
 			continue
 		}
 		switch e.kind {
 		case 'X':
 			x[e.who] = e.at
+			if held[e.who] {
+				inWindow[e.who] = true
+			}
 		case 'L':
 			if at, ok := x[e.who]; ok {
 				lags = append(lags, time.Duration(e.at-at))
 				delete(x, e.who)
 			}
+			delete(inWindow, e.who)
+			held[e.who] = false
+		case 'R':
+			held[e.who] = false
 		case 'G':
 			delete(x, e.who)
+			delete(inWindow, e.who)
+			held[e.who] = true
 		}
 	}
-	return lags
+	return lags, blind
 }
 
 type interval struct {
@@ -336,7 +357,7 @@ func (p *peerProc) kill(tl *timeline) {
 	at := mono()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	for _, id := range p.ids {
-		tl.add(id, 'X', at)
+		tl.add(id, 'K', at)
 	}
 }
 
@@ -561,11 +582,12 @@ func peerPair(t *testing.T, pr peer, mode string, hold time.Duration, limit int,
 	a.wait(t, d+time.Minute)
 	viol, goGrants, pyGrants := tl.check(t, t.Errorf)
 	goLosses, pyLosses := tl.losses()
+	lags, blind := tl.peerLossLags()
 	t.Logf("%s: %s %s × shepherd, %v: shepherd %d grants, %s %d grants (A %d, B %d before its SIGKILL), "+
 		"%d violations; faults (%d of %d hit a holder): %s; loss signals: shepherd %d, %s %d; "+
-		"shepherd calls ended by ErrLost: %d, %s errors: %d; %s loss signals after the test expired its session: %v later",
+		"shepherd calls ended by ErrLost: %d, %s errors: %d; %s loss signals after the test expired its session: %v later (%d grants to others in between)",
 		path, pr.name, mode, d, goGrants, pr.name, pyGrants, a.grants.Load(), b.grants.Load(), viol, hits, len(did), strings.Join(did, "; "),
-		goLosses, pr.name, pyLosses, lostErrs.Load(), pr.name, a.errs.Load()+b.errs.Load(), pr.name, tl.peerLossLags())
+		goLosses, pr.name, pyLosses, lostErrs.Load(), pr.name, a.errs.Load()+b.errs.Load(), pr.name, lags, blind)
 	require.Zero(t, viol, "at most %d holders at a time", limit)
 	require.Len(t, did, 4, "every fault was injected")
 	const minGrants = 50 // per side, as issue 20 asks
