@@ -174,6 +174,7 @@ func TestCuratorLeaderSelector(t *testing.T) {
 		_, err = e.Campaign(ctx)
 		require.ErrorIs(t, err, recipe.ErrForeignRecipe)
 		require.ErrorIs(t, err, election.ErrForeignRecipe)
+		require.Contains(t, err.Error(), "LeaderSelector", "names what it found (%v)", names)
 	}
 	require.NoError(t, ctx.Err(), "refused fast")
 	require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
