@@ -117,7 +117,7 @@ func TestCuratorLeaderLatch(t *testing.T) {
 // go-0 and go-2 read) share a path: a writer excludes everyone, readers
 // share, across both, under faults.
 func TestCuratorReadWriteLock(t *testing.T) {
-	peerPair(t, curatorPeer, "rw", 5*time.Millisecond, 1, func(s *session.Session, path string, i int) (shepherdSide, error) {
+	tl := peerPair(t, curatorPeer, "rw", 5*time.Millisecond, 1, func(s *session.Session, path string, i int) (shepherdSide, error) {
 		rw, err := mutex.NewRW(s, path)
 		if err != nil {
 			return shepherdSide{}, err
@@ -128,6 +128,10 @@ func TestCuratorReadWriteLock(t *testing.T) {
 		return shepherdSide{acquire: rw.RLock, release: rw.RUnlock, read: true,
 			lost: func() <-chan struct{} { return rw.Reader().Hold().Lost() }}, nil
 	})
+	goReads, curatorReads := tl.readGrants()
+	t.Logf("read grants: shepherd %d, Curator %d", goReads, curatorReads)
+	require.Positive(t, goReads, "shepherd readers ran")
+	require.Positive(t, curatorReads, "Curator readers ran")
 }
 
 // TestCuratorSemaphore: Curator's InterProcessSemaphoreV2 and shepherd's

@@ -532,11 +532,30 @@ func kazooPair(t *testing.T, mode string, hold time.Duration, mk func(s *session
 	peerPair(t, kazooPeer, mode, hold, 1, mk)
 }
 
+// readGrants counts the grants of read locks of the shepherd side and of the
+// peers.
+func (tl *timeline) readGrants() (goReads, peerReads int) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, e := range tl.evs {
+		if e.kind != 'G' || !e.read {
+			continue
+		}
+		if strings.HasPrefix(e.who, "go-") {
+			goReads++
+		} else {
+			peerReads++
+		}
+	}
+	return goReads, peerReads
+}
+
 // peerPair runs three shepherd clients (mk) against two processes of pr's
 // peer in mode on one path for the interop duration, under faults, and
-// checks on one clock that at most limit hold at a time (readers share).
+// checks on one clock that at most limit hold at a time (readers share). It
+// returns the timeline, checked.
 func peerPair(t *testing.T, pr peer, mode string, hold time.Duration, limit int,
-	mk func(s *session.Session, path string, i int) (shepherdSide, error)) {
+	mk func(s *session.Session, path string, i int) (shepherdSide, error)) *timeline {
 	t.Parallel()
 	d := *interopDuration
 	path := uniquePath(t)
@@ -593,6 +612,7 @@ func peerPair(t *testing.T, pr peer, mode string, hold time.Duration, limit int,
 	const minGrants = 50 // per side, as issue 20 asks
 	require.GreaterOrEqual(t, goGrants, minGrants, "shepherd grants")
 	require.GreaterOrEqual(t, pyGrants, minGrants, "%s grants", pr.name)
+	return tl
 }
 
 // TestKazooLock: Kazoo's Lock (default constructor) and shepherd's mutex
