@@ -159,7 +159,8 @@ func TestCuratorSemaphore(t *testing.T) {
 // TestCuratorLeaderSelector: a real Curator LeaderSelector leads on a path
 // (an InterProcessMutex underneath: lock- nodes); shepherd's election,
 // which cannot tell those from candidates, refuses the path at once with
-// ErrForeignRecipe naming LeaderSelector, and leaves nothing behind.
+// ErrForeignRecipe naming LeaderSelector, as does shepherd's non-fair mutex
+// (ErrWrongKind: a fair line's node), and leaves nothing behind.
 func TestCuratorLeaderSelector(t *testing.T) {
 	t.Parallel()
 	s := open(t)
@@ -180,6 +181,11 @@ func TestCuratorLeaderSelector(t *testing.T) {
 		require.ErrorIs(t, err, election.ErrForeignRecipe)
 		require.Contains(t, err.Error(), "LeaderSelector", "names what it found (%v)", names)
 	}
+	// shepherd's non-fair mutex refuses the path too: it holds only where
+	// no fair line's node is (a Curator lock- node here).
+	nf, err := mutex.New(s, path, mutex.NonFair())
+	require.NoError(t, err)
+	require.ErrorIs(t, nf.Lock(ctx), mutex.ErrWrongKind, "a non-fair lock beside a Curator holder")
 	require.NoError(t, ctx.Err(), "refused fast")
 	require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
 	require.True(t, tl.holding("S:j-0"), "the selector still leads")
