@@ -33,7 +33,7 @@ import (
 
 // interopDuration is how long each mixed pair runs under faults. CI runs the
 // default; `make interop` runs the issue's 30 s.
-var interopDuration = flag.Duration("interop.duration", 25*time.Second, "how long each Kazoo interop pair runs")
+var interopDuration = flag.Duration("interop.duration", 25*time.Second, "how long each mixed pair (Curator, Kazoo) runs under faults")
 
 // peerTimeout is every peer's session timeout (Kazoo and shepherd alike).
 const peerTimeout = 4 * time.Second
