@@ -146,7 +146,7 @@ func (p *peer) Prepare(ctx context.Context, spec bench.Spec) (bench.Run, error) 
 		err = r.prepareW3(pctx, p.lib)
 	case bench.W4:
 		err = r.prepareW4(pctx, p.lib)
-	case bench.W5, bench.W7s, bench.W7l:
+	case bench.W5, bench.W7s, bench.W7l, bench.W7x:
 		err = r.prepareW5(pctx, p.lib)
 	case bench.W6:
 		err = r.prepareW6(pctx, p.lib)
