@@ -28,13 +28,14 @@ var watchSumKeys = []string{
 }
 
 // Bytes through the server, both ways: what clients sent
-// (zk_bytes_received_count, every request's bytes), and what the server sent
-// back: the summed sizes of its responses (zk_sum_response_bytes) and of its
-// watch notifications (zk_sum_watch_bytes). ZooKeeper 3.6+.
+// (zk_bytes_received_count), and what the server sent back: its responses
+// (zk_response_bytes) and its watch notifications (zk_watch_bytes), all
+// counters. ZooKeeper 3.6+. (Checked by experiment on 3.8.0: listing 1,000
+// children of 46 bytes each adds about 50,000 to zk_response_bytes.)
 var byteKeys = []string{
 	"zk_bytes_received_count",
-	"zk_sum_response_bytes",
-	"zk_sum_watch_bytes",
+	"zk_response_bytes",
+	"zk_watch_bytes",
 }
 
 // Snapshot is the server-side counters at one moment, summed over the nodes.
