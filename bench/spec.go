@@ -69,6 +69,9 @@ type Spec struct {
 	// Sessions is the number of ZooKeeper sessions that contend (W2, W3), the
 	// candidates (W4) or the waiters (W5, plus one holder).
 	Sessions int `json:"sessions"`
+	// Conns, when set, caps the sessions W5 and W7 open: the contenders then
+	// share them (several in line per session); 0: one session each.
+	Conns int `json:"conns,omitempty"`
 	// Cycles bounds the measured operations: W1 cycles, W2/W3 acquisitions,
 	// W4 handoffs. W5 always runs one chain of Sessions handoffs.
 	Cycles int `json:"cycles"`
@@ -161,7 +164,7 @@ func Params(quick bool) map[string]Spec {
 			}),
 			W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 			W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 300, 300, 20 }),
-			W7x: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7x, 1000, 1000, 20 }),
+			W7x: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Conns = W7x, 1000, 1000, 20, 100 }),
 		}
 	}
 	return map[string]Spec{
@@ -178,7 +181,7 @@ func Params(quick bool) map[string]Spec {
 		W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 		W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 1000, 1000, 30 }),
 		W7x: with(func(s *Spec) {
-			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.GraceS = W7x, 10000, 10000, 60, 120
+			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.GraceS, s.Conns = W7x, 10000, 10000, 60, 120, 200
 		}),
 	}
 }
