@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos build fuzz consumercheck
+.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos interop build fuzz consumercheck
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -61,6 +61,12 @@ bench: setup-bench
 
 bench-quick: setup-bench
 	$(GO) run ./bench/cmd/zkbench -quick
+
+## interop: shepherd beside Curator and Kazoo processes on shared paths under
+## faults, 30 s per pair (CI runs them for the default 25 s).
+INTEROP_DURATION ?= 30s
+interop: setup-bench
+	$(GO) test -race -count=1 -timeout 20m -v -run 'Kazoo|Curator|GoZookeeper' ./interop -args -interop.duration=$(INTEROP_DURATION)
 
 ## chaos: randomized soak of every recipe under random faults (SEED= to replay).
 CHAOS_DURATION ?= 10m

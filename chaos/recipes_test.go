@@ -166,8 +166,9 @@ func newElectionClient(fair bool) func(*session.Session, string, int) (client, e
 }
 
 func (c *electionClient) acquire(ctx context.Context) (*hold, error) {
-	if _, err := c.e.Campaign(ctx); err != nil {
+	l, err := c.e.Campaign(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return &hold{lost: c.e.Lost(), writer: true, release: c.e.Resign}, nil
+	return &hold{lost: l.Lost(), writer: true, release: l.Resign}, nil
 }

@@ -15,7 +15,7 @@ import (
 // acquire waits until this candidate leads, reporting leader changes to
 // onLeader. The returned leadership's ctx derives from the granting epoch's
 // context: it is cancelled synchronously when the connection is lost.
-func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*leadership, error) {
+func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leadership, error) {
 	var seen, seenTerm = "", Term(0) // the leadership last reported
 	var report func(Leader)
 	if onLeader != nil {
@@ -66,7 +66,7 @@ var errRetry = errors.New("election: retry")
 // granted it): the leadership's context derives from the hold's, so it is
 // cancelled synchronously when the connection is lost. h replaces n's
 // earlier grant, if any (the same node, granted again after a reconnect).
-func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *leadership {
+func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *Leadership {
 	e.mu.Lock()
 	n.hold = h
 	e.mu.Unlock()
@@ -74,17 +74,17 @@ func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *l
 	if report != nil {
 		report(Leader{ID: e.id, Term: Term(n.czxid), Node: n.path, SessionID: n.sid})
 	}
-	return &leadership{term: Term(n.czxid), ctx: lctx, cancel: cancel}
+	return &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
 }
 
 // electedFair grants leadership for our node in the line, within ep.
-func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *leadership {
+func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *Leadership {
 	return e.elected(n, recipe.NewHold(e.sess, ep, recipe.Token(n.czxid), n.path), report)
 }
 
 // tryFair runs the fair line within one epoch: it returns a leadership, or an
 // error (errRetry to go round again).
-func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*leadership, error) {
+func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	node := e.node
 	e.mu.Unlock()
@@ -148,7 +148,7 @@ func headTurn(line []recipe.Name, i int) (bool, int, bool) {
 // this candidate leads or ctx ends. A candidate that led before in the same
 // session races with the same attempt: if its node is still there (a
 // reconnect), it leads again at once with the same term.
-func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*leadership, error) {
+func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	prev := e.node
 	e.mu.Unlock()
@@ -363,7 +363,7 @@ func (e *Election) end() {
 // setLeading records the current leadership and returns a channel closed by
 // Resign, and one Run closes once the leadership's end is dealt with (the
 // node released, or kept for a reconnect).
-func (e *Election) setLeading(l *leadership) (resign <-chan struct{}, left chan struct{}) {
+func (e *Election) setLeading(l *Leadership) (resign <-chan struct{}, left chan struct{}) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = l
@@ -373,74 +373,4 @@ func (e *Election) setLeading(l *leadership) (resign <-chan struct{}, left chan 
 	}
 	e.resignCh, e.leftCh = make(chan struct{}), make(chan struct{})
 	return e.resignCh, e.leftCh
-}
-
-// Campaign blocks until this candidate leads (or ctx ends) and returns the
-// term. Leadership lasts until Resign or until it may be lost: Lost() closes.
-// A failed Campaign leaves the line.
-func (e *Election) Campaign(ctx context.Context) (Term, error) {
-	if err := e.begin(modeCampaign); err != nil {
-		return 0, err
-	}
-	l, err := e.acquire(ctx, nil)
-	if err != nil {
-		_ = e.leave(ctx) // ctx has ended, or the session is closed: no wait
-		e.end()
-		return 0, err
-	}
-	e.setLeading(l)
-	return l.term, nil
-}
-
-// Lost returns a channel closed when the leadership won by Campaign may be
-// lost (or was resigned); a closed channel when not leading.
-func (e *Election) Lost() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.leading == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return e.leading.ctx.Done()
-}
-
-// Resign gives leadership up, whatever ctx: OnElected's ctx (or Lost) is
-// cancelled and the node is deleted, so the next candidate is elected at
-// once. Under Run the candidate goes back in line (once OnElected has
-// returned); after Campaign it leaves the election. ctx only bounds how long
-// Resign waits for that to be confirmed by the server: if it cannot be within
-// ctx, Resign returns ctx's error and the delete goes on in the background
-// until the node is gone or its session is. It returns ErrNotLeader when not
-// leading.
-func (e *Election) Resign(ctx context.Context) error {
-	e.mu.Lock()
-	l, mode, left := e.leading, e.mode, e.leftCh
-	if l == nil {
-		e.mu.Unlock()
-		return ErrNotLeader
-	}
-	l.cancel()
-	if e.resignCh != nil {
-		close(e.resignCh)
-		e.resignCh = nil
-	}
-	if mode == modeCampaign {
-		e.leading = nil
-	}
-	e.mu.Unlock()
-	if mode == modeCampaign {
-		err := e.leave(ctx)
-		e.end()
-		return err
-	}
-	if left == nil {
-		return nil
-	}
-	select {
-	case <-left:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

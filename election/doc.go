@@ -10,6 +10,14 @@
 //		OnLeader: func(l election.Leader) { log.Println("leader is", l.ID) },
 //	})
 //
+// Latch-style, Campaign blocks until this candidate leads and returns the
+// *Leadership: Term, Lost, Context, Resign, Validate and Fenced, as a
+// semaphore's Lease or a mutex's hold has them.
+//
+//	l, err := e.Campaign(ctx)
+//	// lead under l.Context(); fence writes with l.Fenced or l.Term()
+//	err = l.Resign(ctx)
+//
 // # Modes
 //
 // Fair (the default): candidates queue as EPHEMERAL_SEQUENTIAL nodes named in
@@ -28,7 +36,10 @@
 // can be elected by the session's expiry (the server drops the connection and
 // deletes the node together; another candidate learns of it milliseconds
 // later). It is also cancelled on Resign, when Run's ctx ends, and when Run
-// learns the node is gone. When the same session reconnects with its node still
+// learns the node is gone. A Leadership has the two end signals every hold
+// of this module has: Lost() closes only when leadership is, or may be,
+// lost (never on Resign, nor when OnElected returns or Run's ctx ends), and
+// Context() — OnElected's ctx — ends when leadership ends for any reason. When the same session reconnects with its node still
 // at the head, leadership is granted again at once with the same Term: a
 // ZooKeeper rolling restart does not move leadership to another process.
 // A candidate never trusts a node from an earlier session: each node is bound
@@ -36,13 +47,17 @@
 //
 // Term is the leadership's fencing token: the creation zxid of the leader's
 // node, strictly growing from one leadership to the next across the ensemble.
+// It costs no request when asked for: a fair candidate reads it while it
+// waits in line, a non-fair one with its grant. Leadership.Fenced runs
+// ZooKeeper writes (the ops of package fence) that land only while the
+// leadership holds.
 //
 // # What is not guaranteed
 //
 // Leadership is advisory: a leader that is paused (GC, SIGSTOP) after its last
 // check may act while another has been elected. Pass Term to the resources the
 // leader writes and have them reject lower terms (fencing), or check
-// (*Election).Validate right before a critical step. OnElected's ctx is
+// (*Leadership).Validate right before a critical step. OnElected's ctx is
 // cancelled promptly, but the callback must return on its own: Run reports a
 // callback that has not returned within the stop deadline and never starts a
 // new leadership in this process while it runs. Clocks are assumed to advance

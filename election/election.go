@@ -57,9 +57,11 @@ type Participant struct {
 
 // Callbacks are what Run calls. Only OnElected is required.
 type Callbacks struct {
-	// OnElected runs when this candidate becomes leader. Its ctx is cancelled
-	// the moment leadership may be lost; it must then return promptly.
-	// Returning early gives leadership up (the candidate re-enters the line).
+	// OnElected runs when this candidate becomes leader. Its ctx is the
+	// leadership's Context: cancelled the moment leadership may be lost (or
+	// is given up); it must then return promptly. Returning early gives
+	// leadership up (the candidate re-enters the line). Within it,
+	// Election.Leadership returns the leadership (Lost, Validate, Fenced).
 	OnElected func(ctx context.Context, term Term)
 	// OnRevoked runs after OnElected has returned, each time.
 	OnRevoked func()
@@ -83,6 +85,16 @@ func WithStopDeadline(d time.Duration) Option { return func(e *Election) { e.sto
 // process, as a leader that cannot stop must not go on.
 func WithStuckHandler(f func(term Term)) Option { return func(e *Election) { e.onStuck = f } }
 
+// WithNames names the candidates' nodes as names says (recipe.CuratorNames,
+// the default: _c_<guid>-latch-<seq>, as Curator's LeaderLatch; or
+// recipe.KazooNames: <guid>__lock__<seq>, as Kazoo's Election, whose nodes
+// hold the candidate's id as this election's do). A default-built Kazoo
+// Election then sees shepherd's candidates and the path has one leader. A
+// path is named one way only: a candidate finding nodes named the other way
+// (or another recipe's) fails with ErrForeignRecipe. The non-fair mode has
+// one node and no naming; it ignores this option.
+func WithNames(names recipe.Names) Option { return func(e *Election) { e.names = names } }
+
 // Election is one candidate in one election. Its methods are safe for
 // concurrent use; Run and Campaign are exclusive.
 type Election struct {
@@ -90,6 +102,7 @@ type Election struct {
 	path         string // full path, namespace included
 	id           string
 	fair         bool
+	names        recipe.Names
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	log          *slog.Logger
@@ -97,7 +110,7 @@ type Election struct {
 	mu      sync.Mutex
 	mode    int
 	node    *candidate // our node in line, if any
-	leading *leadership
+	leading *Leadership
 	stuck   bool
 	// stuckNow: OnElected is still running past its stop deadline.
 	stuckNow bool
@@ -127,13 +140,6 @@ type candidate struct {
 	node *recipe.Node
 }
 
-// leadership is a held leadership.
-type leadership struct {
-	term   Term
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
 // New returns a candidate with the given id for the election at path. It does
 // no I/O. The id must be non-empty valid UTF-8 without "/" and at most
 // MaxIDLen bytes.
@@ -151,6 +157,9 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		stopDeadline: 10 * time.Second, log: sess.Logger()}
 	for _, o := range opts {
 		o(e)
+	}
+	if !e.names.Valid() {
+		return nil, fmt.Errorf("election: %w: names %v", ErrInvalidArgument, e.names)
 	}
 	if e.stopDeadline <= 0 {
 		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
@@ -223,3 +232,8 @@ func (e *Election) Healthy(maxSuspended time.Duration) error {
 // of candidates has no order (see recipe.ErrSequenceExhausted): Campaign and
 // Run fail closed.
 var ErrSequenceExhausted = recipe.ErrSequenceExhausted
+
+// ErrForeignRecipe: the path holds nodes named by another library or
+// naming, or another recipe's (see WithNames and recipe.ErrForeignRecipe):
+// Campaign and Run fail closed.
+var ErrForeignRecipe = recipe.ErrForeignRecipe

@@ -173,22 +173,39 @@ func TestCampaignLostOnExpiry(t *testing.T) {
 	defer cancel()
 	e, err := election.New(s, path, "a")
 	require.NoError(t, err)
-	term, err := e.Campaign(ctx)
+	l, err := e.Campaign(ctx)
 	require.NoError(t, err)
-	require.Positive(t, int64(term))
+	require.Positive(t, int64(l.Term()))
 	require.True(t, e.IsLeader())
+	require.Same(t, l, e.Leadership())
 	_, err = e.Campaign(ctx)
 	require.ErrorIs(t, err, election.ErrBusy)
 	cred, ok := tap.Credentials(s.SessionID())
 	require.True(t, ok)
 	require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
 	select {
-	case <-e.Lost():
+	case <-l.Lost():
 	case <-ctx.Done():
 		t.Fatal("leadership not lost on expiry")
 	}
+	select {
+	case <-l.Context().Done():
+	default:
+		t.Fatal("Lost closed but Context has not ended")
+	}
 	require.False(t, e.IsLeader())
+	require.Nil(t, e.Leadership())
 	require.ErrorIs(t, e.Validate(ctx), election.ErrNotLeader)
+	require.ErrorIs(t, l.Validate(ctx), election.ErrLost)
+	_, err = l.Fenced(ctx)
+	require.ErrorIs(t, err, election.ErrLost)
+	// After a loss, Campaign again (no Resign needed): a new session, a new
+	// node, a later term.
+	l2, err := e.Campaign(ctx)
+	require.NoError(t, err)
+	require.Greater(t, l2.Term(), l.Term())
+	require.ErrorIs(t, l.Resign(ctx), election.ErrNotLeader, "the lost leadership is not the current one")
+	require.NoError(t, l2.Resign(ctx))
 }
 
 func TestStopDeadline(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -52,8 +53,10 @@ func ExampleElection_Run() {
 	// revoked
 }
 
-// Campaign is the latch-style use: block until elected, lead while Lost is
-// open, Resign to hand over.
+// Campaign is the latch-style use: block until elected, then lead with the
+// Leadership it returns: its Context ends when leadership ends for any reason,
+// its Lost closes only on a loss, and its Fenced writes land only while it
+// holds. Resign hands over.
 func ExampleElection_Campaign() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -62,29 +65,42 @@ func ExampleElection_Campaign() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
+	// The node the leader writes, created once.
+	if err := fence.Ensure(ctx, sess, "/services/cron/state", nil); err != nil {
+		log.Fatal(err)
+	}
 
 	e, err := election.New(sess, "/services/cron/leader", "replica-b")
 	if err != nil {
 		log.Fatal(err)
 	}
-	term, err := e.Campaign(ctx)
+	l, err := e.Campaign(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("leading:", e.IsLeader())
-	l, err := e.Leader(ctx)
+	if err := lead(l.Context(), l.Term()); err != nil { // l.Context() ends when leadership does
+		log.Fatal(err)
+	}
+	// A write that lands only while this leadership holds.
+	_, err = l.Fenced(ctx, fence.Set("/services/cron/state", []byte(l.Term().String()), fence.AnyVersion))
 	if err != nil {
+		log.Fatal(err) // election.ErrLost if leadership was lost
+	}
+	fmt.Println("state written as leader")
+	if err := l.Resign(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("leader:", l.ID, "same term:", l.Term == term)
-	if err := e.Resign(ctx); err != nil {
-		log.Fatal(err)
+	<-l.Context().Done() // ended by Resign; l.Lost() stays open: this was no loss
+	select {
+	case <-l.Lost():
+		fmt.Println("lost")
+	default:
+		fmt.Println("resigned")
 	}
-	<-e.Lost() // closed by Resign (or when leadership may be lost)
-	fmt.Println("resigned")
 	// Output:
 	// leading: true
-	// leader: replica-b same term: true
+	// state written as leader
 	// resigned
 }
 

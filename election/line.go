@@ -26,14 +26,14 @@ type member struct {
 // Curator's LeaderLatch names them).
 func parseLatch(name string) (member, bool) {
 	n, ok := recipe.ParseName(name)
-	if !ok || n.Kind != recipe.KindLatch {
+	if !ok || (n.Kind != recipe.KindLatch && n.Kind != recipe.KindKazooLock) {
 		return member{}, false
 	}
 	return member{name: n.Name, seq: n.Seq, guid: n.GUID}, true
 }
 
 func (e *Election) line() *recipe.Line {
-	return &recipe.Line{Sess: e.sess, Path: e.path, Kinds: []string{recipe.KindLatch}}
+	return &recipe.Line{Sess: e.sess, Path: e.path, Names: e.names, Kinds: []string{e.names.Kind(recipe.KindLatch)}}
 }
 
 // list returns the candidates in line order.

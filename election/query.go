@@ -63,33 +63,17 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 }
 
 // Validate confirms, after a sync with the leader of the ensemble, that this
-// candidate still leads: its node exists, belongs to its current session and
-// heads the line. Call it right before a critical step.
+// candidate still leads (see Leadership.Validate): its node exists, belongs to
+// its current session and heads the line. Call it right before a critical
+// step. It returns ErrNotLeader when not leading.
 func (e *Election) Validate(ctx context.Context) error {
 	e.mu.Lock()
-	l, n := e.leading, e.node
+	l := e.leading
 	e.mu.Unlock()
-	if l == nil || n == nil || l.ctx.Err() != nil {
+	if l == nil {
 		return ErrNotLeader
 	}
-	return e.sess.Do(ctx, func(ep *session.Epoch) error {
-		if ep.SessionID() != n.sid {
-			return ErrLost
-		}
-		if _, err := ep.Conn().Sync(e.path); err != nil {
-			return err
-		}
-		cur, err := readLeader(ep, e.path)
-		if err != nil {
-			return err
-		}
-		// The term too: every non-fair leader's node has the same name, and
-		// two candidates may share a session.
-		if cur.Node != n.path || cur.SessionID != n.sid || cur.Term != Term(n.czxid) {
-			return fmt.Errorf("%w: %s leads", ErrNotLeader, cur.ID)
-		}
-		return nil
-	})
+	return l.Validate(ctx)
 }
 
 func leaderAt(ctx context.Context, sess *session.Session, path string) (Leader, error) {

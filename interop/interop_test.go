@@ -20,6 +20,7 @@ import (
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -55,6 +56,30 @@ func (h *holder) hold(s *session.Session, id string, d time.Duration) error {
 	}
 	time.Sleep(d) // the work done under the lock
 	return ep.Conn().Delete(h.path+"-holder", -1)
+}
+
+// read is hold for a reader: it marks itself with path-reader-<id> while it
+// reads, and checks that no writer's path-holder exists at its start and end.
+func (h *holder) read(s *session.Session, id string, d time.Duration) error {
+	ep, err := s.Wait(context.Background())
+	if err != nil {
+		return err
+	}
+	mark := h.path + "-reader-" + id
+	if _, err := ep.Conn().Create(mark, nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
+		return err
+	}
+	for k := 0; k < 2; k++ {
+		if ok, _, err := ep.Conn().Exists(h.path + "-holder"); err != nil {
+			return err
+		} else if ok {
+			h.violations.Add(1)
+		}
+		if k == 0 {
+			time.Sleep(d) // the work done under the read lock
+		}
+	}
+	return ep.Conn().Delete(mark, -1)
 }
 
 // curator compiles and starts the Java driver; it returns the process's
@@ -126,6 +151,7 @@ func javaResult(t *testing.T, lines <-chan string) (acq, viol int) {
 // hold is one acquire/release pair of a shepherd recipe.
 type hold struct {
 	acquire, release func(context.Context) error
+	read             bool // a read lock: checked by holder.read
 }
 
 // shepherdClients runs n shepherd clients, each in a session of its own, for
@@ -148,7 +174,12 @@ func shepherdClients(t *testing.T, h *holder, n, rounds int, d time.Duration, mk
 					errs <- err
 					return
 				}
-				err := h.hold(s, fmt.Sprint("go-", i), d)
+				var err error
+				if c.read {
+					err = h.read(s, fmt.Sprint("go-", i), d)
+				} else {
+					err = h.hold(s, fmt.Sprint("go-", i), d)
+				}
 				if rerr := c.release(ctx); err == nil {
 					err = rerr
 				}
@@ -210,6 +241,125 @@ func TestCuratorLeaderLatch(t *testing.T) {
 	require.Zero(t, h.violations.Load())
 	require.Equal(t, 16, acq)
 	require.EqualValues(t, 16, h.grants.Load())
+}
+
+// TestCuratorReadWriteLock: Curator's InterProcessReadWriteLock (its write
+// lock) and shepherd's read-write lock (readers and writers, Curator names:
+// _c_<guid>-__READ__<seq>, -__WRIT__) on one path: a writer excludes
+// everyone. Readers mark themselves with path-reader-<id> while they read;
+// every writer (Java and Go) checks there is none, every reader that no
+// writer's path-holder exists at its start and end.
+func TestCuratorReadWriteLock(t *testing.T) {
+	path := uniquePath(t)
+	h := &holder{path: path}
+	_, lines := curator(t, "rwwrite", path, 2, 20)
+	var reads atomic.Int64
+	shepherdClients(t, h, 3, 20, 3*time.Millisecond, func(s *session.Session, i int) (hold, error) {
+		rw, err := mutex.NewRW(s, path)
+		if err != nil {
+			return hold{}, err
+		}
+		if i == 1 {
+			return hold{acquire: rw.Lock, release: func(ctx context.Context) error {
+				// The writer's check, made before its release.
+				if n := readers(t, s, path); n > 0 {
+					h.violations.Add(1)
+				}
+				return rw.Unlock(ctx)
+			}}, nil
+		}
+		return hold{acquire: func(ctx context.Context) error {
+			if err := rw.RLock(ctx); err != nil {
+				return err
+			}
+			reads.Add(1)
+			return nil
+		}, release: rw.RUnlock, read: true}, nil
+	})
+	acq, viol := javaResult(t, lines)
+	t.Logf("curator: %d write acquisitions, %d violations; shepherd: %d writes, %d reads, %d violations", acq, viol,
+		h.grants.Load(), reads.Load(), h.violations.Load())
+	require.Zero(t, viol)
+	require.Zero(t, h.violations.Load())
+	require.Equal(t, 40, acq)
+	require.EqualValues(t, 40, reads.Load())
+	require.EqualValues(t, 20, h.grants.Load())
+}
+
+// TestCuratorSemaphore: Curator's InterProcessSemaphoreV2 and shepherd's
+// semaphore, both with maxLeases 3, on one path: at most 3 leases across
+// both. Each holder marks itself with path-lease-<id> and counts the marks.
+func TestCuratorSemaphore(t *testing.T) {
+	path := uniquePath(t)
+	_, lines := curator(t, "semaphore", path, 3, 20)
+	var grants, violations atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := range 3 {
+		s := open(t)
+		sem, err := semaphore.New(s, path, 3)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			errs <- func() error {
+				for range 20 {
+					l, err := sem.Acquire(ctx)
+					if err != nil {
+						return err
+					}
+					grants.Add(1)
+					ep, err := s.Wait(ctx)
+					if err != nil {
+						return err
+					}
+					mark := fmt.Sprintf("%s-lease-go-%d", path, i)
+					if _, err := ep.Conn().Create(mark, nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
+						return err
+					}
+					if n := marks(t, s, path, "-lease-"); n > 3 {
+						violations.Add(1)
+					}
+					time.Sleep(5 * time.Millisecond) // the work done under the lease
+					if err := ep.Conn().Delete(mark, -1); err != nil {
+						return err
+					}
+					if err := l.Release(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	acq, viol := javaResult(t, lines)
+	t.Logf("curator: %d leases, %d violations; shepherd: %d leases, %d violations", acq, viol, grants.Load(), violations.Load())
+	require.Zero(t, viol)
+	require.Zero(t, violations.Load())
+	require.Equal(t, 60, acq)
+	require.EqualValues(t, 60, grants.Load())
+}
+
+// readers counts the path-reader-* nodes beside path.
+func readers(t *testing.T, s *session.Session, path string) int { return marks(t, s, path, "-reader-") }
+
+// marks counts the nodes beside path named path<infix>*.
+func marks(t *testing.T, s *session.Session, path, infix string) int {
+	i := strings.LastIndex(path, "/")
+	n := 0
+	for _, c := range testutil.Children(t, s, path[:i]) {
+		if strings.HasPrefix(c, path[i+1:]+infix) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestGoZookeeperLock: go-zookeeper's zk.Lock and shepherd's fair mutex on

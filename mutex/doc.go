@@ -4,14 +4,21 @@
 // *Mutex value: Lock on a value that holds the lock increments a hold count,
 // and Unlock releases at zero.
 //
-// Every held lock has a loss signal: Lost() is closed the moment the lock may
-// have been lost — the connection dropped (Suspended), the session was lost,
-// or the session manager was closed — synchronously on go-zookeeper's event
-// path, before the server can grant the lock to anyone else (see package
-// session). The hold is then over: Unlock reports ErrLost and the node is
-// removed once the connection returns (or by the server with the session); Lock
-// again to re-acquire. A waiter keeps its place in line through a disconnect
-// its session survives, and re-enters the line on a new session after Lost.
+// Every held lock has two end signals, with the same meaning on every hold
+// of this module (locks, semaphore leases, election leaderships):
+//
+//   - Lost() is closed the moment the lock is, or may be, lost — the
+//     connection dropped (Suspended), the session was lost, or the session
+//     manager was closed — before the server can grant the lock to anyone
+//     else (see package session). It is never closed by the holder's own
+//     Unlock: a select on Lost() tells a loss from a release.
+//   - Context() ends when the hold ends for any reason, a loss or Unlock:
+//     pass it to the work the lock protects.
+//
+// A lost hold is over: Unlock reports ErrLost and the node is removed once
+// the connection returns (or by the server with the session); Lock again to
+// re-acquire. A waiter keeps its place in line through a disconnect its
+// session survives, and re-enters the line on a new session after Lost.
 //
 // Fair locks name their nodes "_c_<guid>-lock-<seq>" like Apache Curator's
 // InterProcessMutex and go-zookeeper's zk.Lock, and recognise Kazoo's
@@ -24,6 +31,15 @@
 // without waiting for its answer (the server applies a session's requests in
 // order). A waiter's grant after its predecessor, when that predecessor was
 // the head of the line, takes none beyond the notification.
-// Token costs no round trip: a fair lock learns its node's creation zxid
-// with the create, a non-fair lock with the grant.
+//
+// # Fencing
+//
+// Token is the hold's fencing token, the creation zxid of its node. What it
+// costs: a non-fair lock learns it with the grant, so Token costs nothing. A
+// fair lock (and each side of a read-write lock) does not, since a create's
+// answer carries no Stat: the first Token call on a hold reads it with one
+// request (an Exists of the hold's node) and keeps it; later calls on the
+// same hold cost nothing, and a hold whose token is never asked for never
+// pays for it. Fenced writes (Fenced, with the ops of package fence) land
+// only while the lock is held.
 package mutex

@@ -2,13 +2,11 @@ package mutex_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"time"
 
-	gozk "github.com/go-zookeeper/zk"
-
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -27,9 +25,9 @@ func ExampleMutex() {
 		log.Fatal(err)
 	}
 	defer sess.Close()
-	// The state the lock guards, a node of the application's own (gozk is
-	// github.com/go-zookeeper/zk).
-	if err := createIfMissing(ctx, sess, "/jobs", "/jobs/backup", "/jobs/backup/state"); err != nil {
+	// The state the lock guards, a node of the application's own: created
+	// once, with its parents, if missing.
+	if err := fence.Ensure(ctx, sess, "/jobs/backup/state", nil); err != nil {
 		log.Fatal(err)
 	}
 
@@ -49,7 +47,7 @@ func ExampleMutex() {
 		log.Fatal(err)
 	}
 	// A write that lands only while the lock is held (one multi-op).
-	_, err = m.Fenced(ctx, &gozk.SetDataRequest{Path: "/jobs/backup/state", Data: []byte(tok.String()), Version: -1})
+	_, err = m.Fenced(ctx, fence.Set("/jobs/backup/state", []byte(tok.String()), fence.AnyVersion))
 	if err != nil {
 		log.Fatal(err) // mutex.ErrLost if the lock was lost
 	}
@@ -107,19 +105,4 @@ func backup(ctx context.Context, token recipe.Token) error {
 		return fmt.Errorf("no fencing token")
 	}
 	return ctx.Err()
-}
-
-// createIfMissing creates the persistent nodes paths, in order, through the
-// session (Do retries a create whose answer was lost; ErrNodeExists then
-// means it landed).
-func createIfMissing(ctx context.Context, sess *session.Session, paths ...string) error {
-	return sess.Do(ctx, func(ep *session.Epoch) error {
-		for _, p := range paths {
-			_, err := ep.Conn().Create(p, nil, 0, sess.ACL())
-			if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
-				return err
-			}
-		}
-		return nil
-	})
 }

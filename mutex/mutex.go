@@ -23,6 +23,7 @@ var (
 	ErrLost            = recipe.ErrLost
 	ErrClosed          = recipe.ErrClosed
 	ErrWrongKind       = recipe.ErrWrongKind
+	ErrForeignRecipe   = recipe.ErrForeignRecipe
 )
 
 // NonFairNode is the name of the single node of a non-fair lock.
@@ -40,8 +41,9 @@ const nonFairMark = "shepherd:mutex:nonfair "
 type Option func(*config)
 
 type config struct {
-	fair bool
-	data []byte
+	fair  bool
+	data  []byte
+	names recipe.Names
 }
 
 // NonFair makes the lock a race for one ephemeral node: lowest latency for few
@@ -53,6 +55,18 @@ func NonFair() Option { return func(c *config) { c.fair = false } }
 // node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
 	return func(c *config) { c.data = append([]byte(nil), data...) }
+}
+
+// WithNames names the lock's nodes as names says (recipe.CuratorNames, the
+// default, or recipe.KazooNames). With recipe.KazooNames a mutex's and a
+// writer's nodes are <guid>__lock__<seq> and a reader's <guid>__rlock__<seq>,
+// as Kazoo's Lock, WriteLock and ReadLock name theirs: a Kazoo Lock built
+// with the default constructor sees them and shares the path. A path is
+// named one way only: a lock finding nodes named the other way fails with
+// ErrForeignRecipe (and grants no one). The non-fair lock has one node and
+// no naming; it ignores this option.
+func WithNames(names recipe.Names) Option {
+	return func(c *config) { c.names = names }
 }
 
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
@@ -96,13 +110,16 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
+	if !c.names.Valid() {
+		return nil, fmt.Errorf("mutex: %w: names %v", ErrInvalidArgument, c.names)
+	}
 	if len(c.data) > recipe.MaxDataLen {
 		return nil, fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(c.data), recipe.MaxDataLen)
 	}
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = recipe.Line{Sess: sess, Path: full, Refuse: map[string]string{
+	m.line = recipe.Line{Sess: sess, Path: full, Names: c.names, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
 	m.single = recipe.Single{Sess: sess, Path: full, Name: NonFairNode, Mark: nonFairMark}
 	return m, nil
@@ -359,8 +376,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // closedCh is a closed channel: the Lost of a lock not held.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Lost is closed when the held lock may have been lost. For a lock not held
-// it is a closed channel.
+// Lost returns the held lock's loss signal: a channel closed when the hold is,
+// or may be, lost (the connection dropped, the session was lost, the session
+// manager closed), before any other client can be granted the lock. Unlock
+// does not close it: take it after Lock, and a select on it tells a loss from
+// your own Unlock. Called when the value holds no lock, it returns a closed
+// channel (there is no hold to keep).
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -370,9 +391,10 @@ func (m *Mutex) Lost() <-chan struct{} {
 	return m.hold.Lost()
 }
 
-// Context returns a context cancelled when the held lock may have been lost
-// (or is released): pass it to the work the lock protects. For a lock not held
-// it is already cancelled.
+// Context returns the held lock's context: it ends when the hold ends for any
+// reason, a loss (as Lost) or the Unlock that releases it. Pass it to the work
+// the lock protects. Called when the value holds no lock, it returns a
+// context that has ended.
 func (m *Mutex) Context() context.Context {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -402,7 +424,11 @@ func (m *Mutex) held() (*recipe.Hold, error) {
 }
 
 // Token is the held lock's fencing token: it grows with every grant of this
-// lock. The first call may cost a round trip.
+// lock. For a non-fair lock it is known from the grant and costs nothing. For
+// a fair lock (or a side of a read-write lock) the first call on a hold costs
+// one request (an Exists of the hold's node), and the token is kept: later
+// calls on that hold cost nothing, and a hold whose Token is never called
+// never pays for it. It returns ErrNotHeld when the value holds no lock.
 func (m *Mutex) Token(ctx context.Context) (recipe.Token, error) {
 	h, err := m.held()
 	if err != nil {
@@ -421,8 +447,11 @@ func (m *Mutex) Node() string {
 }
 
 // Fenced runs ops as one multi-op that lands only while the lock is held; a
-// write after the hold is gone fails with an error matching ErrLost (see
-// recipe.Hold.Fenced). The check prepended to ops: for a fair lock (and each
+// write after the hold is gone fails with an error matching ErrLost. ops are
+// fence.Set, fence.Create and fence.Delete (paths in the session's
+// namespace), or go-zookeeper's requests (see recipe.Hold.Fenced); it
+// returns one response per op (a Set's Stat.Version is the node's new
+// version). The check prepended to ops: for a fair lock (and each
 // side of a read-write lock), that the hold's node exists; for a non-fair
 // lock, that the lock's node exists and that the path's version is still the
 // one this grant wrote (no grant since).

@@ -65,11 +65,12 @@
 // # Holds
 //
 // A Hold is one granted lock, lease or leadership. It is bound to the session
-// epoch that granted it: Lost() closes the moment that epoch ends (the
-// connection is lost, the session is lost, or the session manager is closed),
-// synchronously on go-zookeeper's event path — before another client can be
-// granted the hold's place. See package session for what that does and does
-// not guarantee.
+// epoch that granted it: when that epoch ends (the connection is lost, the
+// session is lost, or the session manager is closed) its Context() ends,
+// synchronously on go-zookeeper's event path, and Lost() closes — before
+// another client can be granted the hold's place. Lost() means a loss only:
+// the holder's own Release ends Context() and leaves Lost() open. See package
+// session for what that does and does not guarantee.
 //
 // A Hold's Token is the creation zxid of its node: it grows with every grant
 // on the whole ensemble, also when the recipe's path is deleted and recreated.

@@ -23,6 +23,11 @@ var (
 	// ErrWrongKind: the path belongs to a different kind of recipe (a
 	// semaphore's path used as a mutex, or the reverse).
 	ErrWrongKind = NewError("the path belongs to another kind of recipe")
+	// ErrForeignRecipe: the path holds contender nodes named by another
+	// library (or the other naming: see Names), whose recipes do not see
+	// this one's nodes, or another recipe's nodes it cannot share a line
+	// with. No one is granted there; the error names the node found.
+	ErrForeignRecipe = NewError("the path holds another library's or recipe's nodes")
 	// ErrSequenceExhausted: the path's sequence counter has run out, so its
 	// line has no order: ZooKeeper numbers sequential children with a
 	// signed 32-bit counter that, on ZooKeeper 3.8, sticks at 2^31−1 (and

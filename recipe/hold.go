@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -20,7 +21,14 @@ type Token int64
 func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
 
 // Hold is one granted lock, lease or leadership, bound to the epoch that
-// granted it.
+// granted it. It has two end signals, with one meaning on every hold:
+//
+//   - Lost() is closed when the hold is, or may be, lost: its epoch ended
+//     (the connection dropped, the session was lost, the manager closed)
+//     before it was released. It is never closed by the holder's own
+//     Release: a select on Lost tells a loss from a release.
+//   - Context() ends when the hold ends for any reason, loss or Release:
+//     pass it to the work the hold protects.
 type Hold struct {
 	sess    *session.Session
 	ep      *session.Epoch
@@ -28,6 +36,15 @@ type Hold struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	granted time.Time
+
+	// lost is closed when the epoch ends before the release (stopLost
+	// unhooks it at the release); onLost run then (under mu: lostFired).
+	lost      chan struct{}
+	stopLost  func() bool
+	lostFired bool
+	onLost    []func()
+	// tokenTurn serialises the token's read: once per hold.
+	tokenTurn chan struct{}
 
 	// fence: the checks a fenced write makes (prepended to its ops).
 	fence []any
@@ -45,13 +62,53 @@ type Hold struct {
 }
 
 // NewHold grants a hold on nodes (created by ep's session) within ep. token
-// is the creation zxid of nodes[0] if known, else 0 (then read when asked).
-// Its fence is the existence of nodes[0]; its release deletes nodes
-// unguarded (their names are never reused: sequential nodes).
+// is the creation zxid of nodes[0] if known, else 0 (then read once, when
+// first asked). Its fence is the existence of nodes[0]; its release deletes
+// nodes unguarded (their names are never reused: sequential nodes).
 func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...string) *Hold {
 	ctx, cancel := context.WithCancel(ep.Context())
-	return &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
-		granted: time.Now(), fence: []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}}
+	h := &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
+		granted: time.Now(), fence: []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}},
+		lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1)}
+	// The epoch's end closes lost unless the release came first, on the
+	// goroutine that ends the epoch (go-zookeeper's event callback, or the
+	// session's silence watchdog), like the hold's ctx, a child of the
+	// epoch's: no hop through a goroutine or a queue.
+	h.stopLost = ep.OnEnd(h.fireLost)
+	return h
+}
+
+// fireLost closes lost and starts what waits for it (once: from the epoch's
+// hook, or from Release when the hook was unhooked after the epoch ended). It
+// runs on the goroutine that ends the epoch, which must not block: the
+// observers (a log, the session's observer) run on a goroutine of their own.
+func (h *Hold) fireLost() {
+	h.mu.Lock()
+	h.lostFired = true
+	fns := h.onLost
+	h.onLost = nil
+	h.mu.Unlock()
+	close(h.lost)
+	if len(fns) > 0 {
+		go func() {
+			for _, f := range fns {
+				f()
+			}
+		}()
+	}
+}
+
+// whenLost runs f once the hold is lost (at once if it was), never if it is
+// released first.
+func (h *Hold) whenLost(f func()) {
+	h.mu.Lock()
+	if !h.lostFired {
+		h.onLost = append(h.onLost, f)
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	f()
 }
 
 // Observe reports the grant to the session's observer (recipe is "mutex",
@@ -64,14 +121,9 @@ func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
 			"wait", wait, "position", position)
 	}
 	if log.Enabled(context.Background(), slog.LevelWarn) {
-		context.AfterFunc(h.ctx, func() {
-			h.mu.Lock()
-			released := h.closed
-			h.mu.Unlock()
-			if !released {
-				log.Warn(recipe+": hold lost (connection or session lost)", "path", path, "node", h.nodes[0],
-					"session", fmt.Sprintf("0x%x", h.ep.SessionID()), "held", time.Since(h.granted))
-			}
+		h.whenLost(func() {
+			log.Warn(recipe+": hold lost (connection or session lost)", "path", path, "node", h.nodes[0],
+				"session", fmt.Sprintf("0x%x", h.ep.SessionID()), "held", time.Since(h.granted))
 		})
 	}
 	if !h.sess.Observed() {
@@ -81,13 +133,8 @@ func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
 	h.recipe, h.path, h.observed = recipe, path, true
 	h.mu.Unlock()
 	h.report(session.Acquired, func(ev *session.RecipeEvent) { ev.Wait, ev.Position = wait, position })
-	context.AfterFunc(h.ctx, func() {
-		h.mu.Lock()
-		released := h.closed
-		h.mu.Unlock()
-		if !released {
-			h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
-		}
+	h.whenLost(func() {
+		h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	})
 }
 
@@ -103,10 +150,14 @@ func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEven
 	h.sess.Report(ev)
 }
 
-// Lost is closed when the hold may have been lost (or was released).
-func (h *Hold) Lost() <-chan struct{} { return h.ctx.Done() }
+// Lost is closed when the hold is, or may be, lost: the connection dropped
+// (Suspended), the session was lost, or the session manager closed, before
+// the hold was released. It is closed before any other client can be granted
+// the hold. Release never closes it: after a Release it stays open for good.
+func (h *Hold) Lost() <-chan struct{} { return h.lost }
 
-// Context is cancelled when the hold may have been lost (or was released).
+// Context ends when the hold ends for any reason: it may be lost (as Lost)
+// or it was released. Pass it to the work the hold protects.
 func (h *Hold) Context() context.Context { return h.ctx }
 
 // Node is the path of the hold's node.
@@ -125,13 +176,27 @@ func (h *Hold) Granted() time.Time { return h.granted }
 // Validate for a check with the server).
 func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
 
-// Token returns the fencing token, reading it from ZooKeeper (one round trip)
-// the first time it is asked for when the grant did not reveal it.
+// Token returns the fencing token. When the grant revealed it (the
+// single-node race of a non-fair mutex or election, whose grant reads the
+// node's Stat; a fair election's term, read while waiting) it costs nothing.
+// Otherwise (a fair mutex's or read-write lock's node, a lease: a create's
+// answer carries no Stat) the first call reads it with one request (an
+// Exists of the hold's node) and keeps it: later calls, and concurrent ones,
+// cost nothing more, and a hold whose token is never asked for never pays
+// for it. A token not yet read cannot be read once the hold has ended: the
+// call then fails with ErrLost.
 func (h *Hold) Token(ctx context.Context) (Token, error) {
-	h.mu.Lock()
-	t := h.token
-	h.mu.Unlock()
-	if t != 0 {
+	if t := h.knownToken(); t != 0 {
+		return t, nil
+	}
+	// One read per hold: concurrent callers wait for it.
+	select {
+	case h.tokenTurn <- struct{}{}:
+		defer func() { <-h.tokenTurn }()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if t := h.knownToken(); t != 0 {
 		return t, nil
 	}
 	if h.ctx.Err() != nil {
@@ -156,6 +221,12 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	return Token(st.Czxid), nil
 }
 
+func (h *Hold) knownToken() Token {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.token
+}
+
 // Fenced runs ops as one multi-op that lands only while the hold is valid on
 // the server: the hold's fence (version checks) is prepended to ops. A write
 // made after the hold is gone fails with an error matching ErrLost instead of
@@ -171,15 +242,47 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 //     this grant wrote, so no grant was made since (the node's name is
 //     reused by every grant; the version tells the grants apart).
 //
+// ops are fence.Op values (fence.Set, fence.Create, fence.Delete: paths in
+// the session's namespace) or go-zookeeper's requests (*zk.CreateRequest,
+// *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest: full
+// paths), mixed as needed.
+//
 // When the write's outcome is unknown because the connection was lost while
 // it was in flight, the hold is lost too (Suspended ends every hold), and the
 // error matches ErrLost: had the write landed, it landed while the fence
-// held. The responses returned are those of ops (the fence's are dropped).
+// held. The responses returned are those of ops, in order (the fence's are
+// dropped): a Set's Stat holds the node's new version, a Create's String the
+// created path. When one of ops fails on its own, none lands, and the error
+// is that op's (fence.ErrBadVersion, fence.ErrNodeExists, fence.ErrNoNode).
+// A hold that has ended (lost or released) refuses with ErrLost.
 func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if h.ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s was lost", ErrLost, h.nodes[0])
+		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s has ended", ErrLost, h.nodes[0])
 	}
-	all := append(append([]any(nil), h.fence...), ops...)
+	all := append(make([]any, 0, len(h.fence)+len(ops)), h.fence...)
+	for _, op := range ops {
+		switch o := op.(type) {
+		case fence.Op:
+			r, err := o.Request(h.sess)
+			if err != nil {
+				return nil, err
+			}
+			op = r
+		case *fence.Op:
+			if o == nil {
+				return nil, fmt.Errorf("%w: a nil *fence.Op", ErrInvalidArgument)
+			}
+			r, err := o.Request(h.sess)
+			if err != nil {
+				return nil, err
+			}
+			op = r
+		case *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest:
+		default:
+			return nil, fmt.Errorf("%w: fenced op of type %T (want a fence.Op or a go-zookeeper request)", ErrInvalidArgument, op)
+		}
+		all = append(all, op)
+	}
 	type multi struct {
 		res []zk.MultiResponse
 		err error
@@ -248,7 +351,8 @@ func (h *Hold) lostOr(err error, what string) error {
 	return err
 }
 
-// Release ends the hold, whatever ctx: Lost closes at once and the delete of
+// Release ends the hold, whatever ctx: Context ends at once (Lost stays
+// open: a release is no loss) and the delete of
 // its nodes starts, and goes on in the background (a guaranteed delete) until
 // they are gone or their session is. ctx only bounds how long Release waits
 // for the server to confirm the delete: if it cannot within ctx, Release
@@ -264,7 +368,13 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	h.closed = true
 	h.mu.Unlock()
-	lost := h.ctx.Err() != nil
+	// Unhook Lost from the epoch first. If the epoch ended before, the hold
+	// was lost: Lost closes (by the hook if it had started, else here).
+	unhooked := h.stopLost()
+	lost := !unhooked || h.ep.Context().Err() != nil
+	if lost && unhooked {
+		h.fireLost()
+	}
 	if !lost {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}

@@ -20,6 +20,9 @@ type Entry struct {
 	SessionID int64     `json:"session_id"`     // the owning session
 	Created   time.Time `json:"created"`
 	Token     Token     `json:"token"` // the creation zxid: the fencing token
+	// Library names the library and recipe whose naming the node uses
+	// (Library(Kind)): "Kazoo Lock/WriteLock/Election (__lock__)", ...
+	Library string `json:"library,omitempty"`
 }
 
 // Snapshot is what is at a recipe's path.
@@ -30,6 +33,10 @@ type Snapshot struct {
 	MaxLeases int     `json:"max_leases,omitempty"`
 	Holders   []Entry `json:"holders"` // the lock holder(s), lease holders, or the leader
 	Waiters   []Entry `json:"waiters"` // in line order
+	// Names is the naming the path's contender nodes use: "curator",
+	// "kazoo", "mixed" (both: shepherd refuses the path, and neither library
+	// sees the other's nodes) or "" (no contender nodes).
+	Names string `json:"names,omitempty"`
 	// Watch fires when the snapshot may have changed (set by InspectW).
 	Watch <-chan zk.Event `json:"-"`
 }
@@ -162,10 +169,22 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 		switch all[0].Kind {
 		case KindLatch:
 			snap.Kind = "election"
-		case KindRead, KindWrite:
+		case KindRead, KindWrite, KindKazooRead:
 			snap.Kind = "rwlock"
 		default:
 			snap.Kind = "mutex"
+		}
+		for _, e := range all {
+			if e.Kind == KindKazooRead && snap.Kind == "mutex" {
+				snap.Kind = "rwlock" // Kazoo's WriteLock names its nodes as its Lock does
+			}
+			switch names := NamesOf(e.Kind).String(); snap.Names {
+			case "":
+				snap.Names = names
+			case names, "mixed":
+			default:
+				snap.Names = "mixed"
+			}
 		}
 	}
 	if snap.Fair {
@@ -197,7 +216,7 @@ func entry(c *zk.Conn, p string, n Name) (Entry, bool, error) {
 		return Entry{}, false, err
 	}
 	return Entry{Node: p, Kind: n.Kind, Seq: n.Seq, Data: string(data), SessionID: st.EphemeralOwner,
-		Created: time.UnixMilli(st.Ctime), Token: Token(st.Czxid)}, true, nil
+		Created: time.UnixMilli(st.Ctime), Token: Token(st.Czxid), Library: Library(n.Kind)}, true, nil
 }
 
 // merge returns a channel that fires when any of chs does.

@@ -18,9 +18,16 @@ import (
 
 // Line is the waiting line of contenders under one path.
 type Line struct {
-	Sess  *session.Session
-	Path  string   // full path (namespace included)
-	Kinds []string // the kinds that take part in this line (all when empty)
+	Sess *session.Session
+	Path string // full path (namespace included)
+	// Kinds are the kinds that take part in this line (all when empty), as
+	// the line's naming gives them (Names.Kind). When set, a contender of
+	// another kind makes the path foreign (ErrForeignRecipe).
+	Kinds []string
+	// Names is how the line names its nodes (CuratorNames, the zero value,
+	// or KazooNames): a contender named the other way makes the path
+	// foreign (ErrForeignRecipe).
+	Names Names
 	// Refuse names children whose presence means the path belongs to another
 	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
 	Refuse map[string]string
@@ -149,12 +156,38 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
 		}
 	}
+	if err := l.foreign(names); err != nil {
+		return nil, err
+	}
 	line := Sort(names, l.Kinds...)
 	if seq, bad := Unordered(line); bad {
 		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
 			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
 	}
 	return line, nil
+}
+
+// foreign refuses a line holding a contender named the other way (the other
+// library never sees our nodes, so no grant here is safe on either side), or,
+// when the line has Kinds, a contender of another kind (another recipe whose
+// holder this one cannot tell: a LeaderSelector's lock- nodes on an election
+// path).
+func (l *Line) foreign(names []string) error {
+	for _, s := range names {
+		n, ok := ParseName(s)
+		if !ok {
+			continue
+		}
+		if NamesOf(n.Kind) != l.Names {
+			return fmt.Errorf("recipe: %s: %w: %s is named %s (Kazoo and Curator name nodes differently and "+
+				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Names)
+		}
+		if len(l.Kinds) > 0 && !hasKind(l.Kinds, n.Kind) {
+			return fmt.Errorf("recipe: %s: %w: %s is named %s, not as this recipe's nodes (%v)", l.Path, ErrForeignRecipe,
+				s, Library(n.Kind), l.Kinds)
+		}
+	}
+	return nil
 }
 
 // Enter joins the line in ep's session with a protected EPHEMERAL_SEQUENTIAL
@@ -167,7 +200,8 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 // when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
-	prefix := l.Path + "/" + ProtectedPrefix(guid, kind)
+	kind = l.Names.Kind(kind)
+	prefix := l.Path + "/" + l.Names.Prefix(guid, kind)
 	res, err := session.CallValue(ctx, func() (entered, error) {
 		unknown := false // a create's outcome was unknown
 		for attempt := 0; ; attempt++ {
@@ -717,7 +751,7 @@ func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) er
 // lost: wait for the session to be usable and try again" (a new session, if
 // the old one is lost, means entering the line again).
 func Retryable(err error) bool {
-	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
+	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrForeignRecipe) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
 		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
 		return false
 	}

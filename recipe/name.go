@@ -237,3 +237,94 @@ func Index(line []Name, name string) int {
 	}
 	return -1
 }
+
+// Names is how a recipe names its contender nodes, and so which other
+// libraries see them. A path is named one way or the other, never both: each
+// library counts only its own names (Kazoo's default Lock matches
+// `__lock__<10 digits>$` and ignores Curator's names; Curator sorts every
+// child by what follows its own kind, which puts Kazoo's names out of order),
+// so a line refuses (ErrForeignRecipe) a path whose nodes use the other
+// naming.
+type Names int
+
+const (
+	// CuratorNames names nodes as Curator does: _c_<guid>-lock-<seq>,
+	// _c_<guid>-latch-<seq>, _c_<guid>-__READ__<seq>, _c_<guid>-__WRIT__<seq>.
+	// The default.
+	CuratorNames Names = iota
+	// KazooNames names nodes as Kazoo does: <guid>__lock__<seq> for a mutex,
+	// a writer and an election candidate (Kazoo's Election is a Lock whose
+	// node holds the candidate's id), <guid>__rlock__<seq> for a reader. The
+	// guid is 32 hex digits, as Kazoo's uuid4().hex, so the protected
+	// create's guid is read back from the name.
+	KazooNames
+)
+
+// String names the naming ("curator", "kazoo").
+func (n Names) String() string {
+	switch n {
+	case CuratorNames:
+		return "curator"
+	case KazooNames:
+		return "kazoo"
+	}
+	return "names(" + strconv.Itoa(int(n)) + ")"
+}
+
+// Valid reports whether n is one of the namings.
+func (n Names) Valid() bool { return n == CuratorNames || n == KazooNames }
+
+// Kind returns the kind of node this naming gives a contender of kind (a
+// Curator kind, or one of this naming's own).
+func (n Names) Kind(kind string) string {
+	if n != KazooNames {
+		return kind
+	}
+	switch kind {
+	case KindRead, KindKazooRead:
+		return KindKazooRead
+	case KindLock, KindLatch, KindWrite, KindKazooLock:
+		return KindKazooLock
+	}
+	return kind
+}
+
+// Prefix is the name prefix of a protected create of kind (as Kind returns
+// it) with guid: ZooKeeper appends the sequence number.
+func (n Names) Prefix(guid, kind string) string {
+	if n == KazooNames {
+		return guid + kind
+	}
+	return ProtectedPrefix(guid, kind)
+}
+
+// NamesOf returns the naming a node's kind belongs to.
+func NamesOf(kind string) Names {
+	if kind == KindKazooLock || kind == KindKazooRead {
+		return KazooNames
+	}
+	return CuratorNames
+}
+
+// Library names the naming and the recipes that name their nodes with kind
+// ("kazoo __lock__ (Lock, WriteLock, Election)"), for errors and `shepherd
+// status`. shepherd's own nodes are named one of these ways too.
+func Library(kind string) string {
+	switch kind {
+	case KindLock:
+		return "curator lock- (InterProcessMutex, LeaderSelector)"
+	case KindLatch:
+		return "curator latch- (LeaderLatch)"
+	case KindLease:
+		return "curator lease- (InterProcessSemaphoreV2)"
+	case KindRead:
+		return "curator __READ__ (InterProcessReadWriteLock)"
+	case KindWrite:
+		return "curator __WRIT__ (InterProcessReadWriteLock)"
+	case KindKazooLock:
+		return "kazoo __lock__ (Lock, WriteLock, Election)"
+	case KindKazooRead:
+		return "kazoo __rlock__ (ReadLock)"
+	}
+	return kind
+}

@@ -40,10 +40,11 @@ func TestReleaseWithDoneCtxLetsGo(t *testing.T) {
 			if err := l.Release(done); err != nil {
 				require.True(t, errors.Is(err, done.Err()), "Release: %v", err)
 			}
+			require.Error(t, l.Context().Err(), "the released lease's Context has not ended")
 			select {
 			case <-l.Lost():
+				t.Fatal("the released lease's Lost is closed: a release is no loss")
 			default:
-				t.Fatal("the released lease's Lost is open")
 			}
 			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 			defer ocancel()

@@ -129,6 +129,11 @@ func parseMarker(data []byte) (int, bool) {
 // whole semaphore (parents, the path with this client's limit, locks and
 // leases) when the path is missing too.
 func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
+	// A Kazoo Semaphore's path counts every child as a lease: refuse it
+	// before adding one.
+	if data, _, err := ep.Conn().Get(s.path); err == nil && isDecimal(data) {
+		return kazooSemaphore(s.path, data)
+	}
 	_, err := ep.Conn().CreateContainer(s.locks.Path, nil, zk.FlagContainer, s.sess.ACL())
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
@@ -239,6 +244,9 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			continue
 		}
 		recorded, ok := parseMarker(data)
+		if !ok && isDecimal(data) {
+			return kazooSemaphore(s.path, data)
+		}
 		if !ok {
 			return fmt.Errorf("semaphore: %w: %s is not a semaphore's path (data %q)", ErrWrongKind, s.path, truncate(data))
 		}
@@ -625,12 +633,13 @@ type Lease struct {
 	err  error
 }
 
-// Release gives the leases back, whatever ctx: Lost closes and their delete
-// is under way when Release returns. ctx only bounds how long Release waits
-// for the server to confirm it: if it cannot within ctx, Release returns
-// ctx's error and the delete goes on in the background until the leases are
-// gone or their session is. It is idempotent: the first call reports ErrLost
-// if the lease had been lost before (or ctx's error), later calls return nil.
+// Release gives the leases back, whatever ctx: Context ends (Lost stays
+// open: a release is no loss) and their delete is under way when Release
+// returns. ctx only bounds how long Release waits for the server to confirm
+// it: if it cannot within ctx, Release returns ctx's error and the delete
+// goes on in the background until the leases are gone or their session is.
+// It is idempotent: the first call reports ErrLost if the lease had been
+// lost before (or ctx's error), later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	first := false
 	l.once.Do(func() {
@@ -645,15 +654,38 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.err
 }
 
-// Lost is closed when the lease may have been lost (or was released).
+// Lost is closed when the lease is, or may be, lost: the connection dropped
+// (Suspended), the session was lost, or the session manager closed, before
+// any other client can be granted its place. Release does not close it: a
+// select on Lost tells a loss from your own Release.
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
-// Context is cancelled when the lease may have been lost (or was released).
+// Context ends when the lease ends for any reason: a loss (as Lost) or
+// Release. Pass it to the work the lease bounds.
 func (l *Lease) Context() context.Context { return l.hold.Context() }
 
-// Token is the lease's fencing token (the creation zxid of its nodes). The
-// first call costs a round trip.
+// Token is the lease's fencing token (the creation zxid of its first node).
+// The grant does not reveal it (the multi-op that creates the leases answers
+// with their paths only), so the first call costs one request (an Exists of
+// the first node), and the token is kept: later calls cost nothing, and a
+// lease whose Token is never called never pays for it.
 func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold.Token(ctx) }
+
+// Fenced runs ops as one multi-op that lands only while the lease is held
+// (its first node exists: the nodes of one lease are created and deleted
+// together); a write after the lease is gone fails with an error matching
+// ErrLost. ops are fence.Set, fence.Create and fence.Delete (paths in the
+// session's namespace), or go-zookeeper's requests (see recipe.Hold.Fenced);
+// it returns one response per op (a Set's Stat.Version is the node's new
+// version).
+func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.hold.Fenced(ctx, ops...)
+}
+
+// Validate checks with the server (after a sync) that the lease is still
+// held: its first node exists and belongs to this session. Use it before a
+// critical step; between checks, watch Lost.
+func (l *Lease) Validate(ctx context.Context) error { return l.hold.Validate(ctx) }
 
 // Nodes are the lease's nodes.
 func (l *Lease) Nodes() []string { return l.hold.Nodes() }
@@ -661,12 +693,32 @@ func (l *Lease) Nodes() []string { return l.hold.Nodes() }
 // Count is the number of leases held.
 func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 
-// Hold is the underlying hold (fenced writes, Validate). A lease's fence
-// checks that its first node exists (the nodes of one lease are created and
-// deleted together; see recipe.Hold.Fenced).
+// Hold is the underlying hold. A lease's fence checks that its first node
+// exists (see recipe.Hold.Fenced).
 func (l *Lease) Hold() *recipe.Hold { return l.hold }
 
 // ErrSequenceExhausted: the sequence counter of the semaphore's line has run
 // out and the line has no order (see recipe.ErrSequenceExhausted): Acquire
 // fails closed.
 var ErrSequenceExhausted = recipe.ErrSequenceExhausted
+
+// kazooSemaphore is the refusal of a Kazoo Semaphore's path.
+func kazooSemaphore(path string, data []byte) error {
+	return fmt.Errorf("semaphore: %w (%w): %s is a Kazoo Semaphore's path (max_leases %s in its data): "+
+		"Kazoo counts every child of the path as a lease and sees none of shepherd's", ErrWrongKind,
+		recipe.ErrForeignRecipe, path, truncate(data))
+}
+
+// isDecimal reports whether data is a decimal number, as a Kazoo
+// Semaphore's path holds its max_leases.
+func isDecimal(data []byte) bool {
+	if len(data) == 0 || len(data) > 10 {
+		return false
+	}
+	for _, c := range data {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -20,6 +21,63 @@ type Epoch struct {
 	cancel  context.CancelFunc
 	n       uint64
 	started time.Time
+
+	hmu   sync.Mutex
+	hooks map[uint64]func() // OnEnd's; nil once ended
+	hookN uint64
+	ended bool
+}
+
+// OnEnd registers f to run when the epoch ends, synchronously on the
+// goroutine that ends it (go-zookeeper's event callback among them), right
+// after Context is cancelled and before anyone is told of the state change:
+// the fastest way to signal a loss. f must not block and must not call the
+// session or its connection (closing a channel is what it is for). If the
+// epoch has ended already, f runs at once. stop unregisters f and reports
+// whether it did so before f ran; after stop, f never runs.
+func (e *Epoch) OnEnd(f func()) (stop func() bool) {
+	e.hmu.Lock()
+	if e.ended {
+		e.hmu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	if e.hooks == nil {
+		e.hooks = make(map[uint64]func())
+	}
+	e.hookN++
+	id := e.hookN
+	e.hooks[id] = f
+	e.hmu.Unlock()
+	return func() bool {
+		e.hmu.Lock()
+		defer e.hmu.Unlock()
+		_, ok := e.hooks[id]
+		delete(e.hooks, id)
+		return ok
+	}
+}
+
+// end cancels the epoch's context (and, with session, the session's) and
+// runs the OnEnd hooks, once.
+func (e *Epoch) end(session bool) {
+	if session {
+		e.scancel()
+	} else if e.cancel != nil {
+		e.cancel()
+	}
+	e.hmu.Lock()
+	if e.ended {
+		e.hmu.Unlock()
+		return
+	}
+	e.ended = true
+	hooks := e.hooks
+	e.hooks = nil
+	e.hmu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 }
 
 // Conn is the connection of this epoch's session. Never call it from a

@@ -261,14 +261,14 @@ func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 }
 
 func (s *Session) suspendLocked(now time.Time, reason string) {
-	s.epoch.cancel() // the loss signal: synchronous
+	s.epoch.end(false) // the loss signal: synchronous
 	s.ready = make(chan struct{})
 	s.setStateLocked(Suspended, now, reason)
 	s.kick()
 }
 
 func (s *Session) loseLocked(now time.Time, reason string) {
-	s.epoch.scancel() // cancels the epoch's context too
+	s.epoch.end(true) // cancels the epoch's context too
 	if s.state.Live() {
 		s.ready = make(chan struct{})
 	}
@@ -514,7 +514,7 @@ func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		s.epoch.scancel()
+		s.epoch.end(true)
 		if s.state.Live() {
 			s.ready = make(chan struct{})
 		}

@@ -179,7 +179,8 @@ func TestStatusWording(t *testing.T) {
 	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
 	r := shepherd(t, nil, "status", path)
 	require.Equal(t, 0, r.code)
-	require.Contains(t, r.stdout, "election (fair), 1 candidate\n")
+	require.Contains(t, r.stdout, "election (fair, curator names), 1 candidate\n")
+	require.Contains(t, r.stdout, "curator latch- (LeaderLatch)", "the naming column")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	_ = cmd.Wait()
 

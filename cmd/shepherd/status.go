@@ -95,6 +95,9 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	if !s.Fair {
 		mode = "non-fair"
 	}
+	if s.Names != "" {
+		mode += ", " + s.Names + " names"
+	}
 	switch s.Kind {
 	case "empty":
 		fmt.Fprintf(w, "%s: nothing here (no holders, no waiters)\n", s.Path)
@@ -109,8 +112,12 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	if len(s.Holders)+len(s.Waiters) == 0 {
 		return
 	}
+	if s.Names == "mixed" {
+		fmt.Fprintf(w, "warning: nodes named as Curator and as Kazoo name them: neither library sees the other's, "+
+			"shepherd refuses this path (ErrForeignRecipe)\n")
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tNODE")
+	fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tNODE\tNAMING")
 	role := "holder"
 	if s.Kind == "election" {
 		role = "leader"
@@ -144,5 +151,5 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time) {
 	}
 	age := now.Sub(e.Created).Round(100 * time.Millisecond)
 	node := e.Node[strings.LastIndex(e.Node, "/")+1:]
-	fmt.Fprintf(w, "%s\t%s\t0x%x\t%v\t%d\t%s\n", role, id, e.SessionID, age, int64(e.Token), node)
+	fmt.Fprintf(w, "%s\t%s\t0x%x\t%v\t%d\t%s\t%s\n", role, id, e.SessionID, age, int64(e.Token), node, e.Library)
 }

@@ -1,6 +1,8 @@
 // Command scheduler runs a singleton job: every -every, on the elected leader
 // only, with the leadership's term (its fencing token) passed to the job. A
-// job started by a leader that loses leadership is cancelled at once.
+// job started by a leader that loses leadership is cancelled at once, and
+// each run is recorded in a ZooKeeper node (-state) with a fenced write: it
+// lands only while this leadership holds, so a deposed leader cannot record.
 //
 //	go run ./examples/scheduler -id a -every 2s
 //	go run ./examples/scheduler -id b -every 2s   # standby until a goes away
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -24,6 +27,7 @@ func main() {
 	id := flag.String("id", "", "scheduler id (required)")
 	zk := flag.String("zk", envOr("SHEPHERD_ZK", "127.0.0.1:2181"), "ZooKeeper connect string (env SHEPHERD_ZK)")
 	path := flag.String("path", "/shepherd/examples/scheduler", "election path")
+	state := flag.String("state", "/shepherd/examples/scheduler-state", "node recording the last run (fenced writes)")
 	every := flag.Duration("every", 2*time.Second, "how often the job runs")
 	work := flag.Duration("work", 500*time.Millisecond, "how long one run of the job takes")
 	runs := flag.Int("runs", 0, "exit after this many runs of the job on this process (0: forever)")
@@ -35,7 +39,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *zk, *path, *id, *every, *work, *runs, log); err != nil {
+	if err := run(ctx, *zk, *path, *state, *id, *every, *work, *runs, log); err != nil {
 		log.Error("scheduler", "err", err)
 		os.Exit(1)
 	}
@@ -48,7 +52,7 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(ctx context.Context, zk, path, id string, every, work time.Duration, maxRuns int, log *slog.Logger) error {
+func run(ctx context.Context, zk, path, state, id string, every, work time.Duration, maxRuns int, log *slog.Logger) error {
 	servers, err := session.SplitServers(zk)
 	if err != nil {
 		return err
@@ -60,6 +64,10 @@ func run(ctx context.Context, zk, path, id string, every, work time.Duration, ma
 		return err
 	}
 	defer sess.Close()
+	// The node each run is recorded in, created once (with its parents).
+	if err := fence.Ensure(ctx, sess, state, nil); err != nil {
+		return err
+	}
 	e, err := election.New(sess, path, id)
 	if err != nil {
 		return err
@@ -69,14 +77,21 @@ func run(ctx context.Context, zk, path, id string, every, work time.Duration, ma
 	done := 0
 	return e.Run(ctx, election.Callbacks{
 		OnElected: func(lctx context.Context, term election.Term) {
+			l := e.Leadership() // this leadership: its fenced writes
+			if l == nil {
+				return // already lost
+			}
 			log.Info("leader: scheduling the job", "term", term)
 			t := time.NewTicker(every)
 			defer t.Stop()
 			for {
 				if err := job(lctx, term, work); err != nil {
 					log.Warn("job cancelled", "term", term, "err", err)
+				} else if _, err := l.Fenced(lctx, fence.Set(state, []byte(fmt.Sprintf("%s run by %s, term %v", time.Now().UTC().Format(time.RFC3339), id, term)), fence.AnyVersion)); err != nil {
+					// election.ErrLost: leadership ended before the record landed.
+					log.Warn("job done, not recorded", "term", term, "err", err)
 				} else {
-					log.Info("job done", "term", term)
+					log.Info("job done and recorded", "term", term)
 				}
 				done++
 				if maxRuns > 0 && done >= maxRuns {

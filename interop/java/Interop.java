@@ -1,6 +1,10 @@
 // Interop drives Apache Curator (Debian's libcurator-recipes-java) against the
 // same ZooKeeper paths as shepherd, for the interop tests. Usage:
-//   java Interop mutex|latch CONNECT PATH CLIENTS ROUNDS
+//   java Interop mutex|latch|rwwrite|semaphore CONNECT PATH CLIENTS ROUNDS
+// (rwwrite: the write lock of an InterProcessReadWriteLock; a writer also
+// checks that no reader's PATH-reader-* node exists while it holds;
+// semaphore: InterProcessSemaphoreV2 with maxLeases 3, each holder marking
+// itself with PATH-lease-<id> and checking there are at most 3 marks.)
 // Each client is a thread with its own session. While holding the lock (or
 // leadership) it creates the ephemeral node PATH-holder, which fails if anyone
 // else (shepherd included) holds it too: a violation. It prints READY once
@@ -10,6 +14,9 @@ import java.util.concurrent.atomic.*;
 import org.apache.curator.framework.*;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -35,7 +42,10 @@ public class Interop {
             final String id = "java-" + i;
             ex.submit(() -> {
                 try {
-                    if (mode.equals("mutex")) mutex(c, path, id, rounds); else latch(c, path, id, rounds);
+                    if (mode.equals("mutex")) mutex(c, path, id, rounds);
+                    else if (mode.equals("rwwrite")) rwwrite(c, path, id, rounds);
+                    else if (mode.equals("semaphore")) semaphore(c, path, id, rounds);
+                    else latch(c, path, id, rounds);
                 } catch (Exception e) {
                     System.out.println("ERROR " + id + " " + e);
                 }
@@ -59,8 +69,60 @@ public class Interop {
             System.out.flush();
             return;
         }
+        if (checkReaders) {
+            String parent = path.substring(0, path.lastIndexOf('/'));
+            String base = path.substring(path.lastIndexOf('/') + 1) + "-reader-";
+            if (parent.isEmpty()) parent = "/";
+            for (String child : c.getChildren().forPath(parent)) {
+                if (child.startsWith(base)) {
+                    violations.incrementAndGet();
+                    System.out.println("VIOLATION " + id + " granted the write lock while " + child + " reads");
+                    System.out.flush();
+                }
+            }
+        }
         Thread.sleep(ms);
         c.delete().forPath(path + "-holder");
+    }
+
+    static volatile boolean checkReaders = false;
+
+    static void semaphore(CuratorFramework c, String path, String id, int rounds) throws Exception {
+        InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path, 3);
+        String parent = path.substring(0, path.lastIndexOf('/'));
+        String base = path.substring(path.lastIndexOf('/') + 1) + "-lease-";
+        for (int r = 0; r < rounds; r++) {
+            Lease l = sem.acquire(30, TimeUnit.SECONDS);
+            if (l == null) throw new Exception("lease not acquired in 30s");
+            try {
+                acquisitions.incrementAndGet();
+                c.create().withMode(CreateMode.EPHEMERAL).forPath(path + "-lease-" + id);
+                int n = 0;
+                for (String child : c.getChildren().forPath(parent)) if (child.startsWith(base)) n++;
+                if (n > 3) {
+                    violations.incrementAndGet();
+                    System.out.println("VIOLATION " + id + " holds one of " + n + " leases");
+                    System.out.flush();
+                }
+                Thread.sleep(5);
+                c.delete().forPath(path + "-lease-" + id);
+            } finally {
+                sem.returnLease(l);
+            }
+        }
+    }
+
+    static void rwwrite(CuratorFramework c, String path, String id, int rounds) throws Exception {
+        checkReaders = true;
+        InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);
+        for (int r = 0; r < rounds; r++) {
+            if (!rw.writeLock().acquire(30, TimeUnit.SECONDS)) throw new Exception("write lock not acquired in 30s");
+            try {
+                hold(c, path, id, 3);
+            } finally {
+                rw.writeLock().release();
+            }
+        }
     }
 
     static void mutex(CuratorFramework c, String path, String id, int rounds) throws Exception {

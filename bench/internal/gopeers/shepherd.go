@@ -32,15 +32,25 @@ func (c shepherdClient) NewCandidate(p, id string) (Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return campaigner{e}, nil
+	return &campaigner{e: e}, nil
 }
 
-// campaigner adapts Campaign's term result away.
-type campaigner struct{ e *election.Election }
+// campaigner adapts Campaign's leadership result away: Lost is the last
+// leadership's (used by one goroutine, right after Campaign).
+type campaigner struct {
+	e *election.Election
+	l *election.Leadership
+}
 
-func (c campaigner) Campaign(ctx context.Context) error { _, err := c.e.Campaign(ctx); return err }
-func (c campaigner) Resign(ctx context.Context) error   { return c.e.Resign(ctx) }
-func (c campaigner) Lost() <-chan struct{}              { return c.e.Lost() }
+func (c *campaigner) Campaign(ctx context.Context) error {
+	l, err := c.e.Campaign(ctx)
+	if err == nil {
+		c.l = l
+	}
+	return err
+}
+func (c *campaigner) Resign(ctx context.Context) error { return c.e.Resign(ctx) }
+func (c *campaigner) Lost() <-chan struct{}            { return c.l.Lost() }
 
 func (c shepherdClient) Children(ctx context.Context, p string) (int, error) {
 	n := 0

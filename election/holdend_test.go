@@ -1,0 +1,172 @@
+package election_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// A Campaign leadership's two end signals: Resign ends Context and leaves
+// Lost open (also once the session is lost later). Its loss is tested by
+// TestCampaignLostOnExpiry. Fenced writes land while it holds, with the ops
+// of package fence.
+func TestLeadershipResignIsNoLoss(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		name := "fair"
+		var opts []election.Option
+		if !fair {
+			name, opts = "nonfair", []election.Option{election.NonFair()}
+		}
+		t.Run(name, func(t *testing.T) {
+			tap := zktest.NewTap()
+			s := open(t, zk.Servers(), session.WithSessionTimeout(2*time.Second), session.WithDialer(tap.Dialer(nil)))
+			ctx := testutil.Ctx(t, 30*time.Second)
+			path := uniquePath(t)
+			target := path + "-state"
+			require.NoError(t, fence.Ensure(ctx, s, target, []byte("none")))
+			e, err := election.New(s, path, "a", opts...)
+			require.NoError(t, err)
+
+			l, err := e.Campaign(ctx)
+			require.NoError(t, err)
+			require.NoError(t, l.Validate(ctx))
+			res, err := l.Fenced(ctx, fence.Set(target, []byte(l.Term().String()), fence.AnyVersion))
+			require.NoError(t, err)
+			require.EqualValues(t, 1, res[0].Stat.Version)
+			require.NoError(t, l.Resign(ctx))
+			require.Error(t, l.Context().Err(), "Resign ends the leadership's Context")
+			require.False(t, isClosed(l.Lost()), "Resign closed Lost: a resignation is no loss")
+			require.ErrorIs(t, l.Resign(ctx), election.ErrNotLeader)
+			_, err = l.Fenced(ctx, fence.Set(target, nil, fence.AnyVersion))
+			require.ErrorIs(t, err, election.ErrLost, "a resigned leadership's fenced write")
+			require.ErrorIs(t, l.Validate(ctx), election.ErrNotLeader)
+
+			l2, err := e.Campaign(ctx)
+			require.NoError(t, err)
+			require.Greater(t, l2.Term(), l.Term())
+			cred, ok := tap.Credentials(s.SessionID())
+			require.True(t, ok)
+			require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
+			select {
+			case <-l2.Lost():
+			case <-ctx.Done():
+				t.Fatal("Lost not closed on expiry")
+			}
+			require.Error(t, l2.Context().Err())
+			require.False(t, isClosed(l.Lost()), "the epoch's end closed the Lost of a leadership resigned before it")
+			require.NoError(t, l2.Resign(ctx), "resigning a lost leadership")
+		})
+	}
+}
+
+// Under Run, OnElected's ctx is the leadership's Context, and
+// Election.Leadership gives its Lost, Validate and Fenced. A loss (the
+// connection stalled) closes Lost; Run's end (no loss) leaves it open.
+func TestRunLeadership(t *testing.T) {
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := open(t, p.Addrs(), session.WithSessionTimeout(3*time.Second))
+	ctx := testutil.Ctx(t, 40*time.Second)
+	e, err := election.New(s, uniquePath(t), "a")
+	require.NoError(t, err)
+	type grant struct {
+		l   *election.Leadership
+		ctx context.Context
+	}
+	got := make(chan grant, 4)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(runCtx, election.Callbacks{OnElected: func(lctx context.Context, term election.Term) {
+			l := e.Leadership()
+			if l != nil && l.Term() != term {
+				l = nil
+			}
+			got <- grant{l, lctx}
+			<-lctx.Done()
+		}})
+	}()
+	first := <-got
+	require.NotNil(t, first.l)
+	require.Same(t, first.l.Context(), first.ctx, "OnElected's ctx is the leadership's Context")
+	require.NoError(t, first.l.Validate(ctx))
+	p.Stall()
+	select {
+	case <-first.l.Lost():
+	case <-ctx.Done():
+		t.Fatal("Lost not closed when the connection stalled")
+	}
+	require.Error(t, first.ctx.Err())
+	p.Heal()
+	// The same session comes back with its node at the head: led again, same term.
+	var second grant
+	select {
+	case second = <-got:
+	case <-ctx.Done():
+		t.Fatal("not elected again after the connection came back")
+	}
+	require.NotNil(t, second.l)
+	require.Equal(t, first.l.Term(), second.l.Term())
+	stop()
+	require.NoError(t, <-done)
+	require.Error(t, second.ctx.Err())
+	require.False(t, isClosed(second.l.Lost()), "Run's end closed Lost: no loss")
+	require.Nil(t, e.Leadership())
+}
+
+// After a loss its session survives (the connection was severed and comes
+// back at once, well within the session timeout), Campaign again leads at
+// once with the same term: the node kept its place. No Resign is needed in
+// between.
+func TestCampaignAgainAfterLossKeepsThePlace(t *testing.T) {
+	for _, fair := range []bool{true, false} {
+		name := "fair"
+		var opts []election.Option
+		if !fair {
+			name, opts = "nonfair", []election.Option{election.NonFair()}
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := zktest.NewProxy(zk.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			s := open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+			ctx := testutil.Ctx(t, 30*time.Second)
+			e, err := election.New(s, uniquePath(t), "a", opts...)
+			require.NoError(t, err)
+			l, err := e.Campaign(ctx)
+			require.NoError(t, err)
+			sid := s.SessionID()
+			p.Sever()
+			select {
+			case <-l.Lost():
+			case <-ctx.Done():
+				t.Fatal("Lost not closed when the connection was severed")
+			}
+			require.Error(t, l.Context().Err())
+			l2, err := e.Campaign(ctx)
+			require.NoError(t, err)
+			require.Equal(t, sid, s.SessionID(), "the session survived")
+			require.Equal(t, l.Term(), l2.Term(), "the same session's node leads again")
+			require.NoError(t, l2.Validate(ctx))
+			require.NoError(t, l2.Resign(ctx))
+		})
+	}
+}

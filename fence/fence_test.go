@@ -1,0 +1,103 @@
+package fence_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+var zk *zktest.Cluster
+
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m, &zk, 1)) }
+
+// Ensure creates the target and its parents once, in the session's
+// namespace, and leaves a node already there as it is.
+func TestEnsure(t *testing.T) {
+	ns := testutil.UniquePath(t, "fence-test")
+	s := testutil.Open(t, zk.Servers(), session.WithNamespace(ns))
+	raw := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 20*time.Second)
+	require.NoError(t, fence.Ensure(ctx, s, "/a/b/target", []byte("v1")))
+	require.NoError(t, fence.Ensure(ctx, s, "/a/b/target", []byte("v2")))
+	ep, err := raw.Wait(ctx)
+	require.NoError(t, err)
+	data, st, err := ep.Conn().Get(ns + "/a/b/target")
+	require.NoError(t, err)
+	require.Equal(t, "v1", string(data), "a node already there keeps its data")
+	require.Zero(t, st.EphemeralOwner, "persistent")
+	require.ErrorIs(t, fence.Ensure(ctx, s, "a/relative", nil), fence.ErrInvalidPath)
+	require.ErrorIs(t, fence.Ensure(ctx, s, "/zookeeper/x", nil), recipe.ErrInvalidPath)
+}
+
+// A hold's Fenced takes fence ops (namespaced paths) and go-zookeeper's
+// requests (full paths) together; an op that fails on its own lands nothing
+// and is matched with fence's errors; a released hold refuses.
+func TestFencedOps(t *testing.T) {
+	ns := testutil.UniquePath(t, "fence-test")
+	s := testutil.Open(t, zk.Servers(), session.WithNamespace(ns))
+	raw := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 20*time.Second)
+	require.NoError(t, fence.Ensure(ctx, s, "/jobs/state", []byte("0")))
+	m, err := mutex.New(s, "/jobs/lock")
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+
+	res, err := m.Fenced(ctx,
+		fence.Set("/jobs/state", []byte("1"), 0),
+		fence.Create("/jobs/done", []byte("yes")),
+		&gozk.SetDataRequest{Path: ns + "/jobs/state", Data: []byte("2"), Version: 1})
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.EqualValues(t, 1, res[0].Stat.Version, "a Set's response carries the new version")
+	require.Equal(t, ns+"/jobs/done", res[1].String, "a Create's response carries the path")
+	require.EqualValues(t, 2, res[2].Stat.Version)
+
+	ep, err := raw.Wait(ctx)
+	require.NoError(t, err)
+	get := func(p string) string {
+		data, _, err := ep.Conn().Get(ns + p)
+		require.NoError(t, err)
+		return string(data)
+	}
+	require.Equal(t, "2", get("/jobs/state"))
+	require.Equal(t, "yes", get("/jobs/done"))
+	acl, _, err := ep.Conn().GetACL(ns + "/jobs/done")
+	require.NoError(t, err)
+	require.Equal(t, s.ACL(), acl, "a Create has the session's ACL")
+
+	// Ops that fail on their own: nothing lands.
+	_, err = m.Fenced(ctx, fence.Set("/jobs/state", []byte("x"), 0))
+	require.ErrorIs(t, err, fence.ErrBadVersion)
+	_, err = m.Fenced(ctx, fence.Set("/jobs/state", []byte("x"), fence.AnyVersion), fence.Create("/jobs/done", nil))
+	require.ErrorIs(t, err, fence.ErrNodeExists)
+	_, err = m.Fenced(ctx, fence.Delete("/jobs/missing", fence.AnyVersion))
+	require.ErrorIs(t, err, fence.ErrNoNode)
+	require.Equal(t, "2", get("/jobs/state"), "a failed multi-op lands nothing")
+	_, err = m.Fenced(ctx, fence.Set("jobs/state", nil, 0))
+	require.ErrorIs(t, err, fence.ErrInvalidPath)
+	_, err = m.Fenced(ctx, fence.Op{})
+	require.Error(t, err)
+	_, err = m.Fenced(ctx, "set /jobs/state")
+	require.ErrorIs(t, err, recipe.ErrInvalidArgument)
+
+	_, err = m.Fenced(ctx, fence.Delete("/jobs/done", 0))
+	require.NoError(t, err)
+	_, _, err = ep.Conn().Get(ns + "/jobs/done")
+	require.ErrorIs(t, err, gozk.ErrNoNode)
+
+	h := m.Hold()
+	require.NoError(t, m.Unlock(ctx))
+	_, err = h.Fenced(ctx, fence.Set("/jobs/state", []byte("late"), fence.AnyVersion))
+	require.ErrorIs(t, err, recipe.ErrLost, "a released hold's fenced write")
+	require.Equal(t, "2", get("/jobs/state"))
+}

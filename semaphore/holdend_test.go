@@ -1,0 +1,93 @@
+package semaphore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/semaphore"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// A lease's two end signals: Release ends Context and leaves Lost open (also
+// once the connection goes later); a loss (the connection stalled: the
+// session manager suspends it) closes Lost and ends Context.
+func TestLeaseLostOnlyOnLossContextOnEither(t *testing.T) {
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := open(t, p.Addrs(), session.WithSessionTimeout(3*time.Second))
+	ctx := ctxT(t, 30*time.Second)
+	sem, err := semaphore.New(s, uniquePath(t), 2)
+	require.NoError(t, err)
+
+	a, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, a.Release(ctx))
+	require.Error(t, a.Context().Err(), "Release ends the lease's Context")
+	require.False(t, isClosed(a.Lost()), "Release closed Lost: a release is no loss")
+
+	b, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Validate(ctx))
+	p.Stall()
+	select {
+	case <-b.Lost():
+	case <-ctx.Done():
+		t.Fatal("Lost not closed when the connection stalled")
+	}
+	require.Error(t, b.Context().Err(), "a loss ends Context too")
+	require.False(t, isClosed(a.Lost()), "the epoch's end closed the Lost of a lease released before it")
+	_, err = b.Fenced(ctx)
+	require.ErrorIs(t, err, semaphore.ErrLost)
+	p.Heal()
+	require.ErrorIs(t, b.Release(ctx), semaphore.ErrLost)
+}
+
+// A lease's Token costs one request on its first call, none on the next,
+// and none when never called.
+func TestLeaseTokenCost(t *testing.T) {
+	s := open(t, zk.Servers())
+	ctx := ctxT(t, 30*time.Second)
+	sem, err := semaphore.New(s, uniquePath(t), 1)
+	require.NoError(t, err)
+	xid := func() int64 { return testutil.LastXid(t, zk, 0, s.SessionID()) }
+	l, err := sem.Acquire(ctx) // creates the path: later rounds cost the same
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+
+	x0 := xid()
+	l, err = sem.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	plain := xid() - x0
+
+	x0 = xid()
+	l, err = sem.Acquire(ctx)
+	require.NoError(t, err)
+	acquired := xid()
+	tok1, err := l.Token(ctx)
+	require.NoError(t, err)
+	first := xid()
+	tok2, err := l.Token(ctx)
+	require.NoError(t, err)
+	second := xid()
+	require.NoError(t, l.Release(ctx))
+	require.Equal(t, tok1, tok2)
+	require.Positive(t, int64(tok1))
+	require.EqualValues(t, 1, first-acquired, "the first Token's requests")
+	require.Zero(t, second-first, "a second Token's requests")
+	require.Equal(t, plain+1, xid()-x0, "Acquire+Token+Token+Release vs Acquire+Release")
+}
