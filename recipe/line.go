@@ -625,14 +625,19 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 }
 
 // mark marks own's node (see AwaitOptions.Mark): a write of its own data at
-// version 0, so at most once. The mark is a hint: it fails harmlessly
-// (the node gone, ctx ended) and the hold does not depend on it.
+// version 0, so at most once. It returns once the write is on the wire
+// (session.Epoch.SetWritten), without waiting for the answer: the holder's
+// next request (its release) goes out after it, and the grant costs no round
+// trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
+// and the hold does not depend on it.
 func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node) {
 	own.marked = true
-	_ = Do(ctx, ep, func(c *zk.Conn) error {
-		_, err := c.Set(own.Path, own.data, 0)
-		return err
-	})
+	written, _ := ep.SetWritten(own.Path, own.data, 0)
+	select {
+	case <-written:
+	case <-ep.Done():
+	case <-ctx.Done():
+	}
 }
 
 // rewatch watches n again (GetW), once its data has changed.
