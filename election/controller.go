@@ -79,7 +79,7 @@ func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *L
 
 // electedFair grants leadership for our node in the line, within ep.
 func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *Leadership {
-	return e.elected(n, recipe.NewHold(e.sess, ep, recipe.Token(n.czxid), n.path), report)
+	return e.elected(n, e.line().NewHold(ep, recipe.Token(n.czxid), n.path), report)
 }
 
 // tryFair runs the fair line within one epoch: it returns a leadership, or an
@@ -222,7 +222,7 @@ func (e *Election) leave(ctx context.Context) error {
 	}
 	// A place in line, never granted.
 	select {
-	case <-recipe.Leave(e.sess, n.ep, n.path):
+	case <-e.line().Leave(n.ep, n.path):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

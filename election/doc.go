@@ -28,6 +28,8 @@
 // wakes the next candidate with one notification. NonFair: candidates race to
 // create one ephemeral node, "leader", under the path; every candidate watches
 // it, so each leader change wakes them all — fastest for a few candidates.
+// The two modes never share a path (each would elect a leader the other
+// cannot see): the later one to come fails with ErrWrongKind.
 //
 // # Guarantees
 //

@@ -27,6 +27,9 @@ var (
 	ErrStopDeadline    = recipe.NewError("election: OnElected did not return within the stop deadline")
 	ErrClosed          = session.ErrClosed
 	ErrLost            = session.ErrLost
+	// ErrWrongKind: the path belongs to another kind of recipe, or to an
+	// election of the other mode (fair or non-fair).
+	ErrWrongKind = recipe.ErrWrongKind
 )
 
 // MaxIDLen bounds a candidate id (it is stored as the node's data).
@@ -70,20 +73,43 @@ type Callbacks struct {
 	OnLeader func(Leader)
 }
 
-// Option configures an Election.
-type Option func(*Election)
+// Option configures an Election. An invalid value makes New fail with an
+// error matching ErrInvalidArgument.
+type Option func(*config)
+
+type config struct {
+	fair         bool
+	stopDeadline time.Duration
+	onStuck      func(Term)
+	names        recipe.Names
+	err          error // the first invalid option
+}
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
 
 // NonFair makes candidates race for a single ephemeral node instead of queueing.
-func NonFair() Option { return func(e *Election) { e.fair = false } }
+func NonFair() Option { return func(c *config) { c.fair = false } }
 
 // WithStopDeadline sets how long OnElected may take to return after its ctx is
-// cancelled before it is reported (default 10s).
-func WithStopDeadline(d time.Duration) Option { return func(e *Election) { e.stopDeadline = d } }
+// cancelled before it is reported (default 10s). It must be positive.
+func WithStopDeadline(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.setErr(fmt.Errorf("election: %w: stop deadline %v (must be positive)", ErrInvalidArgument, d))
+			return
+		}
+		c.stopDeadline = d
+	}
+}
 
 // WithStuckHandler sets a function called (once per leadership) when OnElected
 // has not returned within the stop deadline — for example one that exits the
 // process, as a leader that cannot stop must not go on.
-func WithStuckHandler(f func(term Term)) Option { return func(e *Election) { e.onStuck = f } }
+func WithStuckHandler(f func(term Term)) Option { return func(c *config) { c.onStuck = f } }
 
 // WithNames names the candidates' nodes as names says (recipe.CuratorNames,
 // the default: _c_<guid>-latch-<seq>, as Curator's LeaderLatch; or
@@ -93,7 +119,15 @@ func WithStuckHandler(f func(term Term)) Option { return func(e *Election) { e.o
 // path is named one way only: a candidate finding nodes named the other way
 // (or another recipe's) fails with ErrForeignRecipe. The non-fair mode has
 // one node and no naming; it ignores this option.
-func WithNames(names recipe.Names) Option { return func(e *Election) { e.names = names } }
+func WithNames(names recipe.Names) Option {
+	return func(c *config) {
+		if !names.Valid() {
+			c.setErr(fmt.Errorf("election: %w: names %v", ErrInvalidArgument, names))
+			return
+		}
+		c.names = names
+	}
+}
 
 // Election is one candidate in one election. Its methods are safe for
 // concurrent use; Run and Campaign are exclusive.
@@ -142,8 +176,20 @@ type candidate struct {
 
 // New returns a candidate with the given id for the election at path. It does
 // no I/O. The id must be non-empty valid UTF-8 without "/" and at most
-// MaxIDLen bytes.
+// MaxIDLen bytes. A nil session, an invalid path or id, or an invalid
+// option is an error (ErrInvalidArgument, ErrInvalidPath, ErrInvalidID).
 func New(sess *session.Session, path, id string, opts ...Option) (*Election, error) {
+	c := config{fair: true, stopDeadline: 10 * time.Second}
+	for _, o := range opts {
+		if o == nil {
+			c.setErr(fmt.Errorf("election: %w: nil option", ErrInvalidArgument))
+			continue
+		}
+		o(&c)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
 	if sess == nil {
 		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
 	}
@@ -153,19 +199,10 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: true,
-		stopDeadline: 10 * time.Second, log: sess.Logger()}
-	for _, o := range opts {
-		o(e)
-	}
-	if !e.names.Valid() {
-		return nil, fmt.Errorf("election: %w: names %v", ErrInvalidArgument, e.names)
-	}
-	if e.stopDeadline <= 0 {
-		return nil, fmt.Errorf("election: %w: stop deadline %v", ErrInvalidArgument, e.stopDeadline)
-	}
+	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names,
+		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = recipe.Single{Sess: sess, Path: e.path, Name: leaderChild, Mark: nonFairMark}
+	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark}
 	return e, nil
 }
 
@@ -212,14 +249,14 @@ func (e *Election) report(ev session.RecipeEvent) {
 // Healthy is a liveness check for a process that runs this candidate (like
 // client-go's HealthzAdaptor): it reports an error when OnElected is still
 // running past its stop deadline after leadership was lost (a leader that
-// cannot stop must not go on), or when the session has been Suspended for
+// cannot stop must not go on; the error matches ErrStopDeadline), or when the session has been Suspended for
 // longer than maxSuspended (0: no bound).
 func (e *Election) Healthy(maxSuspended time.Duration) error {
 	e.mu.Lock()
 	stuck := e.stuckNow
 	e.mu.Unlock()
 	if stuck {
-		return fmt.Errorf("election %s: OnElected has not returned %v after leadership was lost", e.path, e.stopDeadline)
+		return fmt.Errorf("election %s: %w: it has not returned %v after leadership was lost", e.path, ErrStopDeadline, e.stopDeadline)
 	}
 	if st, since := e.sess.StateSince(); maxSuspended > 0 && st == session.Suspended && time.Since(since) > maxSuspended {
 		return fmt.Errorf("election %s: ZooKeeper connection suspended for %v (bound %v)", e.path,

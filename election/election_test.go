@@ -237,3 +237,62 @@ func TestStopDeadline(t *testing.T) {
 	err = <-done
 	require.True(t, errors.Is(err, election.ErrStopDeadline), "Run returned %v", err)
 }
+
+// An invalid option (a stop deadline that is not positive, a nil option) is
+// an error from New, never a panic, and leaves nothing in ZooKeeper.
+func TestBadOption(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	for name, opt := range map[string]election.Option{
+		"zero stop deadline":     election.WithStopDeadline(0),
+		"negative stop deadline": election.WithStopDeadline(-time.Second),
+		"nil option":             nil,
+	} {
+		e, err := election.New(s, path, "id", election.NonFair(), opt)
+		require.ErrorIs(t, err, election.ErrInvalidArgument, name)
+		require.Nil(t, e, name)
+	}
+	ep, err := s.Wait(context.Background())
+	require.NoError(t, err)
+	ok, _, err := ep.Conn().Exists(path)
+	require.NoError(t, err)
+	require.False(t, ok, "a refused New created %s", path)
+}
+
+// A fair and a non-fair election on one path would each elect a leader (the
+// line's candidates do not see the race's node, nor the race the line): the
+// second to come refuses the path with ErrWrongKind, and no second leader
+// is elected, whichever came first.
+func TestFairAndNonFairOnOnePathRefuse(t *testing.T) {
+	for _, first := range []string{"fair", "non-fair"} {
+		t.Run(first+" first", func(t *testing.T) {
+			path := uniquePath(t)
+			c := newChecker()
+			mode := func(fair bool) []election.Option {
+				if fair {
+					return nil
+				}
+				return []election.Option{election.NonFair()}
+			}
+			startCandidate(t, c, open(t, zk.Servers()), path, "a", mode(first == "fair")...)
+			require.Equal(t, "a", c.waitElected(t, 10*time.Second))
+
+			e, err := election.New(open(t, zk.Servers()), path, "b", mode(first != "fair")...)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = e.Run(ctx, election.Callbacks{OnElected: func(ctx context.Context, term election.Term) {
+				c.onElected("b", ctx, term)
+				<-ctx.Done()
+			}})
+			require.ErrorIs(t, err, election.ErrWrongKind)
+			require.ErrorContains(t, err, path, "the error names the path")
+			c.check(t)
+			select {
+			case id := <-c.elected:
+				t.Fatalf("%s elected beside a", id)
+			default:
+			}
+		})
+	}
+}

@@ -33,7 +33,8 @@ func parseLatch(name string) (member, bool) {
 }
 
 func (e *Election) line() *recipe.Line {
-	return &recipe.Line{Sess: e.sess, Path: e.path, Names: e.names, Kinds: []string{e.names.Kind(recipe.KindLatch)}}
+	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Names: e.names,
+		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"}}
 }
 
 // list returns the candidates in line order.
@@ -74,7 +75,7 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 			return st, err
 		}, nil)
 		if err != nil {
-			recipe.Leave(e.sess, ep, n.Path)
+			e.line().Leave(ep, n.Path)
 			if errors.Is(err, recipe.ErrNodeGone) {
 				err = errRetry
 			}

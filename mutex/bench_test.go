@@ -15,7 +15,8 @@ import (
 )
 
 // BenchmarkLockUnlock: an uncontended fair Lock+Unlock against the real
-// server (three requests in two round trips; non-fair: two), with the
+// server (three requests in two round trips; non-fair: three in three, the
+// grant, a look at the path for a waiting line, the release), with the
 // client's allocations.
 func BenchmarkLockUnlock(b *testing.B) {
 	for _, fair := range []bool{true, false} {

@@ -24,7 +24,9 @@
 // InterProcessMutex and go-zookeeper's zk.Lock, and recognise Kazoo's
 // "__lock__" nodes, so processes using those libraries on the same path
 // exclude each other. The read-write lock uses Curator's "__READ__" and
-// "__WRIT__" names.
+// "__WRIT__" names. A fair and a non-fair lock never share a path (each
+// would grant a holder the other cannot see): the later one to come fails
+// with ErrWrongKind, as does a lock on a semaphore's path.
 //
 // An uncontended fair Lock+Unlock takes three requests (create, list,
 // delete) in two round trips: the list goes out right behind the create,

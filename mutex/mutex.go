@@ -37,13 +37,34 @@ const semaphoreChild = "leases"
 // grant, followed by the grant attempt's guid (see recipe.Single).
 const nonFairMark = "shepherd:mutex:nonfair "
 
-// Option configures a Mutex.
+// Option configures a Mutex or an RWMutex. An invalid value makes New (or
+// NewRW) fail with an error matching ErrInvalidArgument.
 type Option func(*config)
 
 type config struct {
 	fair  bool
 	data  []byte
 	names recipe.Names
+	err   error // the first invalid option
+}
+
+// newConfig applies opts to the defaults.
+func newConfig(opts []Option) (config, error) {
+	c := config{fair: true}
+	for _, o := range opts {
+		if o == nil {
+			c.setErr(fmt.Errorf("mutex: %w: nil option", ErrInvalidArgument))
+			continue
+		}
+		o(&c)
+	}
+	return c, c.err
+}
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 // NonFair makes the lock a race for one ephemeral node: lowest latency for few
@@ -54,7 +75,13 @@ func NonFair() Option { return func(c *config) { c.fair = false } }
 // WithData stores data (for example the holder's id or host) in the lock's
 // node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
-	return func(c *config) { c.data = append([]byte(nil), data...) }
+	return func(c *config) {
+		if len(data) > recipe.MaxDataLen {
+			c.setErr(fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), recipe.MaxDataLen))
+			return
+		}
+		c.data = append([]byte(nil), data...)
+	}
 }
 
 // WithNames names the lock's nodes as names says (recipe.CuratorNames, the
@@ -66,7 +93,13 @@ func WithData(data []byte) Option {
 // ErrForeignRecipe (and grants no one). The non-fair lock has one node and
 // no naming; it ignores this option.
 func WithNames(names recipe.Names) Option {
-	return func(c *config) { c.names = names }
+	return func(c *config) {
+		if !names.Valid() {
+			c.setErr(fmt.Errorf("mutex: %w: names %v", ErrInvalidArgument, names))
+			return
+		}
+		c.names = names
+	}
 }
 
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
@@ -94,11 +127,12 @@ type Mutex struct {
 	count int
 }
 
-// New returns a mutex at path. It does no I/O.
+// New returns a mutex at path. It does no I/O. A nil session, an invalid
+// path or an invalid option is an error (ErrInvalidArgument, ErrInvalidPath).
 func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
-	c := config{fair: true}
-	for _, o := range opts {
-		o(&c)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	return newMutex(sess, path, recipe.KindLock, c)
 }
@@ -110,18 +144,13 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	if err := zkpath.Validate(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	if !c.names.Valid() {
-		return nil, fmt.Errorf("mutex: %w: names %v", ErrInvalidArgument, c.names)
-	}
-	if len(c.data) > recipe.MaxDataLen {
-		return nil, fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(c.data), recipe.MaxDataLen)
-	}
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = recipe.Line{Sess: sess, Path: full, Names: c.names, Refuse: map[string]string{
+	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Names: c.names, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
-	m.single = recipe.Single{Sess: sess, Path: full, Name: NonFairNode, Mark: nonFairMark}
+	m.single = recipe.Single{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
+		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}}
 	return m, nil
 }
 
@@ -251,9 +280,9 @@ func readTurn(line []recipe.Name, i int) (bool, int, bool) {
 	return false, w, writers == 1
 }
 
-// recipeName names the recipe for the observer.
-func (m *Mutex) recipeName() string {
-	if m.kind == recipe.KindLock {
+// recipeName names the recipe of a lock of kind for the observer.
+func recipeName(kind string) string {
+	if kind == recipe.KindLock {
 		return "mutex"
 	}
 	return "rwlock"
@@ -265,7 +294,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
 		if own != nil { // not granted: leave the line (now, or once the session is back)
-			recipe.Leave(m.sess, ownEp, own.Path)
+			m.line.Leave(ownEp, own.Path)
 		}
 	}()
 	for {
@@ -313,13 +342,13 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 		default:
 			return nil, err
 		}
-		h := recipe.NewHold(m.sess, ep, recipe.Token(own.Czxid), own.Path)
+		h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
 		if h.Context().Err() != nil {
 			_ = h.Release(ctx) // lost at once: it returns without waiting
 			own = nil
 			continue
 		}
-		h.Observe(m.recipeName(), m.path, time.Since(start), max(own.Position, 0))
+		h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
 		own = nil
 		return h, nil
 	}
@@ -333,7 +362,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, er
 	if err != nil || h == nil {
 		return nil, err
 	}
-	h.Observe("mutex", m.path, time.Since(start), 0)
+	h.Observe(m.single.Recipe, m.path, time.Since(start), 0)
 	return h, nil
 }
 

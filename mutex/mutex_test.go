@@ -394,3 +394,55 @@ func TestErrorsMatch(t *testing.T) {
 	require.True(t, errors.Is(fmt.Errorf("x: %w", mutex.ErrLost), recipe.ErrLost))
 	require.True(t, strings.Contains(mutex.ErrNotHeld.Error(), "not held"))
 }
+
+// An invalid option (data over the limit, a nil option) is an error from New
+// and NewRW, never a panic, and leaves nothing in ZooKeeper.
+func TestBadOption(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	for name, opt := range map[string]mutex.Option{
+		"data too large": mutex.WithData(make([]byte, recipe.MaxDataLen+1)),
+		"nil option":     nil,
+	} {
+		m, err := mutex.New(s, path, opt)
+		require.ErrorIs(t, err, mutex.ErrInvalidArgument, name)
+		require.Nil(t, m, name)
+		rw, err := mutex.NewRW(s, path, mutex.WithData([]byte("ok")), opt)
+		require.ErrorIs(t, err, mutex.ErrInvalidArgument, name)
+		require.Nil(t, rw, name)
+	}
+	ep, err := s.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	ok, _, err := ep.Conn().Exists(path)
+	require.NoError(t, err)
+	require.False(t, ok, "a refused New created %s", path)
+}
+
+// A fair and a non-fair lock on one path would both be held at once (the
+// line does not see the race's node if it listed first, nor the race the
+// line): the second to come refuses the path with ErrWrongKind, whichever
+// came first.
+func TestFairAndNonFairOnOnePathRefuse(t *testing.T) {
+	for _, first := range []string{"fair", "non-fair"} {
+		t.Run(first+" first", func(t *testing.T) {
+			path := uniquePath(t)
+			ctx := ctxT(t, 10*time.Second)
+			fair, err := mutex.New(open(t, zk.Servers()), path)
+			require.NoError(t, err)
+			nonFair, err := mutex.New(open(t, zk.Servers()), path, mutex.NonFair())
+			require.NoError(t, err)
+			a, b := fair, nonFair
+			if first != "fair" {
+				a, b = nonFair, fair
+			}
+			require.NoError(t, a.Lock(ctx))
+			ok, err := b.TryLock(ctx)
+			require.ErrorIs(t, err, mutex.ErrWrongKind)
+			require.ErrorContains(t, err, path, "the error names the path")
+			require.False(t, ok)
+			require.False(t, b.IsHeld())
+			require.ErrorIs(t, b.Lock(ctx), mutex.ErrWrongKind)
+			require.NoError(t, a.Unlock(ctx))
+		})
+	}
+}

@@ -34,9 +34,9 @@ type RWMutex struct {
 
 // NewRW returns a read-write lock at path. It does no I/O.
 func NewRW(sess *session.Session, path string, opts ...Option) (*RWMutex, error) {
-	c := config{fair: true}
-	for _, o := range opts {
-		o(&c)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	if !c.fair {
 		return nil, fmt.Errorf("mutex: %w: a read-write lock is always fair", ErrInvalidArgument)

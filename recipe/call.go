@@ -36,15 +36,16 @@ func Do(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error
 // is allowed (50 ms) stays for the machine.
 const leaveWait = 15 * time.Millisecond
 
-// Leave removes a waiter's node that was not granted, with a guaranteed
-// delete (see Delete), and waits for it at most a short while: on a healthy
-// connection the node is gone when Leave returns, and on a stalled one the
-// caller, whose ctx has ended, still returns at once while the delete goes on
-// in the background. The returned channel is closed when the delete is over.
-func Leave(sess *session.Session, ep *session.Epoch, path string) <-chan struct{} {
+// Leave removes a waiter's node of the line that was not granted, with a
+// guaranteed delete (see Line.Delete), and waits for it at most a short
+// while: on a healthy connection the node is gone when Leave returns, and on
+// a stalled one the caller, whose ctx has ended, still returns at once while
+// the delete goes on in the background. The returned channel is closed when
+// the delete is over.
+func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		<-Delete(sess, ep, path)
+		<-l.Delete(ep, path)
 		close(done)
 	}()
 	t := time.NewTimer(leaveWait)

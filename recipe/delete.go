@@ -10,48 +10,47 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Delete removes one of our nodes: at once if it can, else in the background
-// with a context of its own, until it is gone or its session is (lost, or the
-// session manager closed: the server then removes it). It follows the
-// session, not a clock: however long the connection is down, the delete is
-// made when the same session is back. It never touches another session's
-// node: path is one ep's session created (any epoch of that session will do).
-// The returned channel is closed when the delete is over (done, or the
-// session is gone).
-func Delete(sess *session.Session, ep *session.Epoch, path string) <-chan struct{} {
-	return DeleteMany(sess, ep, path)
+// Delete removes nodes of this line's session, in one multi-op: at once if
+// it can, else in the background with a context of its own, until they are
+// gone or their session is (lost, or the session manager closed: the server
+// then removes them). It follows the session, not a clock: however long the
+// connection is down, the delete is made when the same session is back. It
+// never touches another session's node: paths are nodes ep's session created
+// (any epoch of that session will do), under the line's path or not (the
+// semaphore's leases). The returned channel is closed when the delete is over
+// (done, or the session is gone). A delete that has to be retried is reported
+// to the session's observer (session.DeleteRetry, with the line's Recipe).
+func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
+	return deleteGuarded(l.Sess, l.Recipe, ep, nil, paths...)
 }
 
-// DeleteMany is Delete for several nodes, in one multi-op.
-func DeleteMany(sess *session.Session, ep *session.Epoch, paths ...string) <-chan struct{} {
-	return DeleteGuarded(sess, ep, nil, paths...)
-}
-
-// DeleteGuarded is DeleteMany, but only while guard (a version check) holds:
-// for nodes with a fixed name, which someone may have re-created since (a
-// later grant of the same name), a retried delete must not remove the new
-// one. A failed guard ends the delete (the nodes are someone else's business
-// now).
-func DeleteGuarded(sess *session.Session, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
-	return startDelete(true, sess, ep, guard, paths).done
+// deleteGuarded is a guaranteed delete of paths, made only while guard (a
+// version check, if not nil) holds: for nodes with a fixed name, which
+// someone may have re-created since (a later grant of the same name), a
+// retried delete must not remove the new one. A failed guard ends the delete
+// (the nodes are someone else's business now). recipe names the recipe in
+// the events reported to the observer.
+func deleteGuarded(sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
+	return startDelete(true, sess, recipe, ep, guard, paths).done
 }
 
 // deletion is one guaranteed delete.
 type deletion struct {
-	sess  *session.Session
-	ep    *session.Epoch // an epoch of the nodes' session
-	guard *zk.CheckVersionRequest
-	paths []string
-	done  chan struct{}
-	err   error // an answer that ended it other than success (read after done)
+	sess   *session.Session
+	recipe string         // for the observer
+	ep     *session.Epoch // an epoch of the nodes' session
+	guard  *zk.CheckVersionRequest
+	paths  []string
+	done   chan struct{}
+	err    error // an answer that ended it other than success (read after done)
 }
 
 // startDelete starts deleting paths. With inline, the first try runs on the
 // caller's goroutine (when connected); the rest, or everything without
 // inline, runs in the background until the nodes are gone or their session
 // is.
-func startDelete(inline bool, sess *session.Session, ep *session.Epoch, guard *zk.CheckVersionRequest, paths []string) *deletion {
-	d := &deletion{sess: sess, ep: ep, guard: guard, paths: paths, done: make(chan struct{})}
+func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths []string) *deletion {
+	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, done: make(chan struct{})}
 	if len(paths) == 0 {
 		close(d.done)
 		return d
@@ -80,7 +79,7 @@ func startDelete(inline bool, sess *session.Session, ep *session.Epoch, guard *z
 }
 
 func (d *deletion) retrying() {
-	d.sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Path: d.paths[0], SessionID: d.ep.SessionID()})
+	d.sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Recipe: d.recipe, Path: d.paths[0], SessionID: d.ep.SessionID()})
 }
 
 // run tries until the delete is over: it waits for the session to be usable

@@ -1,8 +1,42 @@
-// Package recipe is the core shared by shepherd's recipes (mutex, semaphore,
-// election): the waiting line of EPHEMERAL_SEQUENTIAL nodes, names in Apache
-// Curator's protected format, protected create, guaranteed delete, holds bound
-// to a session epoch, fencing tokens and fenced writes, and the sentinel
-// errors every recipe returns.
+// Package recipe is shepherd's toolkit for writing coordination recipes on
+// ZooKeeper, and the core its own recipes (mutex, semaphore, election) are
+// built on: the waiting line of EPHEMERAL_SEQUENTIAL nodes, names in Apache
+// Curator's protected format, protected create, guaranteed delete, holds
+// bound to a session epoch, fencing tokens and fenced writes, and the
+// sentinel errors every recipe returns.
+//
+// Users of the mutex, the semaphore and the election need only its errors,
+// Token, Hold (which their holds return) and Inspect. The rest is for
+// writing a recipe of one's own (a barrier, a queue, a lock of another
+// shape): examples/barrier is a double barrier written on it.
+//
+// # Writing a recipe
+//
+// A recipe borrows a *session.Session and works one session epoch at a time
+// (session.Session.Wait gives the current one). A fair recipe is a Line:
+// Line.Enter joins it with a protected create, Line.Await (or AwaitWith)
+// waits for the Turn the recipe defines (one watch per waiter),
+// Line.NewHold grants the place as a Hold, whose Lost channel closes the
+// moment the epoch ends, and Hold.Release, Line.Leave or Line.Delete remove
+// nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
+// Do, so that they return when the caller's ctx ends. A non-fair recipe
+// races through Single. Set Line.Recipe (Single.Recipe) to
+// the recipe's name: the session's observer sees it on every event the core
+// reports for it. A contender's node must be of one of the Kind constants to
+// take part in a line (ParseName ignores other names): use the kind whose
+// peers it may share a path with.
+//
+// # What is promised
+//
+// The exported identifiers of this package and their documented contracts
+// are API, under the compatibility promise of CHANGELOG.md (a v0 minor
+// release may break them, listing each break with its migration): what a
+// call guarantees, what it leaves behind when it fails, which sentinel error
+// it returns, the node names and layouts shared with Curator, Kazoo and
+// go-zookeeper. Not promised: the text of error messages (match errors with
+// errors.Is), the number of round trips or watches a call makes, retry
+// pacing and backoff, log records, the order of observer events between
+// goroutines, and anything unexported.
 //
 // # Names
 //
@@ -39,7 +73,7 @@
 // the path of a non-fair race (mutex.NonFair, election.NonFair) is
 // persistent, its parents containers: its data version fences the holds, and
 // a container created again would count versions from 0 again (see
-// EnsureVersionedPath).
+// Single).
 //
 // # Waiting
 //
@@ -100,5 +134,8 @@
 // node with a fixed name, each grant also writing the attempt's guid to the
 // parent (whose version is the fence), adoption of a node only on a guid
 // match, and a guarded delete. The non-fair mutex and the non-fair election
-// both race through it.
+// both race through it. A race and a line never share a path (each would
+// grant a holder the other cannot see): after each grant Single checks that
+// the path holds no waiting line's node, and the fair recipes' lines refuse
+// the race's node; either way the later one fails with ErrWrongKind.
 package recipe

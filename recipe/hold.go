@@ -61,13 +61,18 @@ type Hold struct {
 	observed bool
 }
 
-// NewHold grants a hold on nodes (created by ep's session) within ep. token
-// is the creation zxid of nodes[0] if known, else 0 (then read once, when
-// first asked). Its fence is the existence of nodes[0]; its release deletes
-// nodes unguarded (their names are never reused: sequential nodes).
-func NewHold(sess *session.Session, ep *session.Epoch, token Token, nodes ...string) *Hold {
+// NewHold grants a hold on nodes (created by ep's session, in this line or
+// beside it) within ep. token is the creation zxid of nodes[0] if known, else
+// 0 (then read once, when first asked). Its fence is the existence of
+// nodes[0]; its release deletes nodes unguarded (their names are never
+// reused: sequential nodes). Its events carry the line's Recipe.
+func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
+	return newHold(l.Sess, l.Recipe, ep, token, nodes...)
+}
+
+func newHold(sess *session.Session, recipe string, ep *session.Epoch, token Token, nodes ...string) *Hold {
 	ctx, cancel := context.WithCancel(ep.Context())
-	h := &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token,
+	h := &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token, recipe: recipe,
 		granted: time.Now(), fence: []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}},
 		lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1)}
 	// The epoch's end closes lost unless the release came first, on the
@@ -380,7 +385,10 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	h.cancel()
 	// Without a bound on the wait, the first try may as well run here.
-	d := startDelete(ctx.Done() == nil, h.sess, h.ep, h.guard, h.nodes)
+	h.mu.Lock()
+	recipe := h.recipe
+	h.mu.Unlock()
+	d := startDelete(ctx.Done() == nil, h.sess, recipe, h.ep, h.guard, h.nodes)
 	if lost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}

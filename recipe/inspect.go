@@ -89,8 +89,10 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 		names, _, err := c.Children(p)
 		return names, err
 	}
-	data, _, err := c.Get(path)
-	if errors.Is(err, zk.ErrNoNode) {
+	// Nothing there (the path may also vanish while it is read: recipes'
+	// paths are containers, which the server removes once empty).
+	empty := func() (*Snapshot, error) {
+		snap = &Snapshot{Path: path, Kind: "empty", Fair: true, Holders: []Entry{}, Waiters: []Entry{}}
 		if watch {
 			_, _, ch, err := c.ExistsW(path)
 			if err != nil {
@@ -99,6 +101,10 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 			snap.Watch = ch
 		}
 		return snap, nil
+	}
+	data, _, err := c.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return empty()
 	} else if err != nil {
 		return nil, err
 	}
@@ -141,7 +147,9 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 		return snap, nil
 	}
 	names, err := children(path)
-	if err != nil {
+	if errors.Is(err, zk.ErrNoNode) {
+		return empty()
+	} else if err != nil {
 		return nil, err
 	}
 	for _, n := range names {

@@ -19,7 +19,10 @@ import (
 // Line is the waiting line of contenders under one path.
 type Line struct {
 	Sess *session.Session
-	Path string // full path (namespace included)
+	// Recipe names the recipe ("mutex", "semaphore", ...) in the events the
+	// line and its holds report to the session's observer.
+	Recipe string
+	Path   string // full path (namespace included)
 	// Kinds are the kinds that take part in this line (all when empty), as
 	// the line's naming gives them (Names.Kind). When set, a contender of
 	// another kind makes the path foreign (ErrForeignRecipe).
@@ -98,13 +101,13 @@ func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
 	return err
 }
 
-// EnsureVersionedPath creates p as a persistent node, and its missing parents
+// ensureVersionedPath creates p as a persistent node, and its missing parents
 // as containers (see EnsurePath): for a path whose data version fences holds
 // (the non-fair race's guarded delete checks it). A container removed and
 // created again starts at version 0 again, so a delete retried across its
 // two lives could pass the check and remove the next holder's node; a
 // persistent path keeps counting.
-func EnsureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
+func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
 	var err error
 	for round := 0; round < ensureRounds; round++ {
 		if err = ensureOnce(sess, ep, zkpath.Parents(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -257,7 +260,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		// The caller gave up (ctx ended) with the create in flight: remove
 		// what it made, or look for it by guid if its answer was lost.
 		if err == nil {
-			Delete(l.Sess, ep, made.path)
+			l.Delete(ep, made.path)
 		} else if session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded) {
 			l.cleanupGUID(ep, guid)
 		}
@@ -311,8 +314,8 @@ func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, []strin
 // landed after an earlier lookup had missed it): one node per contender.
 func (l *Line) adopt(ep *session.Epoch, e entered, dups []string) entered {
 	if len(dups) > 0 {
-		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: dups[0], SessionID: ep.SessionID()})
-		DeleteMany(l.Sess, ep, dups...)
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: dups[0], SessionID: ep.SessionID()})
+		l.Delete(ep, dups...)
 	}
 	return e
 }
@@ -337,8 +340,8 @@ func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string)
 		kept = append(kept, c)
 	}
 	if len(late) > 0 {
-		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
-		DeleteMany(l.Sess, ep, late...)
+		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
+		l.Delete(ep, late...)
 	}
 	if children == nil {
 		return nil
@@ -378,8 +381,8 @@ func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
 			}
 		}
 		if len(late) > 0 {
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: late[0], SessionID: ep.SessionID()})
-			DeleteMany(l.Sess, cur, late...)
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
+			l.Delete(cur, late...)
 		}
 	}
 }
@@ -391,8 +394,8 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 		e, dups, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Path: e.path, SessionID: ep.SessionID()})
-			DeleteMany(l.Sess, ep, append([]string{e.path}, dups...)...)
+			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: e.path, SessionID: ep.SessionID()})
+			l.Delete(ep, append([]string{e.path}, dups...)...)
 			return
 		case err == nil:
 			// Not there (yet): a create still queued may land later. Look
@@ -476,8 +479,10 @@ var errEpochEnded = errors.New("connection lost")
 var ErrNodeGone = errors.New("our node is gone from the line")
 
 // Turn decides, from the line and our index i in it, whether we are granted;
-// if not, which node to watch (an index below i), and whether that node's
-// deletion alone grants us (no need to list the line again).
+// if not, which node to watch (its index: usually one ahead of i, the node
+// whose deletion can change the answer; any node of the line may be
+// watched), and whether that node's deletion alone grants us (no need to
+// list the line again).
 type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
 
 // ErrWouldWait: with AwaitOptions.NoWait, the waiter is not granted now.
@@ -532,7 +537,10 @@ type Room struct {
 	Held int
 }
 
-// Await waits in line until turn grants own, within epoch ep. It returns nil
+// Await waits in line until turn grants own, within epoch ep. The first
+// look uses the line listed with own's create (see Node.TakeSeen) unless it
+// was taken: a recipe that waits on something else first takes it, as it is
+// stale by then. It returns nil
 // when granted while ep is still live; ErrNodeGone when own has left the line;
 // an error matching Retryable when ep ended (wait for the session and call
 // again); or ctx.Err(). Each wait watches exactly one node, with GetW: one

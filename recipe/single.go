@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -38,9 +39,17 @@ import (
 // the node would not move the fence. The fields are set once, before use.
 type Single struct {
 	Sess *session.Session
-	Path string // the parent's full path (namespace included)
-	Name string // the node's name under Path
-	Mark string // written to Path's data with each grant, before the attempt's guid
+	// Recipe names the recipe ("mutex", "election") in the events the race
+	// and its holds report to the session's observer.
+	Recipe string
+	Path   string // the parent's full path (namespace included)
+	Name   string // the node's name under Path
+	Mark   string // written to Path's data with each grant, before the attempt's guid
+	// Refuse names children whose presence means Path belongs to another
+	// kind of recipe (name → what it is). A waiting line's node (a name
+	// ParseName reads) refuses Path too: a race and a line on one path
+	// would each grant a holder. Acquire then fails with ErrWrongKind.
+	Refuse map[string]string
 }
 
 // Attempt is one contender's claim in a Single race.
@@ -78,6 +87,26 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			go s.removeIfOurs(unknown, a.GUID)
 		}
 	}()
+	// grant makes the hold of a node this attempt holds (token, and Path's
+	// version as the fence): the hold, or (nil, nil) to race again (the
+	// connection dropped as it was granted: adopted on the next round if the
+	// session is back, deleted if the call ends first; or a fair line
+	// appeared beside it and took its place), or a final error.
+	grant := func(ep *session.Epoch, token int64, version int32) (*Hold, error) {
+		h := s.hold(ep, token, version)
+		if h.Context().Err() != nil {
+			unknown = ep
+			return nil, nil
+		}
+		if err := s.alone(ctx, ep, h); err != nil {
+			if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, nil
+		}
+		granted = true
+		return h, nil
+	}
 	noNode := 0 // creates in a row that found no Path
 	for {
 		ep, err := s.Sess.Wait(ctx)
@@ -87,13 +116,9 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		res, err := s.create(ctx, ep, a)
 		if err == nil {
 			st := res[1].Stat // Path's, set in the same transaction: Mzxid is the node's Czxid
-			if h := s.hold(ep, st.Mzxid, st.Version); h.Context().Err() == nil {
-				granted = true
-				return h, nil
+			if h, err := grant(ep, st.Mzxid, st.Version); h != nil || err != nil {
+				return h, err
 			}
-			// Granted as the connection dropped: adopted on the next round
-			// if the session is back, deleted if the call ends first.
-			unknown = ep
 			continue
 		}
 		if ctx.Err() != nil {
@@ -106,12 +131,12 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		case errors.Is(err, zk.ErrNoNode) && noNode < 3: // no Path (yet, or again)
 			// Only failures in a row count against the bound: Path's
 			// parents are containers, which the server may remove when
-			// empty. Path itself stays persistent (EnsureVersionedPath):
+			// empty. Path itself stays persistent (ensureVersionedPath):
 			// its data version is the fence, and a container created
 			// again would count versions from 0 again, letting a retried
 			// release remove the next holder's node.
 			noNode++
-			if err := EnsureVersionedPath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
+			if err := ensureVersionedPath(s.Sess, ep, s.Path); err != nil && !session.OutcomeUnknown(err) {
 				return nil, err
 			}
 			continue
@@ -164,11 +189,9 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 				continue
 			}
 			if ours {
-				if h := s.hold(ep, w.st.Czxid, version); h.Context().Err() == nil {
-					granted = true
-					return h, nil
+				if h, err := grant(ep, w.st.Czxid, version); h != nil || err != nil {
+					return h, err
 				}
-				unknown = ep
 				continue
 			}
 			// Another contender of this session holds it (another value
@@ -259,12 +282,45 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 	return r.guid, r.st, err
 }
 
+// alone checks, after a grant, that Path holds no other kind of recipe's
+// nodes: a waiting line's (a fair lock or election on the same path, whose
+// holder cannot see this race's node if it listed the line before the
+// create) or one Refuse names. Checked after the create, so of two
+// contenders of different kinds, the later one always sees the earlier. If
+// Path is refused, or the check cannot be made, h is released (its delete
+// guarded) and the error returned.
+func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
+	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
+		names, _, err := c.Children(s.Path)
+		return names, err
+	}, nil)
+	if err == nil {
+		for _, n := range names {
+			if n == s.Name {
+				continue
+			}
+			if what, ok := s.Refuse[n]; ok {
+				err = fmt.Errorf("%w: %s is %s", ErrWrongKind, s.Path, what)
+				break
+			}
+			if _, ok := ParseName(n); ok {
+				err = fmt.Errorf("%w: %s has %s, a waiting line's node (a fair recipe's path)", ErrWrongKind, s.Path, n)
+				break
+			}
+		}
+	}
+	if err != nil {
+		_ = h.Release(ctx) // not granted after all (it lets go whatever ctx)
+	}
+	return err
+}
+
 // hold is the grant of the node in ep at Path's version: its token is the
 // node's creation zxid; its fence checks Path's version and the node; its
 // release deletes the node only while Path's version is unchanged.
 func (s *Single) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
 	node := s.node()
-	h := NewHold(s.Sess, ep, Token(czxid), node)
+	h := newHold(s.Sess, s.Recipe, ep, Token(czxid), node)
 	h.guard = &zk.CheckVersionRequest{Path: s.Path, Version: version}
 	h.fence = []any{h.guard, &zk.CheckVersionRequest{Path: node, Version: -1}}
 	return h
@@ -289,6 +345,6 @@ func (s *Single) removeIfOurs(ep *session.Epoch, guid string) {
 		return nil
 	})
 	if err == nil && ours {
-		DeleteGuarded(s.Sess, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
+		deleteGuarded(s.Sess, s.Recipe, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
 	}
 }

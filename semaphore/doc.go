@@ -21,8 +21,10 @@
 //     the next waiter (its watch on its predecessor fires) — two notifications,
 //     however many wait. No one else watches the lease list.
 //
-// Uncontended, an Acquire+Release costs five round trips: enter the line,
-// list it, count the leases, the multi-op, and the release.
+// Uncontended, an Acquire+Release costs six requests in five round trips:
+// the create of a place in line and the listing of the line (sent together,
+// one round trip), a read of the limit (skipped while a lease of this client
+// pins the path), a look at the leases, the multi-op, and the release.
 //
 // # Loss
 //

@@ -27,7 +27,8 @@ var (
 	ErrClosed            = recipe.ErrClosed
 	// ErrNoLease: TryAcquire found no lease free (or waiters ahead).
 	ErrNoLease = recipe.NewError("semaphore: no lease free")
-	// ErrConflict: SetMaxLeases lost a race with another change of the limit.
+	// ErrConflict: SetMaxLeases lost a race with another change of the
+	// limit, or the limit kept changing while an acquire read it.
 	ErrConflict = recipe.NewError("semaphore: the limit was changed concurrently")
 )
 
@@ -39,13 +40,32 @@ const (
 	MaxLeasesLimit = 10000
 )
 
-// Option configures a Semaphore.
-type Option func(*Semaphore)
+// Option configures a Semaphore. An invalid value makes New fail with an
+// error matching ErrInvalidArgument.
+type Option func(*config)
+
+type config struct {
+	data []byte
+	err  error // the first invalid option
+}
+
+func (c *config) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
 
 // WithData stores data (for example the holder's id) in the lease and
-// waiting nodes, for `shepherd status` and operators.
+// waiting nodes, for `shepherd status` and operators. At most
+// recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
-	return func(s *Semaphore) { s.data = append([]byte(nil), data...) }
+	return func(c *config) {
+		if len(data) > recipe.MaxDataLen {
+			c.setErr(fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), recipe.MaxDataLen))
+			return
+		}
+		c.data = append([]byte(nil), data...)
+	}
 }
 
 // Semaphore is a client of the semaphore at one path. Its methods are safe
@@ -69,8 +89,20 @@ type Semaphore struct {
 
 // New returns a client of the semaphore at path with the given limit. It
 // does no I/O; the limit is checked against the one recorded at the path on
-// every acquire.
+// every acquire. A nil session, an invalid path, a limit out of range or an
+// invalid option is an error (ErrInvalidArgument, ErrInvalidPath).
 func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Semaphore, error) {
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			c.setErr(fmt.Errorf("semaphore: %w: nil option", ErrInvalidArgument))
+			continue
+		}
+		o(&c)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
 	if sess == nil {
 		return nil, fmt.Errorf("semaphore: %w: nil session", ErrInvalidArgument)
 	}
@@ -81,15 +113,9 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 		return nil, fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, maxLeases, MaxLeasesLimit)
 	}
 	full := sess.Path(path)
-	s := &Semaphore{sess: sess, path: full, max: maxLeases, leases: full + "/" + leasesChild,
+	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
 		log: sess.Logger().With("semaphore", full)}
-	for _, o := range opts {
-		o(s)
-	}
-	if len(s.data) > recipe.MaxDataLen {
-		return nil, fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(s.data), recipe.MaxDataLen)
-	}
-	s.locks = recipe.Line{Sess: sess, Path: full + "/" + locksChild, Ensure: s.ensureLocks}
+	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks}
 	return s, nil
 }
 
@@ -259,7 +285,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 		s.version, s.known = st.Version, true
 		return nil
 	}
-	return fmt.Errorf("semaphore %s: could not read or record the limit", s.path)
+	return fmt.Errorf("semaphore %s: %w: the limit kept changing while it was read or recorded", s.path, ErrConflict)
 }
 
 func truncate(b []byte) string {
@@ -304,7 +330,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	var ownEp *session.Epoch // the epoch own was created in
 	defer func() {
 		if own != nil { // not granted: leave the line (now, or once the session is back)
-			recipe.Leave(s.sess, ownEp, own.Path)
+			s.locks.Leave(ownEp, own.Path)
 		}
 	}()
 	noLeases := 0 // times the leases child was found missing
@@ -465,7 +491,7 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 	}, func(t taken, _ error) {
 		// The caller gave up: leases taken after all are held by no one.
 		if t.paths != nil {
-			recipe.DeleteMany(s.sess, ep, t.paths...)
+			s.locks.Delete(ep, t.paths...)
 		} else if session.OutcomeUnknown(t.err) {
 			s.cleanupLeases(ep, guid)
 		}
@@ -497,7 +523,7 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 // findLeases looks for the leases a multi-op with guid created in ep's
 // session, once the connection is back.
 func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) {
-	l := recipe.Line{Sess: s.sess, Path: s.leases}
+	l := recipe.Line{Sess: s.sess, Recipe: "semaphore", Path: s.leases}
 	for i := 0; i < 3; i++ {
 		p, ok, err := l.FindOwn(ep, guid)
 		if err == nil {
@@ -549,7 +575,7 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 			}
 			if len(paths) > 0 {
 				s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: paths[0], SessionID: ep.SessionID()})
-				<-recipe.DeleteMany(s.sess, cur, paths...)
+				<-s.locks.Delete(cur, paths...)
 				return
 			}
 		}
@@ -564,7 +590,7 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 }
 
 func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
-	return &Lease{s: s, hold: recipe.NewHold(s.sess, ep, 0, paths...)}
+	return &Lease{s: s, hold: s.locks.NewHold(ep, 0, paths...)}
 }
 
 // SetMaxLeases changes the limit recorded at the path, from this client's

@@ -323,3 +323,23 @@ func TestNotificationsPerRelease(t *testing.T) {
 	// marks its node (recipe.AwaitOptions.Mark), heard once more.
 	require.LessOrEqual(t, per, 3.0, "O(1) notifications per release")
 }
+
+// An invalid option (data over the limit, a nil option) is an error from New,
+// never a panic, and leaves nothing in ZooKeeper.
+func TestBadOption(t *testing.T) {
+	s := open(t, zk.Servers())
+	path := uniquePath(t)
+	for name, opt := range map[string]semaphore.Option{
+		"data too large": semaphore.WithData(make([]byte, recipe.MaxDataLen+1)),
+		"nil option":     nil,
+	} {
+		sem, err := semaphore.New(s, path, 2, opt)
+		require.ErrorIs(t, err, semaphore.ErrInvalidArgument, name)
+		require.Nil(t, sem, name)
+	}
+	ep, err := s.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	ok, _, err := ep.Conn().Exists(path)
+	require.NoError(t, err)
+	require.False(t, ok, "a refused New created %s", path)
+}

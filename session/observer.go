@@ -59,8 +59,8 @@ func (k RecipeEventKind) String() string {
 // RecipeEvent is one thing a recipe did.
 type RecipeEvent struct {
 	Kind      RecipeEventKind
-	Recipe    string // "mutex", "rwlock", "semaphore", "election"
-	Path      string
+	Recipe    string // "mutex", "rwlock", "semaphore", "election", or a recipe of one's own
+	Path      string // the recipe's path; for OrphanCleanup and DeleteRetry, the node's
 	SessionID int64
 	Time      time.Time
 	Wait      time.Duration // Acquired: from the call to the grant

@@ -85,6 +85,10 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 		acl:            zk.WorldACL(zk.PermAll),
 	}
 	for _, o := range opts {
+		if o == nil {
+			cfg.setErr(fmt.Errorf("%w: nil option", ErrInvalidArgument))
+			continue
+		}
 		o(&cfg)
 	}
 	if cfg.err != nil {

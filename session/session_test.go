@@ -277,3 +277,10 @@ func TestListenerStop(t *testing.T) {
 	defer mu.Unlock()
 	require.Zero(t, n)
 }
+
+// A nil option is an error from Open, never a panic.
+func TestNilOption(t *testing.T) {
+	s, err := session.Open(context.Background(), []string{"127.0.0.1:1"}, session.WithSessionTimeout(time.Second), nil)
+	require.ErrorIs(t, err, session.ErrInvalidArgument)
+	require.Nil(t, s)
+}

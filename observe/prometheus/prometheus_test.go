@@ -201,6 +201,7 @@ func TestHealth(t *testing.T) {
 	p.Stall()
 	require.Eventually(t, func() bool { return e.Healthy(500*time.Millisecond) != nil }, 10*time.Second, 10*time.Millisecond)
 	t.Logf("unhealthy: %v", e.Healthy(500*time.Millisecond))
+	require.ErrorIs(t, e.Healthy(500*time.Millisecond), election.ErrStopDeadline)
 	close(release)
 	p.Heal()
 	require.Eventually(t, func() bool { return e.Healthy(500*time.Millisecond) == nil }, 15*time.Second, 10*time.Millisecond)

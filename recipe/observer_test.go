@@ -1,0 +1,134 @@
+package recipe_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// recorder is an observer that keeps every recipe event.
+type recorder struct {
+	mu     sync.Mutex
+	events []session.RecipeEvent
+}
+
+func (r *recorder) SessionEvent(session.Event) {}
+
+func (r *recorder) RecipeEvent(ev session.RecipeEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) seen(kind session.RecipeEventKind) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		if ev.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recorder) all() []session.RecipeEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]session.RecipeEvent(nil), r.events...)
+}
+
+// Every event the shared core reports carries the name of the recipe it
+// works for: an orphan found after a lost answer (OrphanCleanup), a grant,
+// a loss, a release retried in the background (DeleteRetry) and a release.
+func TestEventsNameTheirRecipe(t *testing.T) {
+	const name = "barrier-test"
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	rec := &recorder{}
+	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second), session.WithObserver(rec))
+	other := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 40*time.Second)
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	path := testutil.UniquePath(t, "recipe-test")
+	l := &recipe.Line{Sess: s, Recipe: name, Path: path}
+	require.NoError(t, l.EnsurePath(ep))
+	line := func() []string { return testutil.Children(t, other, path) }
+
+	// OrphanCleanup: two nodes of the session carry Enter's guid (its
+	// answer muted, a second create made by hand with the same guid).
+	p.MuteReplies()
+	type result struct {
+		n   *recipe.Node
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := l.Enter(ctx, ep, recipe.KindLock, nil)
+		done <- result{n, err}
+	}()
+	require.Eventually(t, func() bool { return len(line()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	first, ok := recipe.ParseName(line()[0])
+	require.True(t, ok)
+	dupDone := make(chan struct{})
+	go func() {
+		defer close(dupDone)
+		_, _ = ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(first.GUID, recipe.KindLock), nil,
+			gozk.FlagEphemeral|gozk.FlagSequence, s.ACL())
+	}()
+	require.Eventually(t, func() bool { return len(line()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	p.Heal()
+	<-dupDone
+	r := <-done
+	require.NoError(t, r.err)
+	require.Eventually(t, func() bool { return rec.seen(session.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
+
+	// Acquired, then HoldLost (the connection severed and refused), then
+	// DeleteRetry: the release cannot delete while disconnected.
+	ep, err = s.Wait(ctx)
+	require.NoError(t, err)
+	h := l.NewHold(ep, 0, r.n.Path)
+	h.Observe(name, path, 0, 0)
+	p.Refuse(true)
+	p.Sever()
+	select {
+	case <-h.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("the hold outlived its connection")
+	}
+	require.Eventually(t, func() bool { return rec.seen(session.HoldLost) }, 5*time.Second, time.Millisecond)
+	require.ErrorIs(t, h.Release(context.Background()), recipe.ErrLost)
+	require.True(t, rec.seen(session.DeleteRetry), "a release made while disconnected is a retry")
+	p.Refuse(false)
+	require.Eventually(t, func() bool { return len(line()) == 0 }, 20*time.Second, 10*time.Millisecond,
+		"the release's delete is made once the session is back: %v", line())
+
+	// Released: a plain release.
+	ep, err = s.Wait(ctx)
+	require.NoError(t, err)
+	n, err := l.Enter(ctx, ep, recipe.KindLock, nil)
+	require.NoError(t, err)
+	h = l.NewHold(ep, 0, n.Path)
+	h.Observe(name, path, 0, 0)
+	require.NoError(t, h.Release(ctx))
+
+	kinds := map[session.RecipeEventKind]bool{}
+	for _, ev := range rec.all() {
+		require.Equal(t, name, ev.Recipe, "event %v carries no recipe name", ev.Kind)
+		kinds[ev.Kind] = true
+	}
+	for _, k := range []session.RecipeEventKind{session.OrphanCleanup, session.Acquired, session.HoldLost,
+		session.DeleteRetry, session.Released} {
+		require.True(t, kinds[k], "no %v event", k)
+	}
+}
