@@ -26,11 +26,13 @@
 //     waiter queued), handoff p50/p99, watch notifications per release (1 for
 //     a herd-free lock, up to the number of waiters for a herd).
 //
-//   - W7: scale: W5's chain with 10 waiters (W7-10) and with 1,000 (W7-1000;
-//     300 with -quick): a handoff should cost the same however long the
-//     line (the line is listed by each new head, so some growth is
-//     expected). Every peer runs W7-10; Curator does not run W7-1000 (see
-//     curatorWorkloads for why).
+//   - W7: scale: W5's chain with 10 waiters (W7-10), 1,000 (W7-1000;
+//     300 with -quick) and 10,000 (W7-10000, the Go peers only; 1,000 with
+//     -quick): a handoff should cost the same however long the line.
+//     Besides requests and notifications per handoff, the bytes per
+//     handoff and the whole drain's bytes, counted by the server (requests
+//     received, responses and notifications sent). Every peer runs W7-10;
+//     Curator does not run W7-1000 (see curatorWorkloads for why).
 //
 //   - W6: leader crash: 3 candidates, each behind a fault proxy (2 s session
 //     timeout); the leader's connection is stalled: time until another

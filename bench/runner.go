@@ -54,6 +54,9 @@ type Record struct {
 	Packets int64 `json:"packets"`
 	// Notifications is the watch notifications the servers fired meanwhile.
 	Notifications int64 `json:"notifications"`
+	// Bytes is what went through the servers both ways meanwhile (see
+	// byteKeys), less the meter's own reads.
+	Bytes int64 `json:"bytes"`
 	// Quiet is false when the server was still busy when counting started or
 	// ended (the counts may then include a neighbour's requests).
 	Quiet bool   `json:"quiet"`
@@ -155,7 +158,7 @@ func brief(rec Record) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "ops=%d in %.2fs", rec.Ops, rec.ElapsedS)
-	for _, k := range []string{MOpsPerS, MLatencyP50, MLeasesInUse, MRequestsPerOp, MNotifsPerOp, MViolations, MOverLimit} {
+	for _, k := range []string{MOpsPerS, MLatencyP50, MLeasesInUse, MRequestsPerOp, MNotifsPerOp, MBytesPerOp, MViolations, MOverLimit} {
 		if v, ok := rec.Metrics[k]; ok {
 			fmt.Fprintf(&b, " %s=%s", k, fmtNum(v))
 		}
@@ -218,8 +221,10 @@ func (r *Runner) runOne(ctx context.Context, p Peer, spec Spec, rec *Record) err
 	if rec.Metrics == nil {
 		rec.Metrics = map[string]float64{}
 	}
-	rec.Packets, rec.Notifications, rec.Quiet = d.Packets, d.Notifications, quiet1 && quiet2
+	rec.Packets, rec.Notifications, rec.Bytes, rec.Quiet = d.Packets, d.Notifications, d.Bytes, quiet1 && quiet2
+	rec.Metrics[MBytesTotal] = float64(d.Bytes)
 	if res.Ops > 0 {
+		rec.Metrics[MBytesPerOp] = float64(d.Bytes) / float64(res.Ops)
 		rec.Metrics[MRequestsPerOp] = float64(d.Packets) / float64(res.Ops)
 		rec.Metrics[MNotifsPerOp] = float64(d.Notifications) / float64(res.Ops)
 	} else {

@@ -28,14 +28,16 @@ const (
 	// connection is stalled (it crashes, as the others see it): the time until
 	// another leads, and whether the old leader's own loss signal came first.
 	W6 = "W6"
-	// W7s and W7l: W5's chain of handoffs with few (10) and many (1,000 in a
-	// full run) waiters queued: what a handoff costs as the line grows.
+	// W7s, W7l and W7x: W5's chain of handoffs with few (10), many (1,000
+	// in a full run) and very many (10,000 in a full run; Go peers only)
+	// waiters queued: what a handoff costs, in bytes too, as the line grows.
 	W7s = "W7-10"
 	W7l = "W7-1000"
+	W7x = "W7-10000"
 )
 
 // Workloads lists every workload in the order the runner runs them.
-var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l}
+var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W7x}
 
 // Title describes a workload in one line.
 func Title(w string) string {
@@ -52,7 +54,7 @@ func Title(w string) string {
 		return "N waiters queued on a held mutex; chain of handoffs as each takes and releases it"
 	case W6:
 		return "leader crash: the leader's connection stalls; time until another leads, and who learns first"
-	case W7s, W7l:
+	case W7s, W7l, W7x:
 		return "scale: W5's chain of handoffs with a short and a long line of waiters"
 	}
 	return w
@@ -67,6 +69,9 @@ type Spec struct {
 	// Sessions is the number of ZooKeeper sessions that contend (W2, W3), the
 	// candidates (W4) or the waiters (W5, plus one holder).
 	Sessions int `json:"sessions"`
+	// Conns, when set, caps the sessions W5 and W7 open: the contenders then
+	// share them (several in line per session); 0: one session each.
+	Conns int `json:"conns,omitempty"`
 	// Cycles bounds the measured operations: W1 cycles, W2/W3 acquisitions,
 	// W4 handoffs. W5 always runs one chain of Sessions handoffs.
 	Cycles int `json:"cycles"`
@@ -126,7 +131,7 @@ func (s Spec) Validate() error {
 	}
 	switch s.Workload {
 	case W1:
-	case W2, W4, W5, W6, W7s, W7l:
+	case W2, W4, W5, W6, W7s, W7l, W7x:
 		if s.Sessions < 2 {
 			return fmt.Errorf("bench: %s needs at least 2 sessions", s.Workload)
 		}
@@ -159,6 +164,7 @@ func Params(quick bool) map[string]Spec {
 			}),
 			W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 			W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 300, 300, 20 }),
+			W7x: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Conns = W7x, 1000, 1000, 20, 100 }),
 		}
 	}
 	return map[string]Spec{
@@ -174,6 +180,9 @@ func Params(quick bool) map[string]Spec {
 		}),
 		W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 		W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 1000, 1000, 30 }),
+		W7x: with(func(s *Spec) {
+			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.GraceS, s.Conns = W7x, 10000, 10000, 60, 120, 200
+		}),
 	}
 }
 
@@ -197,6 +206,8 @@ const (
 	MLossFirst     = "loss_signal_first"    // W6: share of crashes where the old leader was told before the new one led
 	MRequestsPerOp = "requests_per_op"      // added by the runner: zk_packets_received delta / ops
 	MNotifsPerOp   = "notifications_per_op" // added by the runner: watch notifications fired / ops
+	MBytesPerOp    = "bytes_per_op"         // added by the runner: bytes both ways (server-counted) / ops
+	MBytesTotal    = "bytes_total"          // added by the runner: bytes both ways over the measured part
 )
 
 // metricInfo is how the summary table shows a metric.
@@ -222,9 +233,10 @@ func tableMetrics(w string) []metricInfo {
 	case W6:
 		return []metricInfo{{MLatencyP50, "time to new leader p50 µs"}, {MLatencyP99, "p99 µs"},
 			{MLossFirst, "old leader told first"}}
-	case W5, W7s, W7l:
+	case W5, W7s, W7l, W7x:
 		return []metricInfo{{MFirstHandoff, "first handoff µs"}, {MLatencyP50, "handoff p50 µs"},
-			{MLatencyP99, "handoff p99 µs"}, {MViolations, "violations"}, rpo, npo}
+			{MLatencyP99, "handoff p99 µs"}, {MViolations, "violations"}, rpo, npo,
+			{MBytesPerOp, "bytes/handoff"}, {MBytesTotal, "drain bytes"}}
 	}
 	return nil
 }

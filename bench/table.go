@@ -111,8 +111,13 @@ func describeSpec(s Spec) string {
 		return fmt.Sprintf("%d candidates, up to %d handoffs or %gs, term %gms; per-op counts include the resigned candidate's rejoin", s.Sessions, s.Cycles, s.Seconds, s.TermMS)
 	case W6:
 		return fmt.Sprintf("%d candidates, each behind a fault proxy, session timeout %dms, %d crashes (a stalled leader); Kazoo's signal is its client leaving CONNECTED, Curator's LeaderLatch notLeader", s.Sessions, s.SessionTimeoutMS, s.Cycles)
-	case W5, W7s, W7l:
-		return fmt.Sprintf("%d waiters + 1 holder, one chain of %d handoffs; per-op counts per handoff (the holder's release included)", s.Sessions, s.Sessions)
+	case W5, W7s, W7l, W7x:
+		conns := ""
+		if s.Conns > 0 && s.Conns < s.Sessions+1 {
+			conns = fmt.Sprintf(" (sharing %d sessions)", s.Conns)
+		}
+		return fmt.Sprintf("%d waiters + 1 holder%s, one chain of %d handoffs; per-op counts per handoff (the holder's release included);\n"+
+			"    bytes: received by the server plus its responses and notifications (server-counted)", s.Sessions, conns, s.Sessions)
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -84,7 +85,69 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *
 		h.wg.Add(1)
 		go h.loop(cr, cl)
 	}
+	if spec.foreign {
+		h.wg.Add(1)
+		go h.foreign(open(t, cluster.Servers()))
+	}
 	return h
+}
+
+// foreign is a contender of another library in the line (named as Curator
+// names its nodes): it enters, gives up a little later, and enters again,
+// until the harness stops; its node is never marked. Bounded in count.
+func (h *harness) foreign(s *session.Session) {
+	defer h.wg.Done()
+	defer s.Close()     // its node, if a delete failed, goes with the session
+	cur, lost := "", "" // its node; the guid of a create whose answer was lost
+	for n := 0; n < 100000; n++ {
+		select {
+		case <-h.stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ep, err := s.Wait(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if cur != "" {
+			if err := ep.Conn().Delete(cur, -1); err == nil || errors.Is(err, gozk.ErrNoNode) {
+				cur = ""
+			}
+			continue
+		}
+		if lost != "" {
+			// A create whose answer was lost may have landed: find it by
+			// its guid (Curator's protected mode) and remove it.
+			names, _, err := ep.Conn().Children(h.path)
+			if err != nil && !errors.Is(err, gozk.ErrNoNode) {
+				continue
+			}
+			for _, c := range names {
+				if strings.Contains(c, lost) {
+					cur = h.path + "/" + c
+				}
+			}
+			lost = ""
+			continue
+		}
+		guid := recipe.NewGUID()
+		p, err := ep.Conn().Create(h.path+"/"+recipe.ProtectedPrefix(guid, recipe.KindLock), nil,
+			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
+		switch {
+		case err == nil:
+			cur = p
+		case !errors.Is(err, gozk.ErrNoNode):
+			lost = guid
+		}
+		// How long it waits before giving up: the contender's patience,
+		// part of what is simulated.
+		select {
+		case <-h.stop:
+		case <-time.After(time.Duration(5+n%25) * time.Millisecond):
+		}
+	}
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -38,10 +38,14 @@ type recipeSpec struct {
 	// the path itself), for the orphan check.
 	dirs []string
 	make func(s *session.Session, path string, i int) (client, error)
+	// foreign adds a contender like Curator's to the line: it enters, waits
+	// a little and gives up, over and over, and never marks its node (see
+	// recipe.AwaitOptions.Mark): the waiters behind it fall back to listing.
+	foreign bool
 }
 
 var recipes = []recipeSpec{
-	{name: "mutex-fair", max: 1, dirs: []string{""}, make: newMutexClient(true)},
+	{name: "mutex-fair", max: 1, dirs: []string{""}, make: newMutexClient(true), foreign: true},
 	{name: "mutex-nonfair", max: 1, dirs: []string{""}, make: newMutexClient(false)},
 	{name: "rwlock", rw: true, dirs: []string{""}, make: newRWClient},
 	{name: "semaphore", max: 2, dirs: []string{"leases", "locks"}, make: newSemClient},

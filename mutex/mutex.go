@@ -321,7 +321,10 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 				return nil, err
 			}
 		}
-		err = m.line.AwaitWith(ctx, ep, own, m.turnFor(), recipe.AwaitOptions{NoWait: !wait})
+		// An exclusive holder that waited marks its node (a reader never:
+		// readers before it may still hold).
+		mark := m.kind != recipe.KindRead
+		err = m.line.AwaitWith(ctx, ep, own, m.turnFor(), recipe.AwaitOptions{NoWait: !wait, Mark: mark})
 		switch {
 		case err == nil:
 		case errors.Is(err, recipe.ErrWouldWait):

@@ -81,10 +81,17 @@
 // uses the listing sent with the create), asks the recipe's Turn whether the
 // node is granted, and otherwise watches exactly one node with GetW, one
 // notification per change that matters; when that node was the head, its
-// deletion alone grants the waiter. Its options cover what recipes add: the
-// election watches the head to report leaders (OnHead), the semaphore's head
-// waits for a lease to be free (Room), TryLock and TryAcquire look once
-// (NoWait).
+// deletion alone grants the waiter. An exclusive holder that had to wait (a
+// lock, a writer, the semaphore's head) marks its node by writing its data
+// again (Mark): the waiter watching it hears the change, watches again, and
+// is granted on the deletion without listing, so a handoff costs the same
+// few hundred bytes in a line of any length (a node without a mark, a
+// reader's or another library's, costs a listing). Readers and elections
+// never mark (Curator's LeaderLatch would not survive a data change on the
+// node it watches). Its options cover what recipes add: the election watches
+// the head to report leaders (OnHead), the semaphore's head waits for a
+// lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
+// exclusive holders mark (Mark).
 //
 // # Deadlines
 //

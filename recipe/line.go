@@ -52,7 +52,9 @@ type Node struct {
 	// head), -1 before.
 	Position int
 
-	seen []Name // the line as listed together with the create (nil: not seen)
+	seen   []Name // the line as listed together with the create (nil: not seen)
+	data   []byte // the data it was created with (a mark writes it again)
+	marked bool   // its holder has marked it (see AwaitOptions.Mark)
 }
 
 // TakeSeen returns, once, the line as it was listed in the same round trip
@@ -273,7 +275,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		return nil, err
 	}
 	n, _ := ParseName(res.path[len(l.Path)+1:])
-	own := &Node{Path: res.path, Name: n, SessionID: ep.SessionID(), Czxid: res.czxid, Position: -1}
+	own := &Node{Path: res.path, Name: n, SessionID: ep.SessionID(), Czxid: res.czxid, Position: -1, data: data}
 	if res.seen != nil {
 		// Trusted only if it shows our node (the two requests may have gone
 		// out on different connections) and no refused name.
@@ -500,6 +502,23 @@ type AwaitOptions struct {
 	OnHead func(head Name, data []byte, st *zk.Stat)
 	// Room, when set, is a second condition once turn grants (see Room).
 	Room *Room
+	// Mark, for a line whose turn grants only its head (a lock, a writer,
+	// the semaphore's head), makes a waiter that is granted after having
+	// waited (not at the head when it first looked) mark its node: it writes
+	// the node's own data again, so its version moves from 0. A mark says
+	// "every node before this one is gone", for good (sequence numbers only
+	// grow), and the waiter watching the node learns it from the data-change
+	// notification (or from the version its watch reads): when the node is
+	// then deleted, that waiter is granted without listing the line, so a
+	// handoff costs the same few bytes however long the line. Nothing else
+	// writes a line node's data (whoever could forge a mark could as well
+	// delete the node). A node without a mark (a foreign contender's, a
+	// holder that died first) costs a listing, as before. Never for a
+	// shared hold (a reader: a reader before it may still hold), nor for an
+	// election: Curator's LeaderLatch acts only on NodeDeleted, and a data
+	// change spends its one-shot watch. The mark costs the holder one write
+	// and its watcher one more notification and one GetW.
+	Mark bool
 }
 
 // Room is a gate past a waiter's turn, for the head of a semaphore's line:
@@ -533,6 +552,12 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 
 // AwaitWith is Await with options: the one waiting loop of every recipe.
 func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
+	grant := func() error {
+		if opt.Mark && own.Position > 0 && !own.marked {
+			l.mark(ctx, ep, own)
+		}
+		return l.room(ctx, ep, opt)
+	}
 	for {
 		line, ok := own.TakeSeen()
 		if !ok {
@@ -551,7 +576,7 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		}
 		granted, w, delGrants := turn(line, i)
 		if granted {
-			return l.room(ctx, ep, opt)
+			return grant()
 		}
 		if opt.NoWait {
 			return ErrWouldWait
@@ -565,26 +590,79 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		} else if err != nil {
 			return err
 		}
-		select {
-		case ev := <-ws.node:
-			if ev.Type == zk.EventNodeDeleted && delGrants && ep.Context().Err() == nil {
-				return l.room(ctx, ep, opt)
+		// If line[w] is (or becomes) marked, every node before it is gone
+		// for good: its deletion grants us when the nodes between it and
+		// us (still there or not) would let us be granted.
+		afterMark := delGrants
+		if !delGrants {
+			afterMark, _, _ = turn(line[w+1:], i-w-1)
+		}
+		if ws.nodeVersion > 0 && afterMark {
+			delGrants = true
+		}
+	wait:
+		for {
+			select {
+			case ev := <-ws.node:
+				switch {
+				case ev.Type == zk.EventNodeDeleted && delGrants && ep.Context().Err() == nil:
+					return grant()
+				case ev.Type == zk.EventNodeDataChanged && afterMark && ws.head == nil:
+					// line[w] is marked: watch it again for its deletion.
+					ch, err := l.rewatch(ctx, ep, line[w])
+					if errors.Is(err, zk.ErrNoNode) {
+						if ep.Context().Err() != nil {
+							return errEpochEnded
+						}
+						return grant() // marked, then deleted
+					} else if err != nil {
+						return err
+					}
+					ws.node, delGrants = ch, true
+					continue wait
+				}
+			case <-ws.head:
+			case <-ep.Done():
+				return errEpochEnded
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-		case <-ws.head:
-		case <-ep.Done():
-			return errEpochEnded
-		case <-ctx.Done():
-			return ctx.Err()
+			break
 		}
 	}
+}
+
+// mark marks own's node (see AwaitOptions.Mark): a write of its own data at
+// version 0, so at most once. It returns once the write is on the wire
+// (session.Epoch.SetWritten), without waiting for the answer: the holder's
+// next request (its release) goes out after it, and the grant costs no round
+// trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
+// and the hold does not depend on it.
+func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node) {
+	own.marked = true
+	written, _ := ep.SetWritten(own.Path, own.data, 0)
+	select {
+	case <-written:
+	case <-ep.Done():
+	case <-ctx.Done():
+	}
+}
+
+// rewatch watches n again (GetW), once its data has changed.
+func (l *Line) rewatch(ctx context.Context, ep *session.Epoch, n Name) (<-chan zk.Event, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
+		_, _, ch, err := c.GetW(l.Path + "/" + n.Name)
+		return ch, err
+	}, nil)
 }
 
 // watches is what a waiter waits on: the node its turn names, and the head
 // of the line when it is told about it (nil when that is the same node).
 type watches struct {
-	node, head <-chan zk.Event
-	data       []byte   // the head's data
-	st         *zk.Stat // the head's Stat, when read
+	node, head  <-chan zk.Event
+	data        []byte   // the head's data
+	st          *zk.Stat // the head's Stat, when read
+	nodeVersion int32    // the watched node's data version (see AwaitOptions.Mark)
 }
 
 // watch sets the watches of a waiter at its place in line: on line[w] and,
@@ -599,12 +677,15 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 			}
 			ws.data, ws.st, ws.head = data, st, ch
 			if w == 0 {
-				ws.node, ws.head = ch, nil
+				ws.node, ws.head, ws.nodeVersion = ch, nil, st.Version
 				return ws, nil
 			}
 		}
-		_, _, ch, err := c.GetW(l.Path + "/" + line[w].Name)
+		_, st, ch, err := c.GetW(l.Path + "/" + line[w].Name)
 		ws.node = ch
+		if st != nil {
+			ws.nodeVersion = st.Version
+		}
 		return ws, err
 	}, nil)
 }

@@ -152,3 +152,42 @@ func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
 		return len(names) == 1 && names[0] == first.Name
 	}, 10*time.Second, 5*time.Millisecond, "the duplicate is removed: %v", line())
 }
+
+// SetWritten (the mark's write) reports the set written without waiting
+// for its answer: with the server's answers muted, written still closes,
+// and a delete sent after it reaches the server after the set (the set
+// succeeds, not NoNode).
+func TestSetWrittenDoesNotWaitForTheAnswer(t *testing.T) {
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+	ctx := testutil.Ctx(t, 20*time.Second)
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	path := testutil.UniquePath(t, "recipe-test")
+	require.NoError(t, recipe.EnsurePath(s, ep, path))
+
+	p.MuteReplies()
+	written, answer := ep.SetWritten(path, []byte("a"), 0)
+	select {
+	case <-written:
+	case <-time.After(4 * time.Second): // within the connection's read timeout
+		p.Heal()
+		t.Fatal("the set was not reported written while answers were muted")
+	}
+	select {
+	case err := <-answer:
+		t.Fatalf("answered while answers were muted: %v", err)
+	default:
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- ep.Conn().Delete(path, -1) }()
+	p.Heal()
+	if err := <-answer; err != nil {
+		// The connection the answers were muted on may have been dropped
+		// by now; only an answer from the server counts.
+		require.NotErrorIs(t, err, gozk.ErrNoNode, "the delete overtook the set")
+	}
+	<-deleted
+}

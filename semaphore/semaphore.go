@@ -384,7 +384,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		// Wait for our turn at the head of the line, then for n leases to
 		// be free.
 		room := &recipe.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}
-		err = s.locks.AwaitWith(ctx, ep, own, headTurn, recipe.AwaitOptions{NoWait: !wait, Room: room})
+		// The head marks its node when it had waited (see
+		// recipe.AwaitOptions.Mark): the next in line then takes over from it
+		// without listing the line.
+		err = s.locks.AwaitWith(ctx, ep, own, headTurn, recipe.AwaitOptions{NoWait: !wait, Room: room, Mark: true})
 		if errors.Is(err, recipe.ErrWouldWait) {
 			err = ErrNoLease
 		}

@@ -275,7 +275,7 @@ func TestCancelLeavesNoNode(t *testing.T) {
 }
 
 // TestNotificationsPerRelease: with 12 waiters and maxLeases 2, a release
-// wakes O(1) clients: the server fires at most 2 notifications per release.
+// wakes O(1) clients: the server fires at most 3 notifications per release.
 func TestNotificationsPerRelease(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxT(t, 60*time.Second)
@@ -318,7 +318,10 @@ func TestNotificationsPerRelease(t *testing.T) {
 	after := notifications(t)
 	per := float64(after-before) / float64(releases)
 	t.Logf("%d releases fired %d notifications (%.2f per release)", releases, after-before, per)
-	require.LessOrEqual(t, per, 2.0, "O(1) notifications per release")
+	// A release is heard by the head (its leases' children) and, when the
+	// head goes, by the next in line (its deletion); a head that waited
+	// marks its node (recipe.AwaitOptions.Mark), heard once more.
+	require.LessOrEqual(t, per, 3.0, "O(1) notifications per release")
 }
 
 // An invalid option (data over the limit, a nil option) is an error from New,

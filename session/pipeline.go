@@ -9,15 +9,16 @@ import (
 )
 
 // Opcodes of ZooKeeper's create requests (create, create2, createContainer,
-// createTTL): each one's body starts with the path.
+// createTTL) and of setData: each one's body starts with the path.
 const (
 	opCreate          = 1
+	opSetData         = 5
 	opCreate2         = 15
 	opCreateContainer = 19
 	opCreateTTL       = 21
 )
 
-// writeTap tells waiters when a create of a given path has been written to
+// writeTap tells waiters when a create (or a setData) of a given path has been written to
 // the connection. go-zookeeper has one writer goroutine per connection and
 // writes one request frame per Write, in the order requests were queued, so
 // a request queued after the tap fired goes out after that create.
@@ -55,7 +56,7 @@ func (t *writeTap) saw(frame []byte) {
 		return
 	}
 	switch binary.BigEndian.Uint32(frame[8:12]) {
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData:
 	default:
 		return
 	}
@@ -142,4 +143,45 @@ func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, 
 	}
 	r.Children, _, r.ChildrenErr = e.conn.Children(parent)
 	return r
+}
+
+// SetWritten sets path's data as zk.Conn.Set does, without waiting for the
+// answer: written is closed once the request has been written to the
+// connection (so a request of this session queued afterwards reaches the
+// server after it), or once it has been answered or failed, whichever comes
+// first; answer then receives the outcome. A caller that sends a request that
+// must follow the set (a delete of the node) waits for written only: no
+// round trip. path must not be the target of another SetWritten or create of
+// this session at the same time.
+func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
+	ans := make(chan error, 1)
+	if e.h == nil {
+		_, err := e.conn.Set(path, data, version)
+		ans <- err
+		c := make(chan struct{})
+		close(c)
+		return c, ans
+	}
+	tapped, done := e.h.written.expect(path)
+	w := make(chan struct{})
+	res := make(chan error, 1)
+	go func() {
+		_, err := e.conn.Set(path, data, version)
+		res <- err
+	}()
+	go func() {
+		select {
+		case <-tapped:
+			close(w)
+			err := <-res
+			done()
+			ans <- err
+		case err := <-res:
+			// Answered (or failed) before the tap saw it written.
+			done()
+			close(w)
+			ans <- err
+		}
+	}()
+	return w, ans
 }

@@ -97,6 +97,24 @@ func Notifications(t testing.TB, c *zktest.Cluster, i int) int64 {
 	return sum
 }
 
+// Traffic is what server i of c has received and sent so far (ZooKeeper
+// 3.6+ counters in mntr): requests received (zk_packets_received, pings
+// included) and bytes both ways (zk_bytes_received_count, zk_response_bytes,
+// zk_watch_bytes). Reading it costs one packet of its own (the mntr command).
+func Traffic(t testing.TB, c *zktest.Cluster, i int) (packets, bytes int64) {
+	t.Helper()
+	kv, err := c.Mntr(Ctx(t, 5*time.Second), i)
+	require.NoError(t, err)
+	packets, err = strconv.ParseInt(kv["zk_packets_received"], 10, 64)
+	require.NoError(t, err, "zk_packets_received")
+	for _, k := range []string{"zk_bytes_received_count", "zk_response_bytes", "zk_watch_bytes"} {
+		v, err := strconv.ParseInt(kv[k], 10, 64)
+		require.NoError(t, err, k)
+		bytes += v
+	}
+	return packets, bytes
+}
+
 // LastXid is the xid of the last request of session sid that server i of c
 // answered (from the "cons" command): it moves by one per request and not at
 // all on pings, so the difference between two readings counts requests.

@@ -146,7 +146,7 @@ func (p *peer) Prepare(ctx context.Context, spec bench.Spec) (bench.Run, error) 
 		err = r.prepareW3(pctx, p.lib)
 	case bench.W4:
 		err = r.prepareW4(pctx, p.lib)
-	case bench.W5, bench.W7s, bench.W7l:
+	case bench.W5, bench.W7s, bench.W7l, bench.W7x:
 		err = r.prepareW5(pctx, p.lib)
 	case bench.W6:
 		err = r.prepareW6(pctx, p.lib)
@@ -477,13 +477,20 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // from the previous holder's release. The first handoff has every waiter
 // queued.
 func (r *run) prepareW5(ctx context.Context, lib Library) error {
-	cs, err := r.connect(ctx, lib, r.spec.Sessions+1)
+	conns := r.spec.Sessions + 1
+	if r.spec.Conns > 0 {
+		conns = min(conns, r.spec.Conns)
+	}
+	cs, err := r.connect(ctx, lib, conns)
 	if err != nil {
 		return err
 	}
-	ls := make([]Locker, len(cs))
-	for i, c := range cs {
-		if ls[i], err = c.NewLocker(r.spec.Path); err != nil {
+	// One contender per session, or, with spec.Conns, several on each
+	// (a go-zookeeper connection keeps 1.5 MB of buffers: ten thousand
+	// sessions in one process would not fit).
+	ls := make([]Locker, r.spec.Sessions+1)
+	for i := range ls {
+		if ls[i], err = cs[i%len(cs)].NewLocker(r.spec.Path); err != nil {
 			return err
 		}
 	}
@@ -521,7 +528,7 @@ func (r *run) prepareW5(ctx context.Context, lib Library) error {
 	// here: this is before counting starts, and a watch would fire during
 	// the measured part.
 	for {
-		n, err := cs[0].Children(ctx, r.spec.Path)
+		n, err := cs[0].Children(ctx, r.spec.Path) // one node per contender
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ func (c *zkClient) Close() { c.conn.Close() }
 func GoZookeeper() Library {
 	return Library{
 		Name:      "go-zk",
-		Workloads: []string{bench.W1, bench.W2, bench.W4, bench.W5, bench.W7s, bench.W7l}, // not W6: see doc.go
+		Workloads: []string{bench.W1, bench.W2, bench.W4, bench.W5, bench.W7s, bench.W7l, bench.W7x}, // not W6: see doc.go
 		Connect: func(ctx context.Context, spec bench.Spec) (Client, error) {
 			c, err := dialZK(ctx, spec)
 			if err != nil {

@@ -1,0 +1,294 @@
+package mutex_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// waiter is a Lock running in the background: got is closed once it
+// returns (err then holds its error), at the time in at.
+type waiter struct {
+	m   *mutex.Mutex
+	got chan struct{}
+	err error
+	at  time.Time
+}
+
+func lockInBackground(ctx context.Context, m *mutex.Mutex) *waiter {
+	w := &waiter{m: m, got: make(chan struct{})}
+	go func() {
+		w.err = m.Lock(ctx)
+		w.at = time.Now()
+		close(w.got)
+	}()
+	return w
+}
+
+// granted reports whether w's Lock has returned.
+func (w *waiter) granted() bool {
+	select {
+	case <-w.got:
+		return true
+	default:
+		return false
+	}
+}
+
+// queue starts a Lock on m in the background and waits until it watches
+// its predecessor (the server holds one more watch).
+func queue(t *testing.T, ctx context.Context, m *mutex.Mutex) *waiter {
+	t.Helper()
+	before := watches(t)
+	w := lockInBackground(ctx, m)
+	require.Eventually(t, func() bool { return watches(t) > before }, 10*time.Second, 2*time.Millisecond)
+	return w
+}
+
+// version is the data version of a node (-1 when it is gone).
+func version(t *testing.T, s *session.Session, p string) int32 {
+	t.Helper()
+	ep, err := s.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	ok, st, err := ep.Conn().Exists(p)
+	require.NoError(t, err)
+	if !ok {
+		return -1
+	}
+	return st.Version
+}
+
+// foreign creates a contender's node the way Curator's InterProcessMutex
+// does (protected, EPHEMERAL_SEQUENTIAL, lock-), in session s: it never
+// marks itself.
+func foreign(t *testing.T, s *session.Session, path string) string {
+	t.Helper()
+	ep, err := s.Wait(ctxT(t, 5*time.Second))
+	require.NoError(t, err)
+	p, err := ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(recipe.NewGUID(), recipe.KindLock), nil,
+		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
+	require.NoError(t, err)
+	return p
+}
+
+// TestLongLineHandoffCostsTheSame: a handoff in a line of a thousand costs a
+// few hundred bytes and a few requests, counted by the server: the holder
+// that waited marks its node, and the waiter behind it is granted on its
+// deletion without listing the line. Without the mark, every new holder but
+// the first lists the whole line (about 50 KB here).
+func TestLongLineHandoffCostsTheSame(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 60*time.Second)
+	const chain, tail = 6, 1000
+	h, err := mutex.New(open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	require.NoError(t, h.Lock(ctx))
+	ws := make([]*waiter, chain)
+	for i := range ws {
+		m, err := mutex.New(open(t, zk.Servers()), path)
+		require.NoError(t, err)
+		ws[i] = queue(t, ctx, m)
+	}
+	// A thousand more contenders behind them (nodes only: they make the
+	// line long).
+	fill := open(t, zk.Servers())
+	ep, err := fill.Wait(ctx)
+	require.NoError(t, err)
+	for range tail {
+		_, err := ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(recipe.NewGUID(), recipe.KindLock), nil,
+			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
+		require.NoError(t, err)
+	}
+
+	p0, b0 := testutil.Traffic(t, zk, 0)
+	require.NoError(t, h.Unlock(ctx))
+	for _, w := range ws {
+		<-w.got
+		require.NoError(t, w.err)
+		require.NoError(t, w.m.Unlock(ctx))
+	}
+	p1, b1 := testutil.Traffic(t, zk, 0)
+	perBytes := float64(b1-b0) / chain
+	perReq := float64(p1-p0-1) / chain // less the first mntr read's own packet
+	t.Logf("line of %d: %d handoffs cost %d bytes (%.0f per handoff) and %d requests (%.2f per handoff)",
+		chain+tail+1, chain, b1-b0, perBytes, p1-p0-1, perReq)
+	require.Less(t, perBytes, 1024.0, "bytes per handoff in a line of %d", chain+tail+1)
+	// Release (delete), the mark (set), the next waiter's watch again (get).
+	require.LessOrEqual(t, perReq, 3.5, "requests per handoff")
+}
+
+// TestMarkedHolderExpires: a holder that marked its node and then lost its
+// session (it never deletes it): the waiter behind it is granted once the
+// server removes the node, and not before.
+func TestMarkedHolderExpires(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 60*time.Second)
+	h, err := mutex.New(open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	sa, pa := proxied(t, 4*time.Second)
+	a, err := mutex.New(sa, path)
+	require.NoError(t, err)
+	bs := open(t, zk.Servers())
+	b, err := mutex.New(bs, path)
+	require.NoError(t, err)
+
+	require.NoError(t, h.Lock(ctx))
+	wa := queue(t, ctx, a)
+	wb := queue(t, ctx, b)
+	require.NoError(t, h.Unlock(ctx))
+	<-wa.got
+	require.NoError(t, wa.err)
+	node := a.Node()
+	require.Eventually(t, func() bool { return version(t, bs, node) == 1 }, 5*time.Second, 2*time.Millisecond,
+		"the holder that waited marks its node")
+	require.False(t, wb.granted(), "granted while the marked holder holds")
+
+	ep, err := sa.Wait(ctx)
+	require.NoError(t, err)
+	expired := time.Now()
+	require.NoError(t, pa.ExpireSession(ctx, ep.SessionID()))
+	<-wb.got
+	require.NoError(t, wb.err)
+	require.True(t, wb.at.After(expired), "granted before the holder's session ended")
+	require.Equal(t, int32(-1), version(t, bs, node), "granted while the expired holder's node is there")
+	require.NoError(t, b.Unlock(ctx))
+}
+
+// TestMarkRacesCancel: the waiter behind a marked holder gives up (its
+// node goes, unmarked); the one behind it must not take that deletion for
+// a grant: it looks at the line again, finds the holder, and is granted only
+// once the holder releases. Repeated with the give-up racing the previous
+// holder's release (so racing the mark), with exclusion checked on one
+// clock.
+func TestMarkRacesCancel(t *testing.T) {
+	for round := range 8 {
+		path := uniquePath(t)
+		ctx := ctxT(t, 30*time.Second)
+		ms := make([]*mutex.Mutex, 4) // holder, a (marks), b (gives up), c
+		for i := range ms {
+			m, err := mutex.New(open(t, zk.Servers()), path)
+			require.NoError(t, err)
+			ms[i] = m
+		}
+		h, a, b, c := ms[0], ms[1], ms[2], ms[3]
+		require.NoError(t, h.Lock(ctx))
+		wa := queue(t, ctx, a)
+		bctx, cancelB := context.WithCancel(ctx)
+		wb := queue(t, bctx, b)
+		wc := queue(t, ctx, c)
+		var holders atomic.Int32
+		if round%2 == 0 {
+			// b gives up while a holds, after a's mark.
+			require.NoError(t, h.Unlock(ctx))
+			<-wa.got
+			require.NoError(t, wa.err)
+			require.Eventually(t, func() bool { return version(t, a.Session(), a.Node()) == 1 }, 5*time.Second, 2*time.Millisecond)
+			cancelB()
+		} else {
+			// b gives up as the holder releases (and a marks).
+			go cancelB()
+			require.NoError(t, h.Unlock(ctx))
+			<-wa.got
+			require.NoError(t, wa.err)
+		}
+		holders.Add(1)
+		<-wb.got
+		require.ErrorIs(t, wb.err, context.Canceled)
+		// a holds a while (the work being simulated): c must not be
+		// granted meanwhile.
+		require.Never(t, wc.granted, 150*time.Millisecond, 5*time.Millisecond, "round %d: c granted while a holds", round)
+		holders.Add(-1)
+		released := time.Now()
+		require.NoError(t, a.Unlock(ctx))
+		<-wc.got
+		require.NoError(t, wc.err)
+		require.Zero(t, holders.Load())
+		require.True(t, wc.at.After(released), "round %d: c granted before a released", round)
+		require.NoError(t, c.Unlock(ctx))
+	}
+}
+
+// TestForeignNodeFallsBack: a foreign contender's node (Curator's, which
+// never marks) between a marked holder and a waiter: when it goes, the
+// waiter must look at the line again (the holder still holds), and is
+// granted only once the holder releases.
+func TestForeignNodeFallsBack(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	h, err := mutex.New(open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	a, err := mutex.New(open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	b, err := mutex.New(open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	fs := open(t, zk.Servers())
+
+	require.NoError(t, h.Lock(ctx))
+	wa := queue(t, ctx, a)
+	f := foreign(t, fs, path)
+	wb := queue(t, ctx, b)
+	require.NoError(t, h.Unlock(ctx))
+	<-wa.got
+	require.NoError(t, wa.err)
+	require.Eventually(t, func() bool { return version(t, fs, a.Node()) == 1 }, 5*time.Second, 2*time.Millisecond)
+
+	ep, err := fs.Wait(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ep.Conn().Delete(f, -1)) // the foreign contender gives up
+	// a holds a while (the work being simulated).
+	require.Never(t, wb.granted, 200*time.Millisecond, 5*time.Millisecond, "granted on an unmarked node's deletion while a holds")
+	released := time.Now()
+	require.NoError(t, a.Unlock(ctx))
+	<-wb.got
+	require.NoError(t, wb.err)
+	require.True(t, wb.at.After(released))
+	require.NoError(t, b.Unlock(ctx))
+}
+
+// TestReadersNeverMark: readers share, so a reader's node says nothing of
+// who is ahead of it: readers never mark, and a writer behind two readers
+// is granted only once both have released, whichever goes first.
+func TestReadersNeverMark(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	rws := make([]*mutex.RWMutex, 4) // writer, reader 1, reader 2, writer 2
+	for i := range rws {
+		rw, err := mutex.NewRW(open(t, zk.Servers()), path)
+		require.NoError(t, err)
+		rws[i] = rw
+	}
+	w1, r1, r2, w2 := rws[0], rws[1], rws[2], rws[3]
+	require.NoError(t, w1.Lock(ctx))
+	var got1, got2 = make(chan error, 1), make(chan error, 1)
+	before := watches(t)
+	go func() { got1 <- r1.RLock(ctx) }()
+	require.Eventually(t, func() bool { return watches(t) > before }, 10*time.Second, 2*time.Millisecond)
+	before = watches(t)
+	go func() { got2 <- r2.RLock(ctx) }()
+	require.Eventually(t, func() bool { return watches(t) > before }, 10*time.Second, 2*time.Millisecond)
+	ww := queue(t, ctx, w2.Writer())
+	require.NoError(t, w1.Unlock(ctx))
+	require.NoError(t, <-got1)
+	require.NoError(t, <-got2)
+	require.Equal(t, int32(0), version(t, r1.Reader().Session(), r1.Reader().Node()), "a reader marked its node")
+	require.Equal(t, int32(0), version(t, r2.Reader().Session(), r2.Reader().Node()), "a reader marked its node")
+
+	require.NoError(t, r2.RUnlock(ctx)) // the reader the writer watches
+	// r1 reads a while (the work being simulated).
+	require.Never(t, ww.granted, 200*time.Millisecond, 5*time.Millisecond, "writer granted while a reader holds")
+	released := time.Now()
+	require.NoError(t, r1.RUnlock(ctx))
+	<-ww.got
+	require.NoError(t, ww.err)
+	require.True(t, ww.at.After(released))
+	require.NoError(t, w2.Unlock(ctx))
+}
