@@ -36,11 +36,8 @@ func TestSequenceExhausted(t *testing.T) {
 		_, err := e2.Campaign(ctx) // …46
 		elected <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(line()) < 2 {
-		require.True(t, time.Now().Before(deadline), "the second candidate did not join the line")
-		time.Sleep(5 * time.Millisecond) // polling the line: no event tells us
-	}
+	require.Eventually(t, func() bool { return len(line()) >= 2 }, 10*time.Second, 5*time.Millisecond,
+		"the second candidate did not join the line")
 
 	for i := 0; i < 3; i++ { // …47, …47, …47
 		s3 := open(t, c.Servers())

@@ -83,11 +83,8 @@ func TestSequenceExhausted(t *testing.T) {
 		}()
 		// Wait until the contender has either given up or joined the line,
 		// so the next one is created after it.
-		deadline := time.Now().Add(10 * time.Second)
-		for len(results[i]) == 0 && len(children(t, holderS, path)) == before {
-			require.True(t, time.Now().Before(deadline), "contender %d neither joined nor returned", i)
-			time.Sleep(5 * time.Millisecond) // polling the line: no event tells us
-		}
+		require.Eventually(t, func() bool { return len(results[i]) > 0 || len(children(t, holderS, path)) != before },
+			10*time.Second, 5*time.Millisecond, "contender %d neither joined nor returned", i)
 	}
 	// The holder lets go: no contender may be granted on an ambiguous line.
 	x.released("holder")

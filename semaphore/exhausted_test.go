@@ -36,11 +36,8 @@ func TestSequenceExhausted(t *testing.T) {
 		l, err := sem.Acquire(ctx) // …46: waits at the head of the line
 		b <- result{l, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(locks()) == 0 {
-		require.True(t, time.Now().Before(deadline), "the second contender did not join the line")
-		time.Sleep(5 * time.Millisecond) // polling the line: no event tells us
-	}
+	require.Eventually(t, func() bool { return len(locks()) > 0 }, 10*time.Second, 5*time.Millisecond,
+		"the second contender did not join the line")
 	require.True(t, strings.HasSuffix(locks()[0], "lock-2147483646"), locks())
 
 	for i := 0; i < 3; i++ { // …47, …47, …47
