@@ -120,6 +120,21 @@ func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
 	require.NoError(t, l.EnsurePath(ep))
 	line := func() []string { return testutil.Children(t, other, path) }
 
+	n, first := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)
+	require.Equal(t, path+"/"+first.Name, n.Path, "the first node with our guid is adopted")
+	require.Eventually(t, func() bool {
+		names := line()
+		return len(names) == 1 && names[0] == first.Name
+	}, 10*time.Second, 5*time.Millisecond, "the duplicate is removed: %v", line())
+}
+
+// enterWithDuplicateGUID enters l in ep with the server's answers muted and,
+// once its node is there, creates a second node with the same guid through
+// the same session (its answer muted too), then heals: Enter must recover.
+// It returns Enter's node and the name of the first node with the guid.
+func enterWithDuplicateGUID(t *testing.T, ctx context.Context, p *zktest.Proxy, s *session.Session,
+	ep *session.Epoch, l *recipe.Line, line func() []string) (*recipe.Node, recipe.Name) {
+	t.Helper()
 	p.MuteReplies()
 	type result struct {
 		n   *recipe.Node
@@ -137,20 +152,15 @@ func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
 	go func() {
 		defer close(dupDone)
 		// Its answer is muted too; it fails when the connection closes.
-		_, _ = ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(first.GUID, recipe.KindLock), nil,
+		_, _ = ep.Conn().Create(l.Path+"/"+recipe.ProtectedPrefix(first.GUID, recipe.KindLock), nil,
 			gozk.FlagEphemeral|gozk.FlagSequence, s.ACL())
 	}()
 	require.Eventually(t, func() bool { return len(line()) == 2 }, 10*time.Second, 5*time.Millisecond)
 	p.Heal()
 	<-dupDone
-
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, path+"/"+first.Name, r.n.Path, "the first node with our guid is adopted")
-	require.Eventually(t, func() bool {
-		names := line()
-		return len(names) == 1 && names[0] == first.Name
-	}, 10*time.Second, 5*time.Millisecond, "the duplicate is removed: %v", line())
+	return r.n, first
 }
 
 // SetWritten (the mark's write) reports the set written without waiting

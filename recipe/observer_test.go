@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
@@ -67,37 +66,14 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 
 	// OrphanCleanup: two nodes of the session carry Enter's guid (its
 	// answer muted, a second create made by hand with the same guid).
-	p.MuteReplies()
-	type result struct {
-		n   *recipe.Node
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := l.Enter(ctx, ep, recipe.KindLock, nil)
-		done <- result{n, err}
-	}()
-	require.Eventually(t, func() bool { return len(line()) == 1 }, 10*time.Second, 5*time.Millisecond)
-	first, ok := recipe.ParseName(line()[0])
-	require.True(t, ok)
-	dupDone := make(chan struct{})
-	go func() {
-		defer close(dupDone)
-		_, _ = ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(first.GUID, recipe.KindLock), nil,
-			gozk.FlagEphemeral|gozk.FlagSequence, s.ACL())
-	}()
-	require.Eventually(t, func() bool { return len(line()) == 2 }, 10*time.Second, 5*time.Millisecond)
-	p.Heal()
-	<-dupDone
-	r := <-done
-	require.NoError(t, r.err)
+	n, _ := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)
 	require.Eventually(t, func() bool { return rec.seen(session.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
 
 	// Acquired, then HoldLost (the connection severed and refused), then
 	// DeleteRetry: the release cannot delete while disconnected.
 	ep, err = s.Wait(ctx)
 	require.NoError(t, err)
-	h := l.NewHold(ep, 0, r.n.Path)
+	h := l.NewHold(ep, 0, n.Path)
 	h.Observe(name, path, 0, 0)
 	p.Refuse(true)
 	p.Sever()
@@ -116,7 +92,7 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	// Released: a plain release.
 	ep, err = s.Wait(ctx)
 	require.NoError(t, err)
-	n, err := l.Enter(ctx, ep, recipe.KindLock, nil)
+	n, err = l.Enter(ctx, ep, recipe.KindLock, nil)
 	require.NoError(t, err)
 	h = l.NewHold(ep, 0, n.Path)
 	h.Observe(name, path, 0, 0)
