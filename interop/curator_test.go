@@ -99,16 +99,7 @@ func TestCuratorLeaderLatch(t *testing.T) {
 		if err != nil {
 			return shepherdSide{}, err
 		}
-		var l *election.Leadership // the last one Campaign returned
-		return shepherdSide{
-			acquire: func(ctx context.Context) error {
-				var err error
-				l, err = e.Campaign(ctx)
-				return err
-			},
-			release: func(ctx context.Context) error { return l.Resign(ctx) },
-			lost:    func() <-chan struct{} { return l.Lost() },
-		}, nil
+		return heldSide(e.Campaign, (*election.Leadership).Resign), nil
 	})
 }
 
@@ -143,16 +134,7 @@ func TestCuratorSemaphore(t *testing.T) {
 		if err != nil {
 			return shepherdSide{}, err
 		}
-		var l *semaphore.Lease // the last one Acquire returned
-		return shepherdSide{
-			acquire: func(ctx context.Context) error {
-				var err error
-				l, err = sem.Acquire(ctx)
-				return err
-			},
-			release: func(ctx context.Context) error { return l.Release(ctx) },
-			lost:    func() <-chan struct{} { return l.Lost() },
-		}, nil
+		return heldSide(sem.Acquire, (*semaphore.Lease).Release), nil
 	})
 }
 

@@ -380,6 +380,23 @@ type shepherdSide struct {
 	read    bool // a read lock (readers share)
 }
 
+// heldSide is the shepherdSide of a recipe whose acquire returns a hold
+// (a lease, a leadership): release and lost act on the last one acquired
+// (a client acquires and releases in turn, on one goroutine).
+func heldSide[H interface{ Lost() <-chan struct{} }](acquire func(context.Context) (H, error),
+	release func(H, context.Context) error) shepherdSide {
+	var h H
+	return shepherdSide{
+		acquire: func(ctx context.Context) error {
+			var err error
+			h, err = acquire(ctx)
+			return err
+		},
+		release: func(ctx context.Context) error { return release(h, ctx) },
+		lost:    func() <-chan struct{} { return h.Lost() },
+	}
+}
+
 // runShepherd runs a shepherd client as go-i until the deadline, recording
 // grants, releases and loss signals. Errors that a fault explains (a lost
 // hold, a session expired) are counted; others fail the test.
@@ -636,16 +653,7 @@ func TestKazooElection(t *testing.T) {
 		if err != nil {
 			return shepherdSide{}, err
 		}
-		var l *election.Leadership // the last one Campaign returned
-		return shepherdSide{
-			acquire: func(ctx context.Context) error {
-				var err error
-				l, err = e.Campaign(ctx)
-				return err
-			},
-			release: func(ctx context.Context) error { return l.Resign(ctx) },
-			lost:    func() <-chan struct{} { return l.Lost() },
-		}, nil
+		return heldSide(e.Campaign, (*election.Leadership).Resign), nil
 	})
 }
 
