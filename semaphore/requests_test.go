@@ -12,18 +12,8 @@ import (
 )
 
 // requests counts the requests session s has sent since the last call
-// (server-side, from the last answered xid).
-func requests(t *testing.T, s *session.Session) func() int64 {
-	ep, err := s.Wait(ctxT(t, 10*time.Second))
-	require.NoError(t, err)
-	last := testutil.LastXid(t, zk, 0, ep.SessionID())
-	return func() int64 {
-		cur := testutil.LastXid(t, zk, 0, ep.SessionID())
-		n := cur - last
-		last = cur
-		return n
-	}
-}
+// (server-side).
+func requests(t *testing.T, s *session.Session) func() int64 { return testutil.Requests(t, zk, s) }
 
 // TestRequestsPerOperation: the round trips of a semaphore's hot paths,
 // counted by the server. Acquire: the create and the listing sent with it,

@@ -115,6 +115,22 @@ func Traffic(t testing.TB, c *zktest.Cluster, i int) (packets, bytes int64) {
 	return packets, bytes
 }
 
+// Requests counts the requests session s sends to server 0 of c: each call
+// of the returned function gives the number since the previous call (or
+// since Requests), counted by the server (LastXid).
+func Requests(t testing.TB, c *zktest.Cluster, s *session.Session) func() int64 {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 10*time.Second))
+	require.NoError(t, err)
+	last := LastXid(t, c, 0, ep.SessionID())
+	return func() int64 {
+		cur := LastXid(t, c, 0, ep.SessionID())
+		n := cur - last
+		last = cur
+		return n
+	}
+}
+
 // LastXid is the xid of the last request of session sid that server i of c
 // answered (from the "cons" command): it moves by one per request and not at
 // all on pings, so the difference between two readings counts requests.
