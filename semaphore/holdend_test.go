@@ -61,11 +61,19 @@ func TestLeaseLostOnlyOnLossContextOnEither(t *testing.T) {
 func TestLeaseTokenCost(t *testing.T) {
 	s := open(t, zk.Servers())
 	ctx := ctxT(t, 30*time.Second)
-	sem, err := semaphore.New(s, uniquePath(t), 1)
+	path := uniquePath(t)
+	sem, err := semaphore.New(s, path, 2)
 	require.NoError(t, err)
 	xid := func() int64 { return testutil.LastXid(t, zk, 0, s.SessionID()) }
 	l, err := sem.Acquire(ctx) // creates the path: later rounds cost the same
 	require.NoError(t, err)
+	// Another client's lease keeps the path (a container) in place between
+	// rounds, so that no round pays for creating it again.
+	pin, err := semaphore.New(open(t, zk.Servers()), path, 2)
+	require.NoError(t, err)
+	pl, err := pin.Acquire(ctx)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, pl.Release(ctx)) }()
 	require.NoError(t, l.Release(ctx))
 
 	x0 := xid()
