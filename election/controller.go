@@ -118,7 +118,11 @@ func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(L
 			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner})
 		}
 	}
-	err := e.line().AwaitWith(ctx, ep, node.node, headTurn, recipe.AwaitOptions{OnHead: onHead})
+	// A leader that waited marks its node when the candidate after it is
+	// shepherd's (recipe.AwaitOptions.MarkFor): that candidate is then
+	// elected by the node's deletion alone, without listing the line.
+	err := e.line().AwaitWith(ctx, ep, node.node, headTurn,
+		recipe.AwaitOptions{OnHead: onHead, Mark: true, MarkFor: recipe.Name.Shepherd})
 	switch {
 	case err == nil:
 		return e.electedFair(ep, node, report), nil

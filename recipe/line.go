@@ -55,6 +55,7 @@ type Node struct {
 	seen   []Name // the line as listed together with the create (nil: not seen)
 	data   []byte // the data it was created with (a mark writes it again)
 	marked bool   // its holder has marked it (see AwaitOptions.Mark)
+	next   Name   // the node after it when the line was last listed ("": none)
 }
 
 // TakeSeen returns, once, the line as it was listed in the same round trip
@@ -65,11 +66,37 @@ func (n *Node) TakeSeen() ([]Name, bool) {
 	return s, s != nil
 }
 
-// NewGUID returns a fresh random guid for a protected create.
+// NewGUID returns a fresh random guid for a protected create: 32 lowercase
+// hex digits laid out as an RFC 9562 UUIDv8 (version nibble 8, variant 10),
+// which is how a shepherd contender's node is told from another library's
+// (see Name.Shepherd). Curator's guids are dashed UUIDs and Kazoo's are
+// UUIDv4 hex: neither ever matches.
 func NewGUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x80
+	b[8] = b[8]&0x3f | 0x80
 	return hex.EncodeToString(b[:])
+}
+
+// Shepherd reports whether the node was created by shepherd (its guid is
+// NewGUID's): a contender that handles every kind of watch event on the node
+// it waits behind, a data change included. A foreign node may not (Curator's
+// LeaderLatch acts only on its predecessor's deletion, and a data change
+// spends its one-shot watch). A guid of shepherd's first release (plain
+// random hex) matches 1 time in 64, which is harmless: those waiters too
+// handle every event.
+func (n Name) Shepherd() bool {
+	g := n.GUID
+	if len(g) != 32 || g[12] != '8' || (g[16] != '8' && g[16] != '9' && g[16] != 'a' && g[16] != 'b') {
+		return false
+	}
+	for i := 0; i < len(g); i++ {
+		if c := g[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // EnsurePath creates the line's path and its parents (container nodes, see
@@ -515,10 +542,23 @@ type AwaitOptions struct {
 	// delete the node). A node without a mark (a foreign contender's, a
 	// holder that died first) costs a listing, as before. Never for a
 	// shared hold (a reader: a reader before it may still hold), nor for an
-	// election: Curator's LeaderLatch acts only on NodeDeleted, and a data
-	// change spends its one-shot watch. The mark costs the holder one write
-	// and its watcher one more notification and one GetW.
+	// election unless MarkFor is set: Curator's LeaderLatch acts only on
+	// NodeDeleted, and a data change spends its one-shot watch. The mark
+	// costs the holder one write and its watcher one more notification and
+	// one GetW.
 	Mark bool
+	// MarkFor, with Mark, marks only when the node after the holder's, as
+	// the line was last listed, is one MarkFor accepts (a contender that
+	// handles a data change of the node it waits behind, see Name.Shepherd),
+	// and only while that node is still there: the mark is a multi with a
+	// check of it. Nobody can join the line between the two (sequence
+	// numbers only grow), so while it is there it is the one contender
+	// watching the holder's node for its turn; a contender that left has
+	// only a stale watch, and a foreign one never sees a data change it
+	// could mistake. A waiter told that the node before it is marked then
+	// lists the line once more, while it waits, to learn its own successor
+	// (one more request, off the handoff's path). The election marks so.
+	MarkFor func(next Name) bool
 }
 
 // Room is a gate past a waiter's turn, for the head of a semaphore's line:
@@ -554,7 +594,7 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
 	grant := func() error {
 		if opt.Mark && own.Position > 0 && !own.marked {
-			l.mark(ctx, ep, own)
+			l.mark(ctx, ep, own, opt.MarkFor)
 		}
 		return l.room(ctx, ep, opt)
 	}
@@ -562,7 +602,7 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		line, ok := own.TakeSeen()
 		if !ok {
 			var err error
-			line, err = Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
+			line, err = l.listCtx(ctx, ep)
 			if err != nil {
 				return err
 			}
@@ -574,6 +614,7 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		if own.Position < 0 {
 			own.Position = i
 		}
+		own.setNext(line, i)
 		granted, w, delGrants := turn(line, i)
 		if granted {
 			return grant()
@@ -619,9 +660,23 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 						return err
 					}
 					ws.node, delGrants = ch, true
+					if opt.Mark && opt.MarkFor != nil {
+						l.learnNext(ctx, ep, own)
+					}
 					continue wait
 				}
-			case <-ws.head:
+			case ev := <-ws.head:
+				if ev.Type == zk.EventNodeDataChanged {
+					// The head marked its node: it is still the head.
+					// Watch it again rather than list the line.
+					ch, err := l.rewatch(ctx, ep, line[0])
+					if err == nil {
+						ws.head = ch
+						continue wait
+					} else if !errors.Is(err, zk.ErrNoNode) {
+						return err
+					}
+				}
 			case <-ep.Done():
 				return errEpochEnded
 			case <-ctx.Done():
@@ -638,14 +693,50 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 // next request (its release) goes out after it, and the grant costs no round
 // trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
 // and the hold does not depend on it.
-func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node) {
-	own.marked = true
-	written, _ := ep.SetWritten(own.Path, own.data, 0)
+func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor func(Name) bool) {
+	var written <-chan struct{}
+	if markFor == nil {
+		own.marked = true
+		written, _ = ep.SetWritten(own.Path, own.data, 0)
+	} else {
+		if own.next.Name == "" || !markFor(own.next) {
+			return
+		}
+		own.marked = true
+		written, _ = ep.MultiWritten(&zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
+			&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
+	}
 	select {
 	case <-written:
 	case <-ep.Done():
 	case <-ctx.Done():
 	}
+}
+
+// learnNext lists the line to learn the node after own (see
+// AwaitOptions.MarkFor). It is a hint: on any error own.next stays as it
+// was, and a mark checks that the node is still there.
+func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node) {
+	line, err := l.listCtx(ctx, ep)
+	if err != nil {
+		return
+	}
+	if i := Index(line, own.Name.Name); i >= 0 {
+		own.setNext(line, i)
+	}
+}
+
+// setNext records the node after own, line[i].
+func (own *Node) setNext(line []Name, i int) {
+	own.next = Name{}
+	if i+1 < len(line) {
+		own.next = line[i+1]
+	}
+}
+
+// listCtx is List, honouring ctx (see Call).
+func (l *Line) listCtx(ctx context.Context, ep *session.Epoch) ([]Name, error) {
+	return Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
 }
 
 // rewatch watches n again (GetW), once its data has changed.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/binary"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +14,7 @@ import (
 const (
 	opCreate          = 1
 	opSetData         = 5
+	opMulti           = 14
 	opCreate2         = 15
 	opCreateContainer = 19
 	opCreateTTL       = 21
@@ -50,23 +52,37 @@ func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
 }
 
 // saw looks at one written frame: int32 length, int32 xid, int32 opcode,
-// then for a create the path as int32 length + bytes.
+// then for a create or a setData the path as int32 length + bytes; for a
+// multi, its first op's header (int32 type, one byte done, int32 error) and
+// then that op, when it is a create or a setData.
 func (t *writeTap) saw(frame []byte) {
 	if len(frame) < 16 {
 		return
 	}
-	switch binary.BigEndian.Uint32(frame[8:12]) {
+	at := 12 // where the path's length is
+	switch op := binary.BigEndian.Uint32(frame[8:12]); op {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData:
+	case opMulti:
+		if len(frame) < 25 || frame[16] != 0 {
+			return
+		}
+		switch binary.BigEndian.Uint32(frame[12:16]) {
+		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData:
+		default:
+			return
+		}
+		at = 21
 	default:
 		return
 	}
-	n := int(int32(binary.BigEndian.Uint32(frame[12:16])))
-	if n <= 0 || 16+n > len(frame) {
+	n := int(int32(binary.BigEndian.Uint32(frame[at : at+4])))
+	if n <= 0 || at+4+n > len(frame) {
 		return
 	}
+	p := frame[at+4 : at+4+n]
 	t.mu.Lock()
-	if ch, ok := t.paths[string(frame[16:16+n])]; ok {
-		delete(t.paths, string(frame[16:16+n]))
+	if ch, ok := t.paths[string(p)]; ok {
+		delete(t.paths, string(p))
 		t.waiting.Store(int32(len(t.paths)))
 		close(ch)
 	}
@@ -151,13 +167,61 @@ func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, 
 // server after it), or once it has been answered or failed, whichever comes
 // first; answer then receives the outcome. A caller that sends a request that
 // must follow the set (a delete of the node) waits for written only: no
-// round trip. path must not be the target of another SetWritten or create of
-// this session at the same time.
+// round trip. path must not be the target of another SetWritten,
+// MultiWritten or create of this session at the same time.
 func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
+	return e.sendWritten(path, func() error {
+		_, err := e.conn.Set(path, data, version)
+		return err
+	})
+}
+
+// MultiWritten is SetWritten for a multi (as zk.Conn.Multi, whose first
+// error it answers): ops[0] must be a *zk.SetDataRequest or a
+// *zk.CreateRequest, by whose path the request is recognised on the wire
+// (the same rule applies to it).
+func (e *Epoch) MultiWritten(ops ...any) (written <-chan struct{}, answer <-chan error) {
+	var path string
+	switch op := firstOp(ops).(type) {
+	case *zk.SetDataRequest:
+		path = op.Path
+	case *zk.CreateRequest:
+		path = op.Path
+	default:
+		ans := make(chan error, 1)
+		ans <- errMultiWrittenOp
+		c := make(chan struct{})
+		close(c)
+		return c, ans
+	}
+	return e.sendWritten(path, func() error {
+		res, err := e.conn.Multi(ops...)
+		if err == nil {
+			for _, r := range res {
+				if r.Error != nil {
+					return r.Error
+				}
+			}
+		}
+		return err
+	})
+}
+
+var errMultiWrittenOp = errors.New("session: MultiWritten: the first op must be a create or a set")
+
+func firstOp(ops []any) any {
+	if len(ops) == 0 {
+		return nil
+	}
+	return ops[0]
+}
+
+// sendWritten sends a request through send (a blocking call of the Conn
+// writing path first) and reports when it is on the wire, then its answer.
+func (e *Epoch) sendWritten(path string, send func() error) (written <-chan struct{}, answer <-chan error) {
 	ans := make(chan error, 1)
 	if e.h == nil {
-		_, err := e.conn.Set(path, data, version)
-		ans <- err
+		ans <- send()
 		c := make(chan struct{})
 		close(c)
 		return c, ans
@@ -165,10 +229,7 @@ func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-c
 	tapped, done := e.h.written.expect(path)
 	w := make(chan struct{})
 	res := make(chan error, 1)
-	go func() {
-		_, err := e.conn.Set(path, data, version)
-		res <- err
-	}()
+	go func() { res <- send() }()
 	go func() {
 		select {
 		case <-tapped:

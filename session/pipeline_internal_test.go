@@ -93,3 +93,44 @@ func TestEpochOnEnd(t *testing.T) {
 		t.Fatal("stop of a hook that ran reported it unhooked it")
 	}
 }
+
+// multiFrame is a multi whose first op is op on path: int32 length, int32
+// xid, int32 opMulti, then the op's header (int32 type, one byte done, int32
+// error) and body (the path as int32 length + bytes, then the rest).
+func multiFrame(op int32, done byte, path string) []byte {
+	b := make([]byte, 25+len(path)+8)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	binary.BigEndian.PutUint32(b[4:8], 9)
+	binary.BigEndian.PutUint32(b[8:12], opMulti)
+	binary.BigEndian.PutUint32(b[12:16], uint32(op))
+	b[16] = done
+	binary.BigEndian.PutUint32(b[17:21], 0xffffffff)
+	binary.BigEndian.PutUint32(b[21:25], uint32(len(path)))
+	copy(b[25:], path)
+	return b
+}
+
+// A multi is seen by its first op, when that is a set or a create of the
+// expected path; not when it is a check, another path, torn, or the end
+// header.
+func TestWriteTapSeesAMultiByItsFirstOp(t *testing.T) {
+	var tap writeTap
+	a, doneA := tap.expect("/l/_c_a-latch-0000000001")
+	defer doneA()
+	for _, f := range [][]byte{
+		multiFrame(13, 0, "/l/_c_a-latch-0000000001"),            // a check first
+		multiFrame(opSetData, 1, "/l/_c_a-latch-0000000001"),     // the done header
+		multiFrame(opSetData, 0, "/l/_c_b-latch-0000000002"),     // another path
+		multiFrame(opSetData, 0, "/l/_c_a-latch-0000000001")[:24], // torn
+		frame(opMulti, "/l/_c_a-latch-0000000001"),               // no op header
+	} {
+		tap.saw(f)
+	}
+	if closed(a) {
+		t.Fatal("the tap fired for a frame that is not a multi setting the expected path first")
+	}
+	tap.saw(multiFrame(opSetData, 0, "/l/_c_a-latch-0000000001"))
+	if !closed(a) {
+		t.Fatal("the multi setting the path was not seen")
+	}
+}
