@@ -118,11 +118,11 @@ func TestWriteTapSeesAMultiByItsFirstOp(t *testing.T) {
 	a, doneA := tap.expect("/l/_c_a-latch-0000000001")
 	defer doneA()
 	for _, f := range [][]byte{
-		multiFrame(13, 0, "/l/_c_a-latch-0000000001"),            // a check first
-		multiFrame(opSetData, 1, "/l/_c_a-latch-0000000001"),     // the done header
-		multiFrame(opSetData, 0, "/l/_c_b-latch-0000000002"),     // another path
+		multiFrame(13, 0, "/l/_c_a-latch-0000000001"),             // a check first
+		multiFrame(opSetData, 1, "/l/_c_a-latch-0000000001"),      // the done header
+		multiFrame(opSetData, 0, "/l/_c_b-latch-0000000002"),      // another path
 		multiFrame(opSetData, 0, "/l/_c_a-latch-0000000001")[:24], // torn
-		frame(opMulti, "/l/_c_a-latch-0000000001"),               // no op header
+		frame(opMulti, "/l/_c_a-latch-0000000001"),                // no op header
 	} {
 		tap.saw(f)
 	}
