@@ -62,6 +62,7 @@ func WriteTable(w io.Writer, recs []Record, peerOrder []string, baseline string)
 			}
 		}
 		tw.Flush()
+		writeVariants(w, byKey, wl, peers, baseline)
 	}
 	if len(failures) > 0 {
 		fmt.Fprintf(w, "\nfailed runs (left out of the medians):\n")
@@ -120,4 +121,36 @@ func describeSpec(s Spec) string {
 			"    bytes: received by the server plus its responses and notifications (server-counted)", s.Sessions, conns, s.Sessions)
 	}
 	return ""
+}
+
+// writeVariants writes, for each variant of the baseline on wl (a peer
+// named baseline + "-...": the same library driven another way), its ratio
+// over every other library on wl's first metric.
+func writeVariants(w io.Writer, byKey map[[2]string][]Record, wl string, peers []string, baseline string) {
+	ms := tableMetrics(wl)
+	if len(ms) == 0 {
+		return
+	}
+	m := ms[0]
+	for _, v := range peers {
+		if !strings.HasPrefix(v, baseline+"-") {
+			continue
+		}
+		vs := metricSummary(byKey[[2]string{wl, v}], m.key)
+		if vs.n == 0 {
+			continue
+		}
+		var parts []string
+		for _, p := range peers {
+			if p == v || p == baseline || strings.HasPrefix(p, baseline+"-") {
+				continue
+			}
+			if s := metricSummary(byKey[[2]string{wl, p}], m.key); s.n > 0 && s.med != 0 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", p, vs.med/s.med))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "    %s / peer (%s): %s\n", v, m.label, strings.Join(parts, ", "))
+		}
+	}
 }

@@ -38,6 +38,8 @@ func goLibraries() []gopeers.Library {
 	return []gopeers.Library{
 		// shepherd first: the ratio column divides by its medians.
 		gopeers.Shepherd(),
+		gopeers.ShepherdRun(),
+		gopeers.ShepherdReturn(),
 		gopeers.Raw(),
 		gopeers.GoZookeeper(),
 	}

@@ -2,6 +2,7 @@ package gopeers
 
 import (
 	"context"
+	"errors"
 
 	"github.com/shepherdzk/shepherd/bench"
 	"github.com/shepherdzk/shepherd/election"
@@ -84,4 +85,98 @@ func (c shepherdClient) NewSemaphore(p string, max int) (Semaphore, error) {
 		}
 		return l.Release, nil
 	}), nil
+}
+
+// ShepherdRun is shepherd's election driven by Run, the controller-style API,
+// for W4 only: resigning ends Run's ctx (Run returns once OnElected has
+// returned and the node's delete is on its way), and the candidate rejoins
+// by calling Run again, as a service restarting gracefully does.
+func ShepherdRun() Library { return runVariant("shepherd-run", false) }
+
+// ShepherdReturn is shepherd's election driven by Run, for W4 only:
+// resigning makes OnElected return, and Run puts the candidate back in line
+// by itself.
+func ShepherdReturn() Library { return runVariant("shepherd-return", true) }
+
+func runVariant(name string, byReturn bool) Library {
+	lib := Shepherd()
+	connect := lib.Connect
+	lib.Name, lib.Workloads = name, []string{bench.W4}
+	lib.Connect = func(ctx context.Context, spec bench.Spec) (Client, error) {
+		c, err := connect(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		return runClient{c.(shepherdClient), byReturn}, nil
+	}
+	return lib
+}
+
+type runClient struct {
+	shepherdClient
+	byReturn bool
+}
+
+func (c runClient) NewCandidate(p, id string) (Candidate, error) {
+	e, err := election.New(c.s, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return &runCandidate{e: e, byReturn: c.byReturn, elected: make(chan struct{}, 1), ret: make(chan struct{}, 1)}, nil
+}
+
+// runCandidate adapts Run to Campaign/Resign. The driver calls them in turn
+// (Campaign, Resign, Campaign, ...), never at once.
+type runCandidate struct {
+	e        *election.Election
+	byReturn bool
+	elected  chan struct{}      // OnElected was called
+	ret      chan struct{}      // byReturn: OnElected is to return
+	cancel   context.CancelFunc // ends the running Run
+	done     chan error         // the running Run's result (nil: none runs)
+}
+
+func (c *runCandidate) Campaign(ctx context.Context) error {
+	if c.done == nil {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		c.cancel, c.done = cancel, done
+		go func() {
+			done <- c.e.Run(rctx, election.Callbacks{OnElected: func(ctx context.Context, _ election.Term) {
+				c.elected <- struct{}{}
+				select {
+				case <-c.ret:
+				case <-ctx.Done():
+				}
+			}})
+		}()
+	}
+	select {
+	case <-c.elected:
+		return nil
+	case err := <-c.done:
+		c.cancel()
+		c.done = nil
+		if err == nil {
+			err = errors.New("Run returned before its candidate was elected")
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *runCandidate) Resign(ctx context.Context) error {
+	if c.byReturn {
+		c.ret <- struct{}{}
+		return nil
+	}
+	c.cancel()
+	select {
+	case err := <-c.done:
+		c.done = nil
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
