@@ -257,7 +257,20 @@ func EnsurePath(ctx context.Context, servers []string, path string) error {
 // Dial opens a go-zookeeper session (its logging off) and waits until it is
 // usable or ctx ends.
 func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(log.New(io.Discard, "", 0)))
+	return DialWith(ctx, servers, sessionTimeout, nil)
+}
+
+// DialWith is Dial through dialer (nil: go-zookeeper's).
+func DialWith(ctx context.Context, servers []string, sessionTimeout time.Duration, dialer zk.Dialer) (*zk.Conn, error) {
+	quiet := zk.WithLogger(log.New(io.Discard, "", 0))
+	var conn *zk.Conn
+	var events <-chan zk.Event
+	var err error
+	if dialer != nil {
+		conn, events, err = zk.Connect(servers, sessionTimeout, quiet, zk.WithDialer(dialer))
+	} else {
+		conn, events, err = zk.Connect(servers, sessionTimeout, quiet)
+	}
 	if err != nil {
 		return nil, err
 	}

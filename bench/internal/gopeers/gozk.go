@@ -60,6 +60,11 @@ func (c gozkClient) NewSemaphore(string, int) (Semaphore, error) {
 	return nil, fmt.Errorf("go-zookeeper has no semaphore: %w", errors.ErrUnsupported)
 }
 
+// LockCandidate is leadership as holding go-zookeeper's zk.Lock on p.
+func LockCandidate(conn *zk.Conn, p string) Candidate {
+	return lockCandidate{gozkLock{zk.NewLock(conn, p, openACL)}}
+}
+
 func (c gozkClient) NewCandidate(p, _ string) (Candidate, error) {
 	l, err := c.NewLocker(p)
 	return lockCandidate{l}, err

@@ -33,7 +33,7 @@ func (c shepherdClient) NewCandidate(p, id string) (Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &campaigner{e: e}, nil
+	return CampaignCandidate(e), nil
 }
 
 // campaigner adapts Campaign's leadership result away: Lost is the last
@@ -122,8 +122,19 @@ func (c runClient) NewCandidate(p, id string) (Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runCandidate{e: e, byReturn: c.byReturn, elected: make(chan struct{}, 1), ret: make(chan struct{}, 1)}, nil
+	return RunCandidate(e, c.byReturn), nil
 }
+
+// RunCandidate drives e through Run: Campaign starts Run (unless it runs)
+// and returns once OnElected is called; Resign ends Run's ctx and waits for
+// it to return, or, byReturn, makes OnElected return (Run then rejoins by
+// itself).
+func RunCandidate(e *election.Election, byReturn bool) Candidate {
+	return &runCandidate{e: e, byReturn: byReturn, elected: make(chan struct{}, 1), ret: make(chan struct{}, 1)}
+}
+
+// CampaignCandidate drives e through Campaign and Resign.
+func CampaignCandidate(e *election.Election) Candidate { return &campaigner{e: e} }
 
 // runCandidate adapts Run to Campaign/Resign. The driver calls them in turn
 // (Campaign, Resign, Campaign, ...), never at once.
