@@ -385,9 +385,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // phases of one handoff, in ns, on the one clock.
 type phases struct {
 	toWire, toNotify, toAnswer, toElected, total int64
-	requests                                    []string // the new leader's, between the notification and being told
-	trace                                       []event
-	r0                                          int64
+	requests                                     []string // the new leader's, between the notification and being told
+	trace                                        []event
+	r0                                           int64
 }
 
 // handoff is one leadership change: from resigned, to was elected.
