@@ -25,7 +25,14 @@
 // id as data), so shepherd candidates and Curator LeaderLatch participants can
 // share one election path. The head of the line leads; each candidate watches
 // only its predecessor (and the head, to report leader changes), so a handoff
-// wakes the next candidate with one notification. NonFair: candidates race to
+// wakes the next candidate with one notification. A leader that had to wait
+// marks its node (writes its id again) when the candidate after it is
+// shepherd's: that candidate then leads as soon as it hears of the node's
+// deletion, without listing the line, so a graceful handoff is the old
+// leader's delete and one notification. A Curator participant behind a
+// leader is never sent a data change (its LeaderLatch acts only on the
+// deletion); it and a shepherd candidate behind a Curator leader look at
+// the line as before. NonFair: candidates race to
 // create one ephemeral node, "leader", under the path; every candidate watches
 // it, so each leader change wakes them all — fastest for a few candidates.
 // The two modes never share a path (each would elect a leader the other

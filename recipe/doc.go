@@ -86,12 +86,14 @@
 // again (Mark): the waiter watching it hears the change, watches again, and
 // is granted on the deletion without listing, so a handoff costs the same
 // few hundred bytes in a line of any length (a node without a mark, a
-// reader's or another library's, costs a listing). Readers and elections
-// never mark (Curator's LeaderLatch would not survive a data change on the
-// node it watches). Its options cover what recipes add: the election watches
+// reader's or another library's, costs a listing). Readers never mark. A
+// leader marks only when the candidate after it is shepherd's (MarkFor), in
+// a multi that checks that candidate is still there: Curator's LeaderLatch
+// acts only on its predecessor's deletion, and a data change would spend its
+// one-shot watch. Its options cover what recipes add: the election watches
 // the head to report leaders (OnHead), the semaphore's head waits for a
 // lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
-// exclusive holders mark (Mark).
+// exclusive holders and leaders mark (Mark, MarkFor).
 //
 // # Deadlines
 //
