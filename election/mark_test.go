@@ -383,3 +383,44 @@ func TestMarkWakesNoHerd(t *testing.T) {
 	m.elected(t)
 	require.Equal(t, "c2", <-leaders)
 }
+
+// TestMarkRacesCancel: the candidate after a leader that marks gives up (its
+// node goes, unmarked), after the mark or racing it; the candidate behind
+// it must not take that deletion for its turn: it looks at the line again,
+// finds the leader, and is elected only once the leader resigns.
+func TestMarkRacesCancel(t *testing.T) {
+	for round := range 6 {
+		path := uniquePath(t)
+		ctx := testutil.Ctx(t, 30*time.Second)
+		es, ss := candidates(t, path, 5) // x, y, a (marks), s (gives up), c
+		lx, err := es[0].Campaign(ctx)
+		require.NoError(t, err)
+		y := queueCampaign(t, ctx, ss[1], es[1])
+		a := queueCampaign(t, ctx, ss[2], es[2])
+		s := queueCampaign(t, ctx, ss[3], es[3])
+		c := queueCampaign(t, ctx, ss[4], es[4])
+		require.NoError(t, lx.Resign(ctx))
+		ly := y.elected(t)
+		na := nodeOf(t, ss[0], path, "c2")
+		if round%2 == 0 {
+			// s gives up while a leads, after a's mark.
+			require.NoError(t, ly.Resign(ctx))
+			a.elected(t)
+			require.Eventually(t, func() bool { return dataVersion(t, ss[0], na) == 1 }, 5*time.Second, 2*time.Millisecond)
+			s.cancel()
+		} else {
+			// s gives up as y resigns (and a marks, or finds s gone).
+			go s.cancel()
+			require.NoError(t, ly.Resign(ctx))
+			a.elected(t)
+		}
+		<-s.got
+		require.ErrorIs(t, s.err, context.Canceled)
+		require.Never(t, c.done, 150*time.Millisecond, 5*time.Millisecond, "round %d: c elected while a leads", round)
+		resigned := time.Now()
+		require.NoError(t, a.l.Resign(ctx))
+		lc := c.elected(t)
+		require.True(t, c.at.After(resigned), "round %d: c elected before a resigned", round)
+		require.NoError(t, lc.Resign(ctx))
+	}
+}
