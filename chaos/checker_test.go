@@ -38,6 +38,13 @@ func newChecker(max int, rw bool) *checker {
 	return &checker{max: max, rw: rw, live: map[*grant]struct{}{}, perClient: map[string]int{}, minGap: -1}
 }
 
+// violate records a violation found outside the holds.
+func (c *checker) violate(v string) {
+	c.mu.Lock()
+	c.violations = append(c.violations, v)
+	c.mu.Unlock()
+}
+
 // granted registers a new hold and checks it against the live ones.
 func (c *checker) granted(client string, writer bool, lost <-chan struct{}) *grant {
 	now := time.Now()

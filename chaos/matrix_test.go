@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -85,7 +86,7 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *
 		h.wg.Add(1)
 		go h.loop(cr, cl)
 	}
-	if spec.foreign {
+	if spec.foreign != "" {
 		h.wg.Add(1)
 		go h.foreign(open(t, cluster.Servers()))
 	}
@@ -93,12 +94,16 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *
 }
 
 // foreign is a contender of another library in the line (named as Curator
-// names its nodes): it enters, gives up a little later, and enters again,
-// until the harness stops; its node is never marked. Bounded in count.
+// names its nodes, with a dashed UUID for guid): it enters, gives up a little
+// later, and enters again, until the harness stops; its node is never
+// marked. A latch watches the node before its own while it waits, and must
+// never see its data change. Bounded in count.
 func (h *harness) foreign(s *session.Session) {
 	defer h.wg.Done()
 	defer s.Close()     // its node, if a delete failed, goes with the session
 	cur, lost := "", "" // its node; the guid of a create whose answer was lost
+	var watch <-chan gozk.Event
+	pred := "" // the node watch is on
 	for n := 0; n < 100000; n++ {
 		select {
 		case <-h.stop:
@@ -132,22 +137,76 @@ func (h *harness) foreign(s *session.Session) {
 			lost = ""
 			continue
 		}
-		guid := recipe.NewGUID()
-		p, err := ep.Conn().Create(h.path+"/"+recipe.ProtectedPrefix(guid, recipe.KindLock), nil,
+		guid := curatorGUID()
+		p, err := ep.Conn().Create(h.path+"/"+recipe.ProtectedPrefix(guid, h.spec.foreign), []byte("foreign"),
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		switch {
 		case err == nil:
 			cur = p
+			if h.spec.foreign == recipe.KindLatch {
+				watch, pred = watchPredecessor(ep, h.path, p)
+			}
 		case !errors.Is(err, gozk.ErrNoNode):
 			lost = guid
 		}
 		// How long it waits before giving up: the contender's patience,
 		// part of what is simulated.
-		select {
-		case <-h.stop:
-		case <-time.After(time.Duration(5+n%25) * time.Millisecond):
+		patience := time.NewTimer(time.Duration(5+n%25) * time.Millisecond)
+	wait:
+		for {
+			select {
+			case <-h.stop:
+			case <-patience.C:
+			case ev := <-watch:
+				if ev.Type == gozk.EventNodeDataChanged {
+					h.chk.violate(fmt.Sprintf("a Curator latch (%s) saw the data of the node before it (%s) change", p, pred))
+				}
+				watch = nil
+				continue wait
+			}
+			break
+		}
+		patience.Stop()
+		watch = nil // a latch that gave up no longer cares
+	}
+}
+
+// curatorGUID is a guid as Curator makes one (a dashed UUID): never
+// shepherd's (recipe.Name.Shepherd).
+func curatorGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// watchPredecessor watches, as Curator's LeaderLatch does (getData with a
+// watch), the contender just before own (a full path) in the line at
+// path; nil if there is none or the look failed.
+func watchPredecessor(ep *session.Epoch, path, own string) (<-chan gozk.Event, string) {
+	names, _, err := ep.Conn().Children(path)
+	if err != nil {
+		return nil, ""
+	}
+	me, ok := recipe.ParseName(own[strings.LastIndex(own, "/")+1:])
+	if !ok {
+		return nil, ""
+	}
+	var pred recipe.Name
+	for _, c := range names {
+		if n, ok := recipe.ParseName(c); ok && n.Seq < me.Seq && (pred.Name == "" || n.Seq > pred.Seq) {
+			pred = n
 		}
 	}
+	if pred.Name == "" {
+		return nil, ""
+	}
+	_, _, ch, err := ep.Conn().GetW(path + "/" + pred.Name)
+	if err != nil {
+		return nil, ""
+	}
+	return ch, path + "/" + pred.Name
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -38,18 +38,21 @@ type recipeSpec struct {
 	// the path itself), for the orphan check.
 	dirs []string
 	make func(s *session.Session, path string, i int) (client, error)
-	// foreign adds a contender like Curator's to the line: it enters, waits
-	// a little and gives up, over and over, and never marks its node (see
-	// recipe.AwaitOptions.Mark): the waiters behind it fall back to listing.
-	foreign bool
+	// foreign, when set, is the kind of a contender like Curator's that
+	// the line gets: it enters, waits a little and gives up, over and over,
+	// and never marks its node (see recipe.AwaitOptions.Mark): the waiters
+	// behind it fall back to listing. A latch watches its predecessor as
+	// Curator's LeaderLatch does, and a data change of it is a violation
+	// (the one-shot watch spent, LeaderLatch would wait for ever).
+	foreign string
 }
 
 var recipes = []recipeSpec{
-	{name: "mutex-fair", max: 1, dirs: []string{""}, make: newMutexClient(true), foreign: true},
+	{name: "mutex-fair", max: 1, dirs: []string{""}, make: newMutexClient(true), foreign: recipe.KindLock},
 	{name: "mutex-nonfair", max: 1, dirs: []string{""}, make: newMutexClient(false)},
 	{name: "rwlock", rw: true, dirs: []string{""}, make: newRWClient},
 	{name: "semaphore", max: 2, dirs: []string{"leases", "locks"}, make: newSemClient},
-	{name: "election-fair", max: 1, dirs: []string{""}, make: newElectionClient(true)},
+	{name: "election-fair", max: 1, dirs: []string{""}, make: newElectionClient(true), foreign: recipe.KindLatch},
 	{name: "election-nonfair", max: 1, dirs: []string{""}, make: newElectionClient(false)},
 }
 
