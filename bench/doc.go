@@ -20,6 +20,11 @@
 //   - W4: 5 election candidates; the leader resigns gracefully and rejoins:
 //     handoff p50/p99 (from the resignation to the next leader being told),
 //     requests and watch notifications per handoff (the rejoin included).
+//     shepherd runs it three ways: Campaign/Resign ("shepherd"), Run
+//     resigning by ending its ctx and rejoining by calling Run again
+//     ("shepherd-run"), and Run whose OnElected returns ("shepherd-return");
+//     the table adds each variant's ratio over every other peer.
+//     bench/cmd/handofftrace traces single handoffs across processes.
 //
 //   - W5: 50 waiters queued on a held mutex; the holder releases and each
 //     waiter in turn takes and releases it: first-handoff latency (every
