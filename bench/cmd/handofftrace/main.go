@@ -287,7 +287,14 @@ func runParent(ctx context.Context, peer, mode string, n int, term time.Duration
 				allMu.Lock()
 				all = append(all, e)
 				allMu.Unlock()
-				if e.Ev == "elected" || e.Ev == "out" {
+				switch e.Ev {
+				case "elected": // never dropped
+					select {
+					case events <- e:
+					case <-ctx.Done():
+						return
+					}
+				case "out": // the line-up only: dropped when nobody reads
 					select {
 					case events <- e:
 					default:
