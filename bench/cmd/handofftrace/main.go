@@ -178,7 +178,7 @@ func runChild(ctx context.Context, who int, servers, peer, mode string) error {
 }
 
 // tracedConn stamps every request frame written (go-zookeeper writes one
-// frame per Write) and every frame read (reassembled from the stream; the
+// frame per Write), as the write starts, and every frame read, once read (reassembled from the stream; the
 // first is the connect answer, which has no header).
 type tracedConn struct {
 	net.Conn
@@ -190,8 +190,10 @@ type tracedConn struct {
 }
 
 func (c *tracedConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
+	// Stamped as it is handed to the kernel: the writing goroutine may be
+	// descheduled after the write, past the answer's arrival.
 	t := time.Now().UnixNano()
+	n, err := c.Conn.Write(b)
 	c.mu.Lock()
 	first := !c.wrote
 	c.wrote = true
