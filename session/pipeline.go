@@ -27,23 +27,34 @@ const (
 type writeTap struct {
 	waiting atomic.Int32 // len(paths), read without the lock on every Write
 	mu      sync.Mutex
-	paths   map[string]chan struct{}
+	paths   map[string]*tapEntry
 }
+
+// tapEntry is one expected write: seen runs once it is written.
+type tapEntry struct{ seen func() }
 
 // expect registers path; the returned channel is closed once a create of
 // path has been written. done unregisters it.
 func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
 	ch := make(chan struct{})
+	return ch, t.expectFunc(path, func() { close(ch) })
+}
+
+// expectFunc registers path; seen is called once a create (or a set) of
+// path has been written, on the connection's writing goroutine, under the
+// tap's lock: it must only signal. done unregisters it.
+func (t *writeTap) expectFunc(path string, seen func()) (done func()) {
+	en := &tapEntry{seen: seen}
 	t.mu.Lock()
 	if t.paths == nil {
-		t.paths = make(map[string]chan struct{})
+		t.paths = make(map[string]*tapEntry)
 	}
-	t.paths[path] = ch
+	t.paths[path] = en
 	t.waiting.Store(int32(len(t.paths)))
 	t.mu.Unlock()
-	return ch, func() {
+	return func() {
 		t.mu.Lock()
-		if t.paths[path] == ch {
+		if t.paths[path] == en {
 			delete(t.paths, path)
 			t.waiting.Store(int32(len(t.paths)))
 		}
@@ -81,10 +92,10 @@ func (t *writeTap) saw(frame []byte) {
 	}
 	p := frame[at+4 : at+4+n]
 	t.mu.Lock()
-	if ch, ok := t.paths[string(p)]; ok {
+	if en, ok := t.paths[string(p)]; ok {
 		delete(t.paths, string(p))
 		t.waiting.Store(int32(len(t.paths)))
-		close(ch)
+		en.seen()
 	}
 	t.mu.Unlock()
 }
@@ -226,23 +237,18 @@ func (e *Epoch) sendWritten(path string, send func() error) (written <-chan stru
 		close(c)
 		return c, ans
 	}
-	tapped, done := e.h.written.expect(path)
+	// w is closed by the tap itself, on the connection's writing
+	// goroutine (one wake-up less for the caller), or once the request is
+	// answered or failed, whichever comes first.
 	w := make(chan struct{})
-	res := make(chan error, 1)
-	go func() { res <- send() }()
+	var once sync.Once
+	closeW := func() { once.Do(func() { close(w) }) }
+	done := e.h.written.expectFunc(path, closeW)
 	go func() {
-		select {
-		case <-tapped:
-			close(w)
-			err := <-res
-			done()
-			ans <- err
-		case err := <-res:
-			// Answered (or failed) before the tap saw it written.
-			done()
-			close(w)
-			ans <- err
-		}
+		err := send()
+		done()
+		closeW()
+		ans <- err
 	}()
 	return w, ans
 }

@@ -4,19 +4,22 @@
 // process stamps, on the host's wall clock (one clock for all processes of a
 // host), what it is told to do, what it is told by its library, and every
 // request and answer crossing its connection (a dialer that parses
-// ZooKeeper's frames). For each handoff it then prints where the time went
-// from the resignation to the next leader being told, and the requests the
-// new leader sent in between.
+// ZooKeeper's frames). For each way of resigning it then prints where the
+// time went from the resignation to the next leader being told, and the
+// requests the new leader sent in between.
 //
-//	go run ./bench/cmd/handofftrace [-peer shepherd|go-zk] [-mode resign|ctx|return] [-n 40]
+//	go run ./bench/cmd/handofftrace [-peer all|shepherd|go-zk] [-mode resign|ctx|return] [-n 200] [-rounds 4]
 //
 // Modes (shepherd): resign = Campaign / Resign; ctx = Run, resigning by
 // ending Run's ctx and rejoining by calling Run again; return = Run, whose
 // OnElected returns. go-zk is go-zookeeper's zk.Lock used as an election.
+// With -peer all (the default) every way runs on the same server, in
+// rounds, its order rotating, so that they share its ups and downs.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -24,13 +27,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -66,18 +72,27 @@ var opNames = map[int32]string{1: "create", 2: "delete", 3: "exists", 4: "getDat
 func main() {
 	child := flag.Int("child", -1, "internal: run candidate N")
 	servers := flag.String("servers", "", "internal: the server")
-	peer := flag.String("peer", "shepherd", "shepherd or go-zk")
+	path := flag.String("path", "/handofftrace", "internal: the election's path")
+	peer := flag.String("peer", "all", "all, shepherd or go-zk")
 	mode := flag.String("mode", "resign", "shepherd: resign (Campaign/Resign), ctx (Run, ending its ctx), return (Run, OnElected returns)")
-	n := flag.Int("n", 40, "handoffs (the first 3 are left out as warm-up)")
+	n := flag.Int("n", 200, "handoffs per way of resigning (the first 3 of each round are left out as warm-up)")
+	rounds := flag.Int("rounds", 4, "rounds (each way of resigning runs n/rounds handoffs per round)")
 	term := flag.Duration("term", 20*time.Millisecond, "how long each leader leads")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if *child >= 0 {
-		err = runChild(ctx, *child, *servers, *peer, *mode)
-	} else {
-		err = runParent(ctx, *peer, *mode, *n, *term)
+	switch {
+	case *child >= 0:
+		err = runChild(ctx, *child, *servers, *path, *peer, *mode)
+	case *n < *rounds || *rounds < 1:
+		err = errors.New("-n must be at least -rounds, and -rounds at least 1")
+	default:
+		ways := []way{{*peer, *mode}}
+		if *peer == "all" {
+			ways = []way{{"shepherd", "resign"}, {"shepherd", "ctx"}, {"shepherd", "return"}, {"go-zk", "resign"}}
+		}
+		err = runParent(ctx, ways, *n, *rounds, *term)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "handofftrace:", err)
@@ -85,9 +100,19 @@ func main() {
 	}
 }
 
+// way is a library and a way of resigning.
+type way struct{ peer, mode string }
+
+func (w way) String() string {
+	if w.peer == "go-zk" {
+		return "go-zk (zk.Lock)"
+	}
+	return map[string]string{"resign": "shepherd, Resign", "ctx": "shepherd, Run's ctx ends", "return": "shepherd, OnElected returns"}[w.mode]
+}
+
 // ---- the candidate's process ----
 
-func runChild(ctx context.Context, who int, servers, peer, mode string) error {
+func runChild(ctx context.Context, who int, servers, path, peer, mode string) error {
 	out := json.NewEncoder(os.Stdout)
 	var mu sync.Mutex
 	emit := func(e event) {
@@ -103,7 +128,6 @@ func runChild(ctx context.Context, who int, servers, peer, mode string) error {
 		}
 		return &tracedConn{Conn: c, emit: emit}, nil
 	}
-	const path = "/handofftrace"
 	var cand gopeers.Candidate
 	switch peer {
 	case "shepherd":
@@ -247,34 +271,71 @@ func (p *proc) tell(s string) error {
 	return err
 }
 
-func runParent(ctx context.Context, peer, mode string, n int, term time.Duration) error {
+func runParent(ctx context.Context, ways []way, n, rounds int, term time.Duration) error {
 	cluster, err := zktest.StartCluster(ctx, 1, zktest.WithFullJIT())
 	if err != nil {
 		return err
 	}
 	defer cluster.Close()
+	results := make([][]phases, len(ways))
+	rejoined := make([]int, len(ways))
+	for r := range rounds {
+		for k := range ways {
+			i := (k + r) % len(ways)
+			evs, hs, err := runWay(ctx, cluster.Servers()[0], ways[i], fmt.Sprintf("/handofftrace-%d-%d", i, r), n/rounds, term)
+			if err != nil {
+				return fmt.Errorf("%v, round %d: %w", ways[i], r+1, err)
+			}
+			ps, rj, err := analyse(evs, hs)
+			if err != nil {
+				return fmt.Errorf("%v, round %d: %w", ways[i], r+1, err)
+			}
+			results[i] = append(results[i], ps[min(3, len(ps)):]...)
+			rejoined[i] += rj
+		}
+	}
+	return report(os.Stdout, ways, results, rejoined, rounds)
+}
+
+// runWay runs n handoffs of one way with three fresh candidate processes
+// and returns every process's events, in time order, and the handoffs.
+func runWay(ctx context.Context, server string, w way, path string, n int, term time.Duration) ([]event, []handoff, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	events := make(chan event, 4096)
 	var all []event
 	var allMu sync.Mutex
 	procs := make([]*proc, candidates)
 	var readers sync.WaitGroup
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				_ = p.tell("quit")
+				_ = p.stdin.Close()
+			}
+		}
+		for _, p := range procs {
+			if p != nil {
+				_ = p.cmd.Wait()
+			}
+		}
+		readers.Wait()
+	}()
 	for i := range procs {
-		cmd := exec.CommandContext(ctx, self, "-child", fmt.Sprint(i), "-servers", cluster.Servers()[0], "-peer", peer, "-mode", mode)
+		cmd := exec.CommandContext(ctx, self, "-child", fmt.Sprint(i), "-servers", server, "-path", path, "-peer", w.peer, "-mode", w.mode)
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := cmd.Start(); err != nil {
-			return err
+			return nil, nil, err
 		}
 		procs[i] = &proc{cmd: cmd, stdin: stdin}
 		readers.Add(1)
@@ -305,16 +366,6 @@ func runParent(ctx context.Context, peer, mode string, n int, term time.Duration
 			}
 		}()
 	}
-	defer func() {
-		for _, p := range procs {
-			_ = p.tell("quit")
-			_ = p.stdin.Close()
-		}
-		for _, p := range procs {
-			_ = p.cmd.Wait()
-		}
-		readers.Wait()
-	}()
 	wait := func(what string, ok func(event) bool) (event, error) {
 		timeout := time.NewTimer(20 * time.Second)
 		defer timeout.Stop()
@@ -335,7 +386,7 @@ func runParent(ctx context.Context, peer, mode string, n int, term time.Duration
 	// a getData or exists request).
 	for i, p := range procs {
 		if err := p.tell("campaign"); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if i == 0 {
 			_, err = wait("the first leader", func(e event) bool { return e.Ev == "elected" && e.Who == 0 })
@@ -343,41 +394,41 @@ func runParent(ctx context.Context, peer, mode string, n int, term time.Duration
 			_, err = wait("a candidate's watch", func(e event) bool { return e.Who == i && e.Ev == "out" && (e.Op == 3 || e.Op == 4) })
 		}
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	var hs []handoff
 	leader := 0
 	for len(hs) < n {
 		if err := sleepCtx(ctx, term); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := procs[leader].tell("resign"); err != nil {
-			return err
+			return nil, nil, err
 		}
 		e, err := wait("the next leader", func(e event) bool { return e.Ev == "elected" })
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if e.Who == leader {
-			return fmt.Errorf("candidate %d re-elected itself", leader)
+			return nil, nil, fmt.Errorf("candidate %d re-elected itself", leader)
 		}
 		hs = append(hs, handoff{leader, e.Who})
 		// Rejoin (return mode: Run rejoins by itself, and Campaign waits
 		// for its next OnElected).
 		if err := procs[leader].tell("campaign"); err != nil {
-			return err
+			return nil, nil, err
 		}
 		leader = e.Who
 	}
 	if err := sleepCtx(ctx, 200*time.Millisecond); err != nil { // the last events
-		return err
+		return nil, nil, err
 	}
 	allMu.Lock()
 	evs := slices.Clone(all)
 	allMu.Unlock()
-	slices.SortStableFunc(evs, func(a, b event) int { return int(a.T - b.T) })
-	return report(os.Stdout, peer, mode, evs, hs, n)
+	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.T, b.T) })
+	return evs, hs, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -402,10 +453,11 @@ type phases struct {
 // handoff is one leadership change: from resigned, to was elected.
 type handoff struct{ from, to int }
 
-func report(w io.Writer, peer, mode string, evs []event, hs []handoff, n int) error {
-	var ps []phases
-	rejoined := 0 // handoffs where the next leader was rejoining
-	i := 0        // where the search for the next handoff starts
+// analyse finds each handoff's phases in evs. Handoffs where the next
+// leader was elected by its own look at the line (it was rejoining after
+// resigning just before, and found itself at the head) are counted apart.
+func analyse(evs []event, hs []handoff) (ps []phases, rejoined int, err error) {
+	i := 0 // where the search for the next handoff starts
 	for _, h := range hs {
 		var p phases
 		r0, r1, r2, s1, s2 := int64(-1), int64(-1), int64(-1), int64(-1), int64(-1)
@@ -442,56 +494,92 @@ func report(w io.Writer, peer, mode string, evs []event, hs []handoff, n int) er
 		}
 		i = j
 		if r0 >= 0 && r1 >= 0 && r2 >= 0 && s1 < 0 && s2 >= 0 {
-			// Elected by its own look at the line, not by the deletion:
-			// it had resigned just before and was rejoining.
 			rejoined++
 			continue
 		}
 		if r0 < 0 || r1 < 0 || r2 < 0 || s1 < 0 || s2 < 0 {
-			return fmt.Errorf("handoff %d (%d → %d): events missing from the trace (resign %v, delete sent %v, answered %v, notified %v, elected %v)",
+			return nil, 0, fmt.Errorf("handoff %d (%d → %d): events missing from the trace (resign %v, delete sent %v, answered %v, notified %v, elected %v)",
 				len(ps), h.from, h.to, r0 >= 0, r1 >= 0, r2 >= 0, s1 >= 0, s2 >= 0)
 		}
 		p.r0, p.toWire, p.toNotify, p.toAnswer, p.toElected, p.total = r0, r1-r0, s1-r1, r2-r1, s2-s1, s2-r0
 		ps = append(ps, p)
 	}
-	ps = ps[min(3, len(ps)):]
-	if len(ps) == 0 {
-		return errors.New("no handoff past the warm-up")
+	return ps, rejoined, nil
+}
+
+func report(w io.Writer, ways []way, results [][]phases, rejoined []int, rounds int) error {
+	for i, ps := range results {
+		if len(ps) == 0 {
+			return fmt.Errorf("%v: no handoff past the warm-up", ways[i])
+		}
 	}
-	med := func(f func(phases) int64) float64 {
+	med := func(ps []phases, f func(phases) int64) string {
 		v := make([]int64, len(ps))
 		for k, p := range ps {
 			v[k] = f(p)
 		}
 		slices.Sort(v)
-		return float64(v[len(v)/2]) / 1e3
+		return fmt.Sprintf("%.0f", float64(v[len(v)/2])/1e3)
 	}
-	fmt.Fprintf(w, "handofftrace: %s, mode %s, %d candidates in %d processes, %d handoffs (medians of the last %d, µs, one host clock)\n",
-		peer, mode, candidates, candidates, n, len(ps))
-	fmt.Fprintf(w, "  old leader: resign called → its delete on the wire     %8.0f\n", med(func(p phases) int64 { return p.toWire }))
-	fmt.Fprintf(w, "  delete on the wire → old leader reads the answer       %8.0f\n", med(func(p phases) int64 { return p.toAnswer }))
-	fmt.Fprintf(w, "  delete on the wire → next leader reads NodeDeleted     %8.0f\n", med(func(p phases) int64 { return p.toNotify }))
-	fmt.Fprintf(w, "  next leader: NodeDeleted → told it leads              %8.0f\n", med(func(p phases) int64 { return p.toElected }))
-	fmt.Fprintf(w, "  resign called → next leader told                       %8.0f\n", med(func(p phases) int64 { return p.total }))
-	counts := map[string]int{}
-	for _, p := range ps {
-		counts[fmt.Sprint(p.requests)]++
+	fmt.Fprintf(w, "handofftrace: %d candidates in %d processes, one ZooKeeper, %d rounds; medians, µs, one host clock\n\n", candidates, candidates, rounds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for _, wy := range ways {
+		fmt.Fprintf(tw, "%v\t", wy)
 	}
-	if rejoined > 0 {
-		fmt.Fprintf(w, "  (%d handoffs left out: the next leader was still rejoining, and found itself at the head)\n", rejoined)
+	fmt.Fprintln(tw)
+	rows := []struct {
+		label string
+		f     func(phases) int64
+	}{
+		{"resign called → delete on the wire (old leader)", func(p phases) int64 { return p.toWire }},
+		{"delete on the wire → old leader reads its answer", func(p phases) int64 { return p.toAnswer }},
+		{"delete on the wire → next leader reads NodeDeleted", func(p phases) int64 { return p.toNotify }},
+		{"next leader: NodeDeleted → told it leads", func(p phases) int64 { return p.toElected }},
+		{"resign called → next leader told", func(p phases) int64 { return p.total }},
+		{"  the client's share (first + fourth)", func(p phases) int64 { return p.toWire + p.toElected }},
 	}
-	fmt.Fprintf(w, "  the next leader's requests between NodeDeleted and being told (handoffs):")
-	for k, c := range counts {
-		fmt.Fprintf(w, " %s×%d", k, c)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t", r.label)
+		for _, ps := range results {
+			fmt.Fprintf(tw, "%s\t", med(ps, r.f))
+		}
+		fmt.Fprintln(tw)
 	}
-	fmt.Fprintln(w)
-	// The handoff whose total is the median, event by event.
-	sorted := slices.Clone(ps)
-	slices.SortFunc(sorted, func(a, b phases) int { return int(a.total - b.total) })
-	m := sorted[len(sorted)/2]
-	fmt.Fprintf(w, "  the median handoff, event by event (µs from the resign call):\n")
-	for _, e := range m.trace {
-		fmt.Fprintf(w, "    %8.0f  candidate %d  %s\n", float64(e.T-m.r0)/1e3, e.Who, describe(e))
+	fmt.Fprintf(tw, "handoffs\t")
+	for _, ps := range results {
+		fmt.Fprintf(tw, "%d\t", len(ps))
+	}
+	fmt.Fprintln(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for i, ps := range results {
+		counts := map[string]int{}
+		for _, p := range ps {
+			counts[strings.Join(p.requests, "+")]++
+		}
+		keys := slices.Sorted(maps.Keys(counts))
+		fmt.Fprintf(w, "\n%v: the next leader's requests between NodeDeleted and being told:", ways[i])
+		for _, k := range keys {
+			name := k
+			if name == "" {
+				name = "none"
+			}
+			fmt.Fprintf(w, " %s ×%d", name, counts[k])
+		}
+		if rejoined[i] > 0 {
+			fmt.Fprintf(w, " (and %d handoffs left out: the next leader was rejoining and found itself at the head)", rejoined[i])
+		}
+		fmt.Fprintln(w)
+		// The handoff whose total is the median, event by event.
+		sorted := slices.Clone(ps)
+		slices.SortFunc(sorted, func(a, b phases) int { return cmp.Compare(a.total, b.total) })
+		m := sorted[len(sorted)/2]
+		fmt.Fprintf(w, "  the median handoff, event by event (µs from the resign call):\n")
+		for _, e := range m.trace {
+			fmt.Fprintf(w, "    %8.0f  candidate %d  %s\n", float64(e.T-m.r0)/1e3, e.Who, describe(e))
+		}
 	}
 	return nil
 }
