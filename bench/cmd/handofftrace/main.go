@@ -44,6 +44,7 @@ import (
 	"github.com/shepherdzk/shepherd/bench"
 	"github.com/shepherdzk/shepherd/bench/internal/gopeers"
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -74,7 +75,7 @@ func main() {
 	servers := flag.String("servers", "", "internal: the server")
 	path := flag.String("path", "/handofftrace", "internal: the election's path")
 	peer := flag.String("peer", "all", "all, shepherd or go-zk")
-	mode := flag.String("mode", "resign", "shepherd: resign (Campaign/Resign), ctx (Run, ending its ctx), return (Run, OnElected returns)")
+	mode := flag.String("mode", "resign", "shepherd: resign (Campaign/Resign), ctx (Run, ending its ctx), return (Run, OnElected returns), mutex (a lock: Lock/Unlock)")
 	n := flag.Int("n", 200, "handoffs per way of resigning (the first 3 of each round are left out as warm-up)")
 	rounds := flag.Int("rounds", 4, "rounds (each way of resigning runs n/rounds handoffs per round)")
 	term := flag.Duration("term", 20*time.Millisecond, "how long each leader leads")
@@ -107,7 +108,8 @@ func (w way) String() string {
 	if w.peer == "go-zk" {
 		return "go-zk (zk.Lock)"
 	}
-	return map[string]string{"resign": "shepherd, Resign", "ctx": "shepherd, Run's ctx ends", "return": "shepherd, OnElected returns"}[w.mode]
+	return map[string]string{"resign": "shepherd, Resign", "ctx": "shepherd, Run's ctx ends", "return": "shepherd, OnElected returns",
+		"mutex": "shepherd mutex"}[w.mode]
 }
 
 // ---- the candidate's process ----
@@ -141,6 +143,12 @@ func runChild(ctx context.Context, who int, servers, path, peer, mode string) er
 			return err
 		}
 		switch mode {
+		case "mutex": // a lock handoff, for comparison
+			m, err := mutex.New(s, path)
+			if err != nil {
+				return err
+			}
+			cand = gopeers.LockerCandidate(m)
 		case "resign":
 			cand = gopeers.CampaignCandidate(e)
 		case "ctx", "return":

@@ -60,6 +60,9 @@ func (c gozkClient) NewSemaphore(string, int) (Semaphore, error) {
 	return nil, fmt.Errorf("go-zookeeper has no semaphore: %w", errors.ErrUnsupported)
 }
 
+// LockerCandidate is leadership as holding l.
+func LockerCandidate(l Locker) Candidate { return lockCandidate{l} }
+
 // LockCandidate is leadership as holding go-zookeeper's zk.Lock on p.
 func LockCandidate(conn *zk.Conn, p string) Candidate {
 	return lockCandidate{gozkLock{zk.NewLock(conn, p, openACL)}}
