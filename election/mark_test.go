@@ -153,8 +153,10 @@ func quietXid(t *testing.T, s *session.Session) int64 {
 	ep, err := s.Wait(testutil.Ctx(t, 5*time.Second))
 	require.NoError(t, err)
 	last := testutil.LastXid(t, zk, 0, ep.SessionID())
+	tick := time.NewTicker(150 * time.Millisecond) // the quiet it waits for
+	defer tick.Stop()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		time.Sleep(150 * time.Millisecond)
+		<-tick.C
 		x := testutil.LastXid(t, zk, 0, ep.SessionID())
 		if x == last {
 			return x
@@ -223,15 +225,29 @@ func TestNoMarkBeforeACuratorCandidate(t *testing.T) {
 	la := a.elected(t)
 	require.NoError(t, la.Resign(ctx))
 	lb := b.elected(t) // listed [b, f]
+	unmarkedUntilResigned(t, ctx, ss[0], lb, nb, fw)
+}
+
+// unmarkedUntilResigned checks what a Curator latch watching the node of
+// leader l sees: nothing while l leads (no data change to spend its one-shot
+// watch on), then the node's deletion once l resigns.
+func unmarkedUntilResigned(t *testing.T, ctx context.Context, s *session.Session, l *election.Leadership, node string, fw <-chan gozk.Event) {
+	t.Helper()
 	require.Never(t, func() bool { return len(fw) > 0 }, 300*time.Millisecond, 5*time.Millisecond,
 		"the Curator candidate's watch on the leader fired while it leads")
-	require.Equal(t, int32(0), dataVersion(t, ss[0], nb), "marked before a Curator candidate")
-	require.NoError(t, lb.Resign(ctx))
+	require.Equal(t, int32(0), dataVersion(t, s, node), "the leader marked its node before a Curator candidate")
+	require.NoError(t, l.Resign(ctx))
+	deleted(t, fw)
+}
+
+// deleted waits for watch fw to report its node's deletion.
+func deleted(t *testing.T, fw <-chan gozk.Event) {
+	t.Helper()
 	select {
 	case ev := <-fw:
 		require.Equal(t, gozk.EventNodeDeleted, ev.Type)
 	case <-time.After(5 * time.Second):
-		t.Fatal("the Curator candidate was not told of the leader's deletion")
+		t.Fatal("the watcher was not told of the node's deletion")
 	}
 }
 
@@ -265,26 +281,12 @@ func TestMarkChecksTheSuccessorIsThere(t *testing.T) {
 	// s leaves; the Curator candidate, told, watches m.
 	s.cancel()
 	<-s.got
-	select {
-	case ev := <-fw:
-		require.Equal(t, gozk.EventNodeDeleted, ev.Type)
-	case <-time.After(5 * time.Second):
-		t.Fatal("s's node was not deleted")
-	}
+	deleted(t, fw)
 	fw = f.watch(t, nm)
 
 	require.NoError(t, ll.Resign(ctx))
-	lm := m.elected(t)
-	require.Never(t, func() bool { return len(fw) > 0 }, 300*time.Millisecond, 5*time.Millisecond,
-		"the Curator candidate's watch on the new leader fired while it leads")
-	require.Equal(t, int32(0), dataVersion(t, ss[0], nm), "marked after the successor it knew had left")
-	require.NoError(t, lm.Resign(ctx))
-	select {
-	case ev := <-fw:
-		require.Equal(t, gozk.EventNodeDeleted, ev.Type)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the Curator candidate was not told of the leader's deletion")
-	}
+	lm := m.elected(t) // knew s, which has left
+	unmarkedUntilResigned(t, ctx, ss[0], lm, nm, fw)
 }
 
 // TestMarkedLeaderExpires: a leader that marked its node and then lost its
