@@ -246,10 +246,37 @@ func run(ctx context.Context) error {
 	}
 	for _, r := range recs {
 		if r.Error != "" {
+			keepServerLogs(cluster)
 			return errors.New("some runs failed (see the table)")
 		}
 	}
 	return nil
+}
+
+// keepServerLogs copies each server's log out of its directory (removed
+// with the cluster) into the bench's cache directory, and says whether the
+// server still runs and how its log ends: a run that failed because the
+// server stopped answering is diagnosed from there.
+func keepServerLogs(cluster *zktest.Cluster) {
+	dir := filepath.Join(bench.CacheDir(), "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "zkbench: keep the server logs:", err)
+		return
+	}
+	stamp := time.Now().Format("20060102-150405")
+	for i := range cluster.Size() {
+		b, err := os.ReadFile(cluster.LogPath(i))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "zkbench: read server log:", err)
+			continue
+		}
+		p := filepath.Join(dir, fmt.Sprintf("zookeeper-%s-node%d.log", stamp, i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "zkbench: keep server log:", err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "zkbench: server %d running: %v; its log: %s; it ends:\n%s\n", i, cluster.Running(i), p, cluster.LogTail(i, 20))
+	}
 }
 
 // forceSync turns fsync back on: zktest writes forceSync=no into every
