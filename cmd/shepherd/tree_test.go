@@ -99,8 +99,9 @@ func watchDeath(p proc, deadline time.Duration) func() (time.Time, bool) {
 // loss, (b) after SIGTERM to shepherd, (c) after SIGKILL to shepherd, and
 // (d) after CMD exited leaving it running; in the PID namespace (as root,
 // and as an unprivileged user: a user namespace too) and in the subreaper
-// fallback. One clock, the test's: a poller sees the grandchild die, the
-// test's own mutex waiter sees the grant.
+// fallback. The test's own mutex waiter, once granted, looks at the
+// grandchild at once: it must be gone (reaped) by then; a poller confirms
+// the death and logs the margin on the test's clock.
 func TestProcessTree(t *testing.T) {
 	modes := []string{"pidns", "subreaper"}
 	if os.Geteuid() == 0 {
@@ -213,7 +214,15 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	sess := testutil.Open(t, zk.Servers())
 	m, err := mutex.New(sess, path)
 	require.NoError(t, err)
-	granted := make(chan time.Time, 1)
+	// At the grant, on the waiter's goroutine, the test looks at the
+	// grandchild at once: it must already be gone (a poller alone could
+	// see the death late, by its period and its scheduling, past a grant
+	// that came less than a millisecond after the reaping).
+	type grantSeen struct {
+		at           time.Time
+		aliveAtGrant bool
+	}
+	granted := make(chan grantSeen, 1)
 	lctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -221,7 +230,9 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	go func() {
 		defer wg.Done()
 		if m.Lock(lctx) == nil {
-			granted <- time.Now()
+			at := time.Now()
+			q, ok := readProc(gc.pid)
+			granted <- grantSeen{at, ok && q.start == gc.start}
 		}
 	}()
 	defer wg.Wait()
@@ -238,16 +249,16 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	case "exit": // CMD exits by itself
 	}
 
-	var grant time.Time
+	var grant grantSeen
 	select {
 	case grant = <-granted:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the test's waiter was never granted the lock; shepherd: %s", errb.String())
 	}
+	require.False(t, grant.aliveAtGrant, "the grandchild %d was still there when the lock was granted; shepherd: %s", gcPID, errb.String())
 	died, ok := death()
 	require.True(t, ok, "the grandchild %d still runs; shepherd: %s", gcPID, errb.String())
-	t.Logf("grandchild gone %v before the next grant", grant.Sub(died).Round(time.Millisecond))
-	require.True(t, died.Before(grant), "grandchild gone at %v, lock granted at %v", died, grant)
+	t.Logf("grandchild gone %v before the next grant (as the poller saw it)", grant.at.Sub(died).Round(time.Millisecond))
 	_ = m.Unlock(context.Background())
 
 	err = <-exited
