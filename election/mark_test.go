@@ -99,19 +99,6 @@ func nodeOf(t *testing.T, s *session.Session, path, id string) string {
 	return ""
 }
 
-// dataVersion is the data version of the node at full path p (-1: gone).
-func dataVersion(t *testing.T, s *session.Session, p string) int32 {
-	t.Helper()
-	ep, err := s.Wait(testutil.Ctx(t, 5*time.Second))
-	require.NoError(t, err)
-	ok, st, err := ep.Conn().Exists(p)
-	require.NoError(t, err)
-	if !ok {
-		return -1
-	}
-	return st.Version
-}
-
 // latch is a candidate's node made the way Curator's LeaderLatch makes it
 // (protected, EPHEMERAL_SEQUENTIAL, "latch-", a dashed UUID for guid, the
 // id as data), in its own session; it watches a node the way LeaderLatch
@@ -187,11 +174,11 @@ func TestMarkedHandoffSendsNothing(t *testing.T) {
 
 	require.NoError(t, lx.Resign(ctx))
 	la := a.elected(t) // its predecessor was the head: no listing, so it knows no successor
-	require.Equal(t, int32(0), dataVersion(t, ss[0], nodeOf(t, ss[0], path, "c1")), "a leader that knows no successor marked")
+	require.Equal(t, int32(0), testutil.Version(t, ss[0], nodeOf(t, ss[0], path, "c1")), "a leader that knows no successor marked")
 	require.NoError(t, la.Resign(ctx))
 	lb := b.elected(t) // listed [b, c]: c is shepherd's
 	nb := nodeOf(t, ss[0], path, "c2")
-	require.Eventually(t, func() bool { return dataVersion(t, ss[0], nb) == 1 }, 5*time.Second, 2*time.Millisecond,
+	require.Eventually(t, func() bool { return testutil.Version(t, ss[0], nb) == 1 }, 5*time.Second, 2*time.Millisecond,
 		"the leader that waited did not mark its node")
 	before := quietXid(t, ss[3])
 	require.Equal(t, cx+2, before, "c, told of the mark, should watch again and list once")
@@ -235,7 +222,7 @@ func unmarkedUntilResigned(t *testing.T, ctx context.Context, s *session.Session
 	t.Helper()
 	require.Never(t, func() bool { return len(fw) > 0 }, 300*time.Millisecond, 5*time.Millisecond,
 		"the Curator candidate's watch on the leader fired while it leads")
-	require.Equal(t, int32(0), dataVersion(t, s, node), "the leader marked its node before a Curator candidate")
+	require.Equal(t, int32(0), testutil.Version(t, s, node), "the leader marked its node before a Curator candidate")
 	require.NoError(t, l.Resign(ctx))
 	deleted(t, fw)
 }
@@ -275,7 +262,7 @@ func TestMarkChecksTheSuccessorIsThere(t *testing.T) {
 	la := a.elected(t)
 	require.NoError(t, la.Resign(ctx))
 	ll := l.elected(t) // listed [l, m, s, f]: marks before m
-	require.Eventually(t, func() bool { return dataVersion(t, ss[0], nl) == 1 }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Version(t, ss[0], nl) == 1 }, 5*time.Second, 2*time.Millisecond)
 	require.Equal(t, mx+2, quietXid(t, ss[3]), "m, told of the mark, should watch again and list once (learning s)")
 
 	// s leaves; the Curator candidate, told, watches m.
@@ -314,7 +301,7 @@ func TestMarkedLeaderExpires(t *testing.T) {
 	require.NoError(t, la.Resign(ctx))
 	ll := l.elected(t)
 	nl := nodeOf(t, ss[0], path, "l")
-	require.Eventually(t, func() bool { return dataVersion(t, ss[0], nl) == 1 }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Version(t, ss[0], nl) == 1 }, 5*time.Second, 2*time.Millisecond)
 	require.Never(t, b.done, 100*time.Millisecond, 5*time.Millisecond, "elected while the marked leader leads")
 
 	ep, err := sl.Wait(ctx)
@@ -324,7 +311,7 @@ func TestMarkedLeaderExpires(t *testing.T) {
 	lb := b.elected(t)
 	require.True(t, b.at.After(expired), "elected before the leader's session ended")
 	require.True(t, isClosed(ll.Lost()), "elected before the old leader was told")
-	require.Equal(t, int32(-1), dataVersion(t, ss[0], nl), "elected while the expired leader's node is there")
+	require.Equal(t, int32(-1), testutil.Version(t, ss[0], nl), "elected while the expired leader's node is there")
 	require.NoError(t, lb.Resign(ctx))
 }
 
@@ -377,7 +364,7 @@ func TestMarkWakesNoHerd(t *testing.T) {
 	p.Heal() // l reconnects, lists the line, is elected and marks (before m)
 	ll := l.elected(t)
 	nl := nodeOf(t, ss[0], path, "l")
-	require.Eventually(t, func() bool { return dataVersion(t, ss[0], nl) == 1 }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Version(t, ss[0], nl) == 1 }, 5*time.Second, 2*time.Millisecond)
 	require.Equal(t, dx+1, quietXid(t, ss[3]), "requests of a candidate further back when the head marks")
 	require.Empty(t, leaders, "a leader reported twice")
 	require.False(t, m.done())
@@ -408,7 +395,7 @@ func TestMarkRacesCancel(t *testing.T) {
 			// s gives up while a leads, after a's mark.
 			require.NoError(t, ly.Resign(ctx))
 			a.elected(t)
-			require.Eventually(t, func() bool { return dataVersion(t, ss[0], na) == 1 }, 5*time.Second, 2*time.Millisecond)
+			require.Eventually(t, func() bool { return testutil.Version(t, ss[0], na) == 1 }, 5*time.Second, 2*time.Millisecond)
 			s.cancel()
 		} else {
 			// s gives up as y resigns (and a marks, or finds s gone).

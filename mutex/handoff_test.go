@@ -54,19 +54,6 @@ func queue(t *testing.T, ctx context.Context, m *mutex.Mutex) *waiter {
 	return w
 }
 
-// version is the data version of a node (-1 when it is gone).
-func version(t *testing.T, s *session.Session, p string) int32 {
-	t.Helper()
-	ep, err := s.Wait(ctxT(t, 5*time.Second))
-	require.NoError(t, err)
-	ok, st, err := ep.Conn().Exists(p)
-	require.NoError(t, err)
-	if !ok {
-		return -1
-	}
-	return st.Version
-}
-
 // foreign creates a contender's node the way Curator's InterProcessMutex
 // does (protected, EPHEMERAL_SEQUENTIAL, lock-), in session s: it never
 // marks itself.
@@ -148,7 +135,7 @@ func TestMarkedHolderExpires(t *testing.T) {
 	<-wa.got
 	require.NoError(t, wa.err)
 	node := a.Node()
-	require.Eventually(t, func() bool { return version(t, bs, node) == 1 }, 5*time.Second, 2*time.Millisecond,
+	require.Eventually(t, func() bool { return testutil.Version(t, bs, node) == 1 }, 5*time.Second, 2*time.Millisecond,
 		"the holder that waited marks its node")
 	require.False(t, wb.granted(), "granted while the marked holder holds")
 
@@ -159,7 +146,7 @@ func TestMarkedHolderExpires(t *testing.T) {
 	<-wb.got
 	require.NoError(t, wb.err)
 	require.True(t, wb.at.After(expired), "granted before the holder's session ended")
-	require.Equal(t, int32(-1), version(t, bs, node), "granted while the expired holder's node is there")
+	require.Equal(t, int32(-1), testutil.Version(t, bs, node), "granted while the expired holder's node is there")
 	require.NoError(t, b.Unlock(ctx))
 }
 
@@ -191,7 +178,7 @@ func TestMarkRacesCancel(t *testing.T) {
 			require.NoError(t, h.Unlock(ctx))
 			<-wa.got
 			require.NoError(t, wa.err)
-			require.Eventually(t, func() bool { return version(t, a.Session(), a.Node()) == 1 }, 5*time.Second, 2*time.Millisecond)
+			require.Eventually(t, func() bool { return testutil.Version(t, a.Session(), a.Node()) == 1 }, 5*time.Second, 2*time.Millisecond)
 			cancelB()
 		} else {
 			// b gives up as the holder releases (and a marks).
@@ -239,7 +226,7 @@ func TestForeignNodeFallsBack(t *testing.T) {
 	require.NoError(t, h.Unlock(ctx))
 	<-wa.got
 	require.NoError(t, wa.err)
-	require.Eventually(t, func() bool { return version(t, fs, a.Node()) == 1 }, 5*time.Second, 2*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.Version(t, fs, a.Node()) == 1 }, 5*time.Second, 2*time.Millisecond)
 
 	ep, err := fs.Wait(ctx)
 	require.NoError(t, err)
@@ -279,8 +266,8 @@ func TestReadersNeverMark(t *testing.T) {
 	require.NoError(t, w1.Unlock(ctx))
 	require.NoError(t, <-got1)
 	require.NoError(t, <-got2)
-	require.Equal(t, int32(0), version(t, r1.Reader().Session(), r1.Reader().Node()), "a reader marked its node")
-	require.Equal(t, int32(0), version(t, r2.Reader().Session(), r2.Reader().Node()), "a reader marked its node")
+	require.Equal(t, int32(0), testutil.Version(t, r1.Reader().Session(), r1.Reader().Node()), "a reader marked its node")
+	require.Equal(t, int32(0), testutil.Version(t, r2.Reader().Session(), r2.Reader().Node()), "a reader marked its node")
 
 	require.NoError(t, r2.RUnlock(ctx)) // the reader the writer watches
 	// r1 reads a while (the work being simulated).

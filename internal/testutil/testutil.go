@@ -82,6 +82,20 @@ func Children(t testing.TB, s *session.Session, path string) []string {
 	return names
 }
 
+// Version is the data version of the node at full path p (namespace
+// included), or -1 when it is gone, read through s.
+func Version(t testing.TB, s *session.Session, p string) int32 {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 5*time.Second))
+	require.NoError(t, err)
+	ok, st, err := ep.Conn().Exists(p)
+	require.NoError(t, err)
+	if !ok {
+		return -1
+	}
+	return st.Version
+}
+
 // Notifications is the number of watch notifications server i of c has
 // fired (ZooKeeper 3.6+ counts them per event type in mntr).
 func Notifications(t testing.TB, c *zktest.Cluster, i int) int64 {

@@ -408,7 +408,7 @@ func runWay(ctx context.Context, server string, w way, path string, n int, term 
 	var hs []handoff
 	leader := 0
 	for len(hs) < n {
-		if err := sleepCtx(ctx, term); err != nil {
+		if err := gopeers.SleepCtx(ctx, term); err != nil {
 			return nil, nil, err
 		}
 		if err := procs[leader].tell("resign"); err != nil {
@@ -429,7 +429,7 @@ func runWay(ctx context.Context, server string, w way, path string, n int, term 
 		}
 		leader = e.Who
 	}
-	if err := sleepCtx(ctx, 200*time.Millisecond); err != nil { // the last events
+	if err := gopeers.SleepCtx(ctx, 200*time.Millisecond); err != nil { // the last events
 		return nil, nil, err
 	}
 	allMu.Lock()
@@ -437,17 +437,6 @@ func runWay(ctx context.Context, server string, w way, path string, n int, term 
 	allMu.Unlock()
 	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.T, b.T) })
 	return evs, hs, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // phases of one handoff, in ns, on the one clock.

@@ -427,7 +427,7 @@ func (r *run) prepareW4(ctx context.Context, lib Library) error {
 		start := time.Now()
 		deadline := start.Add(r.spec.Duration())
 		for len(lat) < r.spec.Cycles && time.Now().Before(deadline) {
-			if err := sleepCtx(r.ctx, r.spec.Term()); err != nil {
+			if err := SleepCtx(r.ctx, r.spec.Term()); err != nil {
 				return bench.Result{}, err
 			}
 			t0 := time.Now()
@@ -460,7 +460,8 @@ func (r *run) prepareW4(ctx context.Context, lib Library) error {
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx waits d, or until ctx ends (its error then).
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -535,7 +536,7 @@ func (r *run) prepareW5(ctx context.Context, lib Library) error {
 		if n == len(ls) {
 			break
 		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := SleepCtx(ctx, 5*time.Millisecond); err != nil {
 			return fmt.Errorf("%d of %d contenders in line: %w", n, len(ls), err)
 		}
 	}

@@ -59,7 +59,7 @@ func (r *run) prepareW6(ctx context.Context, lib Library) error {
 				if err := cands[i].Campaign(r.ctx); err != nil {
 					// A stalled or expired session: try again (bounded by
 					// the run's context).
-					if sleepCtx(r.ctx, 50*time.Millisecond) != nil {
+					if SleepCtx(r.ctx, 50*time.Millisecond) != nil {
 						return
 					}
 					continue
