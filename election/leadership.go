@@ -42,6 +42,16 @@ func (l *Leadership) Term() Term { return l.term }
 // Resign does not close it.
 func (l *Leadership) Lost() <-chan struct{} { return l.hold.Lost() }
 
+// Paused returns the leadership's pause signal (PauseOnDisconnect): a
+// channel closed when leadership pauses, renewed at each resume (see
+// recipe.Hold). The term does not change across a pause.
+func (l *Leadership) Paused() <-chan struct{} { return l.hold.Paused() }
+
+// Gate returns nil while leadership holds and is not paused; while it is
+// paused, it waits until it resumes (nil), is lost (ErrLost) or ctx ends (see
+// recipe.Hold.Gate).
+func (l *Leadership) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
+
 // Context ends when the leadership ends for any reason: a loss or Resign
 // (see Leadership). Pass it to the leader's work.
 func (l *Leadership) Context() context.Context { return l.ctx }

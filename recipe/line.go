@@ -38,6 +38,9 @@ type Line struct {
 	// default, EnsurePath, creates it and its parents as empty containers):
 	// for a recipe whose path carries a record of its own.
 	Ensure func(ep *session.Epoch) error
+	// OnDisconnect is what a lost connection does to the line's holds (0:
+	// the session's DisconnectPolicy).
+	OnDisconnect session.DisconnectPolicy
 }
 
 // Node is a contender's own node, bound to the session that created it.

@@ -45,8 +45,9 @@ const (
 type Option func(*config)
 
 type config struct {
-	data []byte
-	err  error // the first invalid option
+	data   []byte
+	policy session.DisconnectPolicy
+	err    error // the first invalid option
 }
 
 func (c *config) setErr(err error) {
@@ -65,6 +66,21 @@ func WithData(data []byte) Option {
 			return
 		}
 		c.data = append([]byte(nil), data...)
+	}
+}
+
+// WithDisconnectPolicy sets what a lost connection does to this
+// semaphore's leases (default: the session's, see
+// session.WithDisconnectPolicy): end them (session.StopOnDisconnect), or
+// pause them until the same session is back (session.PauseOnDisconnect; see
+// recipe.Hold, Lease.Paused and Lease.Gate).
+func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
+	return func(c *config) {
+		if !p.Valid() {
+			c.setErr(fmt.Errorf("semaphore: %w: disconnect policy %v", ErrInvalidArgument, p))
+			return
+		}
+		c.policy = p
 	}
 }
 
@@ -115,7 +131,8 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	full := sess.Path(path)
 	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
 		log: sess.Logger().With("semaphore", full)}
-	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks}
+	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
+		OnDisconnect: c.policy}
 	return s, nil
 }
 
@@ -685,6 +702,15 @@ func (l *Lease) Release(ctx context.Context) error {
 // any other client can be granted its place. Release does not close it: a
 // select on Lost tells a loss from your own Release.
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
+
+// Paused returns the lease's pause signal (PauseOnDisconnect): a channel
+// closed when the lease pauses, renewed at each resume (see recipe.Hold).
+func (l *Lease) Paused() <-chan struct{} { return l.hold.Paused() }
+
+// Gate returns nil while the lease is held and not paused; while it is
+// paused, it waits until the lease resumes (nil), is lost (ErrLost) or ctx
+// ends (see recipe.Hold.Gate).
+func (l *Lease) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
 
 // Context ends when the lease ends for any reason: a loss (as Lost) or
 // Release. Pass it to the work the lease bounds.
