@@ -42,8 +42,8 @@ const nonFairMark = "shepherd:mutex:nonfair "
 type Option func(*config)
 
 type config struct {
-	fair  bool
-	data  []byte
+	fair   bool
+	data   []byte
 	names  recipe.Names
 	policy session.DisconnectPolicy
 	err    error // the first invalid option

@@ -74,12 +74,12 @@ type Hold struct {
 	ep        *session.Epoch // the epoch the hold is valid in (while paused: the one that ended)
 	state     holdState
 	released  bool
-	stopHooks []func() bool   // unhook the loss and pause signals (at the release)
-	paused    chan struct{}   // closed when the current (or next) pause begins
-	resumed   chan struct{}   // closed when the current pause ends (resume, loss, release)
-	pausedAt  time.Time       // when the current pause began
-	pausedFor time.Duration   // how long the last pause lasted
-	onLost    []func()        // run (on a goroutine) at a loss
+	stopHooks []func() bool // unhook the loss and pause signals (at the release)
+	paused    chan struct{} // closed when the current (or next) pause begins
+	resumed   chan struct{} // closed when the current pause ends (resume, loss, release)
+	pausedAt  time.Time     // when the current pause began
+	pausedFor time.Duration // how long the last pause lasted
+	onLost    []func()      // run (on a goroutine) at a loss
 	token     Token
 	recipe    string // for the observer
 	path      string
