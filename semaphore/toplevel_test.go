@@ -39,9 +39,11 @@ func TestTopLevelPath(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, a.n, l.Count())
 				require.NoError(t, l.Validate(ctx), "the lease is not held")
-				require.NoError(t, l.Release(ctx))
 				full := sem.Path()
-				require.Empty(t, testutil.Leftovers(t, s, top, top, full, full+"/locks", full+"/leases"), "left behind")
+				keep := []string{top, full, full + "/locks", full + "/leases"}
+				require.Len(t, testutil.Leftovers(t, s, top, keep...), a.n, "a node for each lease")
+				require.NoError(t, l.Release(ctx))
+				require.Empty(t, testutil.Leftovers(t, s, top, keep...), "left behind")
 			})
 		}
 	}
