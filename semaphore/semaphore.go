@@ -197,7 +197,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 	s.mu.Unlock()
 	var err error
 	for round := 0; round < 10; round++ {
-		if err = recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
+		if err = recipe.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
 			return err
 		}
 		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
@@ -311,8 +311,6 @@ func truncate(b []byte) string {
 	}
 	return string(b)
 }
-
-func parent(p string) string { return p[:strings.LastIndex(p, "/")] }
 
 // Acquire takes one lease, waiting in line until one is free or ctx ends.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.AcquireN(ctx, 1) }
