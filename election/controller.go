@@ -332,6 +332,8 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 				return
 			}
 			e.log.Info("election: leadership paused (connection lost)", "term", l.term)
+			pausedAt := time.Now()
+			e.report(session.RecipeEvent{Kind: session.HoldPaused, Term: int64(l.term)})
 			if cb.OnPaused != nil {
 				cb.OnPaused()
 			}
@@ -339,6 +341,7 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 				return
 			}
 			e.log.Info("election: leadership resumed (same session)", "term", l.term)
+			e.report(session.RecipeEvent{Kind: session.HoldResumed, Term: int64(l.term), Paused: time.Since(pausedAt)})
 			if cb.OnResumed != nil {
 				cb.OnResumed()
 			}

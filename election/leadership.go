@@ -15,8 +15,9 @@ import (
 // and a semaphore's Lease, it has two end signals:
 //
 //   - Lost() is closed when leadership is, or may be, lost: the connection
-//     dropped (Suspended), the session was lost, or the session manager
-//     closed, before another candidate can be elected. Resign never closes
+//     dropped (Suspended; under PauseOnDisconnect leadership pauses instead,
+//     see Paused), the session was lost, or the session manager closed,
+//     before another candidate can be elected (see recipe.Hold). Resign never closes
 //     it: a select on Lost tells a loss from your own Resign.
 //   - Context() ends when the leadership ends for any reason: a loss (as
 //     Lost), Resign, or, under Run, OnElected returning or Run's ctx ending.

@@ -40,9 +40,9 @@ func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
 //     can be granted the hold: under StopOnDisconnect (the default) at the
 //     connection's loss; under either policy at the session's loss (expiry
 //     seen on reconnect; silence for the session timeout on the local clock,
-//     see session), at the manager's Close, or when the hold's node is
-//     deleted by someone else (an operator; the hold watches its own node).
-//     A lost hold never resumes.
+//     see session), at the manager's Close, or, under PauseOnDisconnect,
+//     when the hold's node is deleted by someone else (an operator: such a
+//     hold watches its own node). A lost hold never resumes.
 //
 // Release ends the hold without closing Lost: a select on Lost tells a loss
 // from a release, and Context() ends on either. Pass Context() to the work
@@ -138,7 +138,13 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	h.mu.Lock()
 	h.stopHooks = append(h.stopHooks, hooks...)
 	h.mu.Unlock()
-	go h.watchOwn(ep)
+	if policy == session.PauseOnDisconnect {
+		// A hold that outlives disconnects watches its own node (see
+		// watchOwn). Under StopOnDisconnect it does not: the watch costs a
+		// read per grant and a notification to the holder at its own
+		// release, on the hot path of every lock handoff.
+		go h.watchOwn(ep)
+	}
 	return h
 }
 

@@ -207,9 +207,11 @@ func (h *Hold) ours(st *zk.Stat) bool {
 	return t == 0 || int64(t) == st.Czxid
 }
 
-// watchOwn keeps a watch on the hold's node while the hold lasts: a node
-// deleted by someone else (an operator's revoke, another principal) loses
-// the hold at once, paused or not. One read per grant, made after the grant
+// watchOwn keeps a watch on the hold's node while the hold lasts (under
+// PauseOnDisconnect): a node deleted by someone else (an operator, another
+// principal) loses the hold at once, paused or not, and a deletion while the
+// connection was down is reported as soon as it is back (go-zookeeper sets
+// its watches again on reconnect, and fires those whose nodes are gone). One read per grant, made after the grant
 // (the holder does not wait for it), and one more after a change of the
 // node's data (a holder's mark for its successor) or a lost connection.
 func (h *Hold) watchOwn(ep *session.Epoch) {

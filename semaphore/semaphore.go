@@ -696,8 +696,9 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // Lost is closed when the lease is, or may be, lost: the connection dropped
-// (Suspended), the session was lost, or the session manager closed, before
-// any other client can be granted its place. Release does not close it: a
+// (Suspended, unless the lease rides through disconnects), the session was
+// lost, or the session manager closed, before any other client can be
+// granted its place (see recipe.Hold). Release does not close it: a
 // select on Lost tells a loss from your own Release.
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
