@@ -79,7 +79,7 @@ func TestPauseRollingRestart(t *testing.T) {
 }
 
 type rollCounts struct {
-	lost, paused, resumed, elected, sessionsLost atomic.Int64
+	lost, paused, resumed, elected, leaders, sessionsLost atomic.Int64
 }
 
 func rollingRestart(t *testing.T, c *zktest.Cluster, policy session.DisconnectPolicy) {
@@ -159,6 +159,7 @@ func rollingRestart(t *testing.T, c *zktest.Cluster, policy session.DisconnectPo
 				OnElected: func(ctx context.Context, _ election.Term) { n.elected.Add(1); <-ctx.Done() },
 				OnPaused:  func() { n.paused.Add(1) },
 				OnResumed: func() { n.resumed.Add(1) },
+				OnLeader:  func(election.Leader) { n.leaders.Add(1) },
 			})
 		}()
 	}
@@ -178,12 +179,13 @@ func rollingRestart(t *testing.T, c *zktest.Cluster, policy session.DisconnectPo
 		settled = func() bool { return held.Load() == 5 }
 	}
 	require.Eventually(t, settled, 30*time.Second, 10*time.Millisecond, "holds settled after the restarts")
-	t.Logf("%v: holds lost %d, pauses %d, resumes %d, elections %d, sessions lost %d", policy,
-		n.lost.Load(), n.paused.Load(), n.resumed.Load(), n.elected.Load(), n.sessionsLost.Load())
+	t.Logf("%v: holds lost %d, pauses %d, resumes %d, elections %d, leaders seen %d, sessions lost %d", policy,
+		n.lost.Load(), n.paused.Load(), n.resumed.Load(), n.elected.Load(), n.leaders.Load(), n.sessionsLost.Load())
 	require.Zero(t, n.sessionsLost.Load(), "a session was lost: the restarts were too slow for the test")
 	if policy == session.PauseOnDisconnect {
 		require.Zero(t, n.lost.Load(), "holds lost")
 		require.EqualValues(t, 1, n.elected.Load(), "leadership changed")
+		require.EqualValues(t, 3, n.leaders.Load(), "a candidate saw the leader change")
 		require.Positive(t, n.paused.Load(), "no hold paused: the restarts disconnected nobody")
 		require.Equal(t, n.paused.Load(), n.resumed.Load(), "every pause resumed")
 	} else {
