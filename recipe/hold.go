@@ -153,6 +153,19 @@ func (h *Hold) lose() {
 	h.mu.Lock()
 	fns := h.loseLocked()
 	h.mu.Unlock()
+	runLost(fns)
+}
+
+// settle applies a signalled loss or pause (see settleLocked).
+func (h *Hold) settle() {
+	h.mu.Lock()
+	fns := h.settleLocked()
+	h.mu.Unlock()
+	runLost(fns)
+}
+
+// runLost runs what waited for a loss.
+func runLost(fns []func()) {
 	if len(fns) > 0 {
 		// Observers (a log, the session's observer) run on a goroutine of
 		// their own: lose may run on a goroutine that must not block.
@@ -502,9 +515,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	h.stopHooks = nil
 	ep, recipe := h.ep, h.recipe
 	h.mu.Unlock()
-	for _, f := range fns {
-		go f()
-	}
+	runLost(fns)
 	for _, stop := range hooks {
 		stop()
 	}

@@ -45,17 +45,17 @@ import (
 //		}
 //	}
 func (h *Hold) Paused() <-chan struct{} {
+	h.settle()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.settleLocked()
 	return h.paused
 }
 
 // IsPaused reports whether the hold is paused now.
 func (h *Hold) IsPaused() bool {
+	h.settle()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.settleLocked()
 	return h.state == paused && !h.released
 }
 
@@ -71,13 +71,10 @@ func (h *Hold) Gate(ctx context.Context) error {
 // gate is Gate, returning the epoch the hold is valid in.
 func (h *Hold) gate(ctx context.Context) (*session.Epoch, error) {
 	for {
+		h.settle()
 		h.mu.Lock()
-		fns := h.settleLocked()
 		st, released, ep, resumed := h.state, h.released, h.ep, h.resumed
 		h.mu.Unlock()
-		for _, f := range fns {
-			go f()
-		}
 		switch {
 		case released:
 			return nil, fmt.Errorf("%w: hold on %s was released", ErrNotHeld, h.nodes[0])
