@@ -204,4 +204,3 @@ func (h *Hold) lostOr(err error, what string) error {
 	}
 	return fmt.Errorf("%w: %s on %s: %w", ErrLost, what, h.nodes[0], err)
 }
-
