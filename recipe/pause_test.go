@@ -435,3 +435,45 @@ func requireWatched(t *testing.T, s *session.Session, node string) {
 }
 
 var _ = gozk.ErrNoNode
+
+// TestPauseLostAnswers: under the ride-through, a fenced write and a release
+// whose answers are lost with the connection: the write's error says the
+// hold is paused (its outcome unknown, never a loss), the hold resumes, and
+// the write landed at most once; the release lets go all the same and its
+// delete is made once the session is back.
+func TestPauseLostAnswers(t *testing.T) {
+	path := testutil.UniquePath(t, "pause-answers")
+	ctx := testutil.Ctx(t, 60*time.Second)
+	hs, p := proxiedSession(t, 4*time.Second, pause)
+	m, err := mutex.New(hs, path+"/lock")
+	require.NoError(t, err)
+	require.NoError(t, fence.Ensure(ctx, hs, path+"/state", nil))
+	require.NoError(t, m.Lock(ctx))
+	node, h := m.Node(), m.Hold()
+
+	p.MuteReplies() // the write reaches the server; its answer never comes back
+	_, err = m.Fenced(ctx, fence.Set(path+"/state", []byte("muted"), fence.AnyVersion))
+	require.ErrorIs(t, err, recipe.ErrPaused, "a fenced write whose answer was lost")
+	require.NotErrorIs(t, err, recipe.ErrLost)
+	require.True(t, m.IsHeld(), "the hold ended with the connection")
+	p.Heal()
+	require.NoError(t, m.Gate(ctx), "resumed")
+	require.Equal(t, int32(1), testutil.Version(t, hs, hs.Path(path+"/state")), "the write landed once")
+
+	p.MuteReplies()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = m.Unlock(short)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "an unlock whose answer was lost")
+	require.False(t, m.IsHeld())
+	p.Heal()
+	require.Eventually(t, func() bool {
+		ep, ok := hs.Current()
+		if !ok {
+			return false
+		}
+		there, _, err := ep.Conn().Exists(node)
+		return err == nil && !there
+	}, 10*time.Second, 5*time.Millisecond, "the released node is gone once the session is back")
+	require.False(t, closed(h.Lost()), "a release is no loss")
+}
