@@ -53,7 +53,7 @@ type Hold struct {
 	sid     int64
 	nodes   []string // our nodes (the first is the one the token is read from)
 	ctx     context.Context
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	granted time.Time
 
 	// lost is closed at a loss (loseLocked), never at the release.
@@ -113,7 +113,7 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	if policy == session.PauseOnDisconnect {
 		base = ep.SessionContext()
 	}
-	ctx, cancel := context.WithCancel(base)
+	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
 		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1),
 		ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
@@ -129,9 +129,9 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	// ended already.
 	var hooks []func() bool
 	if policy == session.PauseOnDisconnect {
-		hooks = append(hooks, ep.OnSessionEnd(h.lose), ep.OnEnd(func() { h.epochEnded(ep) }))
+		hooks = append(hooks, ep.OnSessionEnd(h.loseWithContext), ep.OnEnd(func() { h.epochEnded(ep) }))
 	} else {
-		hooks = append(hooks, ep.OnEnd(h.lose))
+		hooks = append(hooks, ep.OnEnd(h.loseWithContext))
 	}
 	h.mu.Lock()
 	h.stopHooks = append(h.stopHooks, hooks...)
@@ -146,10 +146,16 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	return h
 }
 
-// lose makes the hold lost, unless it was lost or released already.
-func (h *Hold) lose() {
+// loseWithContext makes the hold lost as its epoch's or session's context
+// says (it has ended: the cause is that context's).
+func (h *Hold) loseWithContext() { h.lose(nil) }
+
+// lose makes the hold lost, unless it was lost or released already. cause
+// (matching ErrLost) is the Context's cause, unless the context the hold's
+// derives from has ended first (then that one's cause is).
+func (h *Hold) lose(cause error) {
 	h.mu.Lock()
-	fns := h.loseLocked()
+	fns := h.loseLocked(cause)
 	h.mu.Unlock()
 	runLost(fns)
 }
@@ -177,7 +183,7 @@ func runLost(fns []func()) {
 
 // loseLocked closes lost and ends the hold's context (neither calls the
 // connection nor blocks), and returns what waits for the loss.
-func (h *Hold) loseLocked() []func() {
+func (h *Hold) loseLocked(cause error) []func() {
 	if h.released || h.state == lost {
 		return nil
 	}
@@ -187,7 +193,10 @@ func (h *Hold) loseLocked() []func() {
 	}
 	h.state = lost
 	close(h.lost)
-	h.cancel()
+	if cause == nil {
+		cause = ErrLost
+	}
+	h.cancel(cause)
 	fns := h.onLost
 	h.onLost = nil
 	return fns
@@ -203,11 +212,11 @@ func (h *Hold) settleLocked() []func() {
 	}
 	switch {
 	case h.policy == session.PauseOnDisconnect && h.ep.SessionContext().Err() != nil:
-		return h.loseLocked()
+		return h.loseLocked(nil)
 	case h.policy == session.PauseOnDisconnect && h.ep.Context().Err() != nil:
 		h.pauseLocked(h.ep)
 	case h.ep.Context().Err() != nil:
-		return h.loseLocked()
+		return h.loseLocked(nil)
 	}
 	return nil
 }
@@ -272,7 +281,10 @@ func (h *Hold) Lost() <-chan struct{} { return h.lost }
 
 // Context ends when the hold ends for any reason: it may be lost (as Lost)
 // or it was released. A pause does not end it. Pass it to the work the hold
-// protects.
+// protects. Its context.Cause says why: an error matching ErrLost for a
+// loss (session.ErrDisconnected for a lost connection under
+// StopOnDisconnect; the reason of the session's loss; its node deleted),
+// ErrClosed for the session manager's Close, ErrReleased for a release.
 func (h *Hold) Context() context.Context { return h.ctx }
 
 // Node is the path of the hold's node.
@@ -328,7 +340,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	if !wasLost {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
-	h.cancel()
+	h.cancel(ErrReleased)
 	// Without a bound on the wait, the first try may as well run here.
 	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes)
 	if wasLost {

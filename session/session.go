@@ -241,7 +241,7 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 // adoptLocked makes h the current connection: a new session begins.
 func (s *Session) adoptLocked(h *handle, now time.Time) {
 	s.cur = h
-	sctx, scancel := context.WithCancel(context.Background())
+	sctx, scancel := context.WithCancelCause(context.Background())
 	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel, shooks: &hookSet{}}
 	s.beginEpochLocked(Connected, now, "")
 	switch {
@@ -255,7 +255,7 @@ func (s *Session) adoptLocked(h *handle, now time.Time) {
 // beginEpochLocked starts a connected stretch of the current session.
 func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 	prev := s.epoch
-	ctx, cancel := context.WithCancel(prev.sctx)
+	ctx, cancel := context.WithCancelCause(prev.sctx)
 	s.epochs++
 	e := &Epoch{conn: s.cur.conn, h: s.cur, sid: s.cur.sid, sctx: prev.sctx, scancel: prev.scancel,
 		shooks: prev.shooks, ctx: ctx, cancel: cancel, n: s.epochs, started: now}
@@ -265,14 +265,14 @@ func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 }
 
 func (s *Session) suspendLocked(now time.Time, reason string) {
-	s.epoch.end(false) // the loss signal: synchronous
+	s.epoch.end(fmt.Errorf("%w: %s", ErrDisconnected, reason), false) // the loss signal: synchronous
 	s.ready = make(chan struct{})
 	s.setStateLocked(Suspended, now, reason)
 	s.kick()
 }
 
 func (s *Session) loseLocked(now time.Time, reason string) {
-	s.epoch.end(true) // cancels the epoch's context too
+	s.epoch.end(fmt.Errorf("%w: %s", ErrLost, reason), true) // cancels the epoch's context too
 	if s.state.Live() {
 		s.ready = make(chan struct{})
 	}
@@ -536,7 +536,7 @@ func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		s.epoch.end(true)
+		s.epoch.end(ErrClosed, true)
 		if s.state.Live() {
 			s.ready = make(chan struct{})
 		}
