@@ -5,6 +5,14 @@
 //	go run ./bench/cmd/zkbench [-quick] [-ensemble] [-disk] [-repeat 3]
 //	    [-json out.jsonl] [-only W1,W2] [-peers raw,curator]
 //
+// W8 (a rolling restart) needs an ensemble: without -ensemble it runs on a
+// 3-node one of its own, started once the standalone server is closed. It
+// runs once whatever -repeat says (with -quick: one round of restarts, else
+// two), with shepherd twice: "shepherd" (the default, StopOnDisconnect) and
+// "shepherd-pause" (session.PauseOnDisconnect). W8 alone:
+//
+//	go run ./bench/cmd/zkbench -only W8
+//
 // Peers run one at a time, interleaved: in every repetition each workload
 // runs on each peer in turn. Server requests and watch notifications per
 // operation come from ZooKeeper's own counters (mntr) around each run. The

@@ -918,6 +918,13 @@ public final class Bench {
         long lockPausedNs, leaderPausedNs;
         volatile boolean stopping;
         final List<LeaderLatch> latches = new ArrayList<>();
+        static final boolean TRACE = "1".equals(System.getenv("SHEPHERD_BENCH_TRACE"));
+
+        static void trace(String what) {
+            if (TRACE) {
+                System.err.println(java.time.LocalTime.now() + " W8 " + what);
+            }
+        }
 
         W8(Spec s) {
             super(s);
@@ -937,6 +944,9 @@ public final class Bench {
                 if (measuring && hOffAt[h] != NONE) {
                     lockPausedNs += System.nanoTime() - hOffAt[h];
                 }
+                if (hOffAt[h] != NONE) {
+                    trace("holder " + h + " on after " + (System.nanoTime() - hOffAt[h]) / 1_000_000 + " ms");
+                }
                 hHas[h] = hFree[h] = true;
                 hOffAt[h] = NONE;
                 mon.notifyAll();
@@ -948,6 +958,7 @@ public final class Bench {
                 if (hFree[h]) {
                     hFree[h] = false;
                     hOffAt[h] = System.nanoTime();
+                    trace("holder " + h + " off");
                 }
                 if (hHas[h]) {
                     hHas[h] = false;
