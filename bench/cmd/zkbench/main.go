@@ -238,8 +238,8 @@ func run(ctx context.Context) error {
 
 	// W8 (a rolling restart) needs an ensemble: without -ensemble it runs
 	// on a 3-node one of its own, started once the standalone server is
-	// gone; once in any case (a roll is slow and changes little from one
-	// run to the next).
+	// gone; once in any case (a roll takes about 15 s per peer, and what
+	// it measures is counted per run, not a latency to take medians of).
 	var rest []string
 	roll := false
 	for _, w := range workloads {
