@@ -6,6 +6,9 @@ set -euo pipefail
 need=()
 [ -n "${ZOOKEEPER_CLASSPATH:-}" ] || [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+# TLS servers (zktest.WithTLS) need Netty's codec jar, which zookeeper.jar's
+# manifest does not name; libnetty-java comes with the zookeeper package.
+[ -n "${ZOOKEEPER_CLASSPATH:-}" ] || [ -f /usr/share/java/netty-codec.jar ] || need+=(libnetty-java)
 if [ "${1:-}" = bench ]; then
   [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
   /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +26,7 @@ type Cluster struct {
 	nodes   []*node
 	closed  bool
 	started time.Duration
+	tls     *tlsState // WithTLS; nil for plaintext
 }
 
 // Start starts a cluster of size nodes for a test (1 for a standalone server, 3
@@ -94,6 +96,14 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 		}
 		c.dir, c.ownDir = d, true
 	}
+	if cfg.tls != nil {
+		ts, err := setupTLS(cfg.tls, c.dir)
+		if err != nil {
+			c.removeDir()
+			return nil, err
+		}
+		c.tls = ts
+	}
 	ports, err := freePorts(3 * size)
 	if err != nil {
 		c.removeDir()
@@ -114,7 +124,7 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
-		if err := n.writeConfig(&c.cfg, c.nodes); err != nil {
+		if err := n.writeConfig(&c.cfg, c.nodes, c.tls); err != nil {
 			c.removeDir()
 			return nil, fmt.Errorf("zktest: config: %w", err)
 		}
@@ -342,7 +352,7 @@ func (c *Cluster) waitFor(ctx context.Context, cond func() bool) error {
 func (c *Cluster) Mode(ctx context.Context, i int) string {
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	out, err := FourLetterWord(actx, c.Addr(i), "srvr")
+	out, err := c.FourLetter(actx, i, "srvr")
 	if err != nil {
 		return ""
 	}
@@ -366,7 +376,7 @@ func (c *Cluster) FourLetter(ctx context.Context, i int, word string) (string, e
 	if i < 0 || i >= len(c.nodes) {
 		return "", fmt.Errorf("zktest: no node %d", i)
 	}
-	return FourLetterWord(ctx, c.Addr(i), word)
+	return fourLetterWord(ctx, c.Addr(i), word, c.tlsClient())
 }
 
 // Mntr returns node i's monitoring counters (zk_packets_received,
@@ -381,6 +391,13 @@ func (c *Cluster) Mntr(ctx context.Context, i int) (map[string]string, error) {
 		return nil, fmt.Errorf("zktest: mntr: unexpected answer %q", out)
 	}
 	return m, nil
+}
+
+func (c *Cluster) tlsClient() *tls.Config {
+	if c.tls == nil {
+		return nil
+	}
+	return c.tls.client
 }
 
 // Close kills every node, removes the data it created, and is idempotent.

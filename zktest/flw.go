@@ -3,6 +3,7 @@ package zktest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -14,11 +15,23 @@ import (
 // dump, ruok, ...) to the server at addr and returns its answer. The server must
 // allow the word (servers started by this package allow all of them).
 func FourLetterWord(ctx context.Context, addr, word string) (string, error) {
+	return fourLetterWord(ctx, addr, word, nil)
+}
+
+// fourLetterWord sends word over TLS when cfg is not nil.
+func fourLetterWord(ctx context.Context, addr, word string, cfg *tls.Config) (string, error) {
 	if len(word) != 4 {
 		return "", fmt.Errorf("zktest: four-letter word %q is not four letters", word)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if cfg != nil {
+		d := tls.Dialer{Config: cfg}
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return "", fmt.Errorf("zktest: %s to %s: %w", word, addr, err)
 	}

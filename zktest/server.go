@@ -22,7 +22,9 @@ var ErrNotInstalled = errors.New("zktest: ZooKeeper not found: install Debian's 
 
 // Classpath returns the Java classpath that runs a ZooKeeper server: the value of
 // ZOOKEEPER_CLASSPATH when set, else Debian's zookeeper.jar (its manifest names
-// its dependencies) plus slf4j-simple so the server's log reaches its log file.
+// its dependencies) plus slf4j-simple so the server's log reaches its log file,
+// and netty-codec and netty-resolver (from libnetty-java, a dependency of the
+// package) for TLS.
 func Classpath() (string, error) {
 	if cp := os.Getenv("ZOOKEEPER_CLASSPATH"); cp != "" {
 		return cp, nil
@@ -31,8 +33,12 @@ func Classpath() (string, error) {
 		return "", ErrNotInstalled
 	}
 	cp := DebianJar
-	if simple := "/usr/share/java/slf4j-simple.jar"; fileExists(simple) {
-		cp += ":" + simple
+	// slf4j-simple, and two jars that Netty's TLS (WithTLS) needs but
+	// whose names the jar's manifest leaves out.
+	for _, j := range []string{"slf4j-simple.jar", "netty-codec.jar", "netty-resolver.jar"} {
+		if p := "/usr/share/java/" + j; fileExists(p) {
+			cp += ":" + p
+		}
 	}
 	return cp, nil
 }
@@ -56,6 +62,7 @@ type config struct {
 	// containerCheck is how often the leader removes empty container
 	// nodes (ZooKeeper's znode.container.checkIntervalMs).
 	containerCheck time.Duration
+	tls            *TLSConfig // WithTLS
 }
 
 // Option configures a Cluster.
@@ -172,7 +179,7 @@ func (n *node) running() bool {
 	}
 }
 
-func (n *node) writeConfig(cfg *config, peers []*node) error {
+func (n *node) writeConfig(cfg *config, peers []*node, ts *tlsState) error {
 	if err := os.MkdirAll(filepath.Join(n.dir, "data"), 0o755); err != nil {
 		return err
 	}
@@ -180,7 +187,21 @@ func (n *node) writeConfig(cfg *config, peers []*node) error {
 	fmt.Fprintf(&b, "tickTime=%d\n", cfg.tick.Milliseconds())
 	fmt.Fprintf(&b, "initLimit=10\nsyncLimit=5\n")
 	fmt.Fprintf(&b, "dataDir=%s\n", filepath.Join(n.dir, "data"))
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", n.clientPort)
+	if ts == nil {
+		fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=127.0.0.1\n", n.clientPort)
+	} else {
+		// A TLS-only client port: no clientPort at all.
+		fmt.Fprintf(&b, "secureClientPort=%d\nsecureClientPortAddress=127.0.0.1\n", n.clientPort)
+		fmt.Fprintf(&b, "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n")
+		fmt.Fprintf(&b, "ssl.keyStore.location=%s\nssl.keyStore.type=PEM\n", ts.keyStore)
+		fmt.Fprintf(&b, "ssl.trustStore.location=%s\nssl.trustStore.type=PEM\n", ts.trustPath)
+		if ts.noAuth {
+			fmt.Fprintf(&b, "ssl.clientAuth=none\n")
+		} else {
+			fmt.Fprintf(&b, "ssl.clientAuth=need\n")
+			fmt.Fprintf(&b, "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n")
+		}
+	}
 	fmt.Fprintf(&b, "maxSessionTimeout=%d\nmaxClientCnxns=0\n", cfg.maxSess.Milliseconds())
 	fmt.Fprintf(&b, "admin.enableServer=false\n4lw.commands.whitelist=*\n")
 	fmt.Fprintf(&b, "forceSync=no\npreAllocSize=1024\nsnapCount=100000\n")
