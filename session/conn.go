@@ -35,7 +35,8 @@ type handle struct {
 	expired   atomic.Bool
 	timeoutNs atomic.Int64 // the negotiated session timeout
 	helloSID  atomic.Int64 // session id of the last ConnectResponse
-	dialErr   atomic.Pointer[error]
+	errMu     sync.Mutex
+	errs      map[string]error // each server's last connection error (see noteErr)
 	closeOnce sync.Once
 	written   writeTap // creates written to the connection, for CreateThenChildren
 }
@@ -58,26 +59,62 @@ func (h *handle) timeout() time.Duration { return time.Duration(h.timeoutNs.Load
 // the connect handshake is bounded by the connect timeout (go-zookeeper allows
 // a server that accepts TCP but never answers 10 × 2/3 of the session timeout)
 // and so that the manager learns the negotiated timeout and when it last heard
-// from a server.
+// from a server. With TLS, the TLS handshake happens here, on top of whatever
+// the dialer returned, within the same connect timeout as the TCP connect:
+// go-zookeeper, the trackedConn and the write tap see plaintext frames.
 func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error) {
 	if h.expired.Load() {
 		return nil, errExpiredHandle
 	}
 	cfg := &h.s.cfg
-	var c net.Conn
+	deadline := time.Now().Add(cfg.connectTimeout)
+	var raw net.Conn
 	var err error
 	if cfg.dialer != nil {
-		c, err = cfg.dialer(network, address, cfg.connectTimeout)
+		raw, err = cfg.dialer(network, address, cfg.connectTimeout)
 	} else {
-		c, err = net.DialTimeout(network, address, cfg.connectTimeout)
+		raw, err = net.DialTimeout(network, address, cfg.connectTimeout)
 	}
 	if err != nil {
-		h.dialErr.Store(&err)
+		h.noteErr(address, err)
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, h: h, limit: cfg.connectTimeout}
+	c := raw
+	if cfg.tls != nil {
+		if c, err = tlsHandshake(raw, address, cfg.tls, deadline); err != nil {
+			raw.Close()
+			h.noteErr(address, err)
+			return nil, err
+		}
+	}
+	tc := &trackedConn{Conn: c, raw: raw, isTLS: cfg.tls != nil, h: h, addr: address, limit: cfg.connectTimeout}
 	h.nc.Store(tc)
 	return tc, nil
+}
+
+// noteErr records why the last attempt with server addr failed, for Open's
+// error when it gives up.
+func (h *handle) noteErr(addr string, err error) {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	if h.errs == nil {
+		h.errs = make(map[string]error)
+	}
+	h.errs[addr] = err
+}
+
+// lastErrs returns the last error of each server that has one, in the order
+// of servers.
+func (h *handle) lastErrs(servers []string) []error {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	var errs []error
+	for _, s := range servers {
+		if err := h.errs[s]; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // drop closes the handle's current network connection (not the *zk.Conn):
@@ -85,7 +122,7 @@ func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error
 // reconnects. It never blocks.
 func (h *handle) drop() {
 	if c := h.nc.Load(); c != nil {
-		c.Conn.Close()
+		c.raw.Close()
 	}
 }
 
@@ -97,12 +134,15 @@ var errExpiredHandle = errors.New("session: the session expired; this connection
 // ConnectResponse (int32 length, int32 protocolVersion, int32 timeOut,
 // int64 sessionId, ...).
 type trackedConn struct {
-	net.Conn
-	h       *handle
-	limit   time.Duration
-	replied atomic.Bool
-	hello   [20]byte
-	helloN  int // bytes of hello collected; only the reading goroutine touches it
+	net.Conn          // what go-zookeeper reads and writes: raw, or TLS over raw
+	raw      net.Conn // the dialer's connection
+	isTLS    bool     // Conn is TLS over raw
+	addr     string
+	h        *handle
+	limit    time.Duration
+	replied  atomic.Bool
+	hello    [20]byte
+	helloN   int // bytes of hello collected; only the reading goroutine touches it
 }
 
 func (c *trackedConn) capped(t time.Time) time.Time {
@@ -132,8 +172,24 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the dialer's connection without a TLS close_notify: that
+// alert is a write, which could block on a stalled connection for seconds,
+// and go-zookeeper has said goodbye (closeSession) already when it matters.
+func (c *trackedConn) Close() error { return c.raw.Close() }
+
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 && c.helloN == 0 && p[0] != 0 {
+		// A ConnectResponse starts with its length, a small int32: this
+		// is not ZooKeeper speaking (go-zookeeper would take the bytes for
+		// a length of many megabytes and allocate that much).
+		err = c.notZooKeeper(p[0])
+		c.h.noteErr(c.addr, err)
+		return 0, err
+	}
+	if err != nil && n == 0 && !c.replied.Load() {
+		c.h.noteErr(c.addr, c.noAnswer(err))
+	}
 	if n > 0 {
 		c.h.lastHeard.Store(c.h.s.mono())
 		if c.helloN < len(c.hello) {

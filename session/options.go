@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -26,6 +27,7 @@ type config struct {
 	auth           []authInfo
 	log            *slog.Logger
 	dialer         zk.Dialer
+	tls            *tls.Config
 	observer       Observer
 	policy         DisconnectPolicy
 	err            error
@@ -123,8 +125,31 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithDialer makes connections with d (e.g. zktest's Tap, or a proxy). The
-// manager still bounds the handshake and watches what it receives.
+// manager still bounds the handshake and watches what it receives. With
+// WithTLS as well, d dials TCP and the TLS handshake runs over what it
+// returns (so a dialer that reads the bytes, as zktest's Tap does, sees them
+// encrypted).
 func WithDialer(d zk.Dialer) Option { return func(c *config) { c.dialer = d } }
+
+// WithTLS talks to the servers over TLS configured by cfg (copied: later
+// changes to cfg have no effect). The server's certificate is verified
+// against cfg.RootCAs (the system's roots when nil) and, unless
+// cfg.ServerName is set, against the host of the address being dialled: each
+// server of an ensemble is checked against its own name, an IP address
+// against the certificate's IP addresses. A client certificate comes from
+// cfg.Certificates or cfg.GetClientCertificate. Every connection, each
+// reconnect included, is a new handshake, bounded together with the TCP
+// connect by the connect timeout. ZooKeeper serves TLS on its
+// secureClientPort.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) {
+		if cfg == nil {
+			c.setErr(fmt.Errorf("%w: nil TLS config", ErrInvalidArgument))
+			return
+		}
+		c.tls = cfg.Clone()
+	}
+}
 
 func (c *config) setErr(err error) {
 	if c.err == nil {

@@ -160,12 +160,16 @@ func (s *Session) connect(ctx context.Context) (*handle, error) {
 	case <-s.closeCh:
 		return fail(ErrClosed)
 	case <-ctx.Done():
-		why := "no server answered"
-		if e := h.dialErr.Load(); e != nil {
-			why = "last error: " + (*e).Error()
+		// The last error with each server, wrapped (errors.As finds an
+		// x509 error, say), then ctx's.
+		format, args := "session: no session with %s (no server answered): %w", []any{strings.Join(s.servers, ",")}
+		if errs := h.lastErrs(s.servers); len(errs) > 0 {
+			format = "session: no session with %s (" + strings.Repeat("%w; ", len(errs)-1) + "%w): %w"
+			for _, e := range errs {
+				args = append(args, e)
+			}
 		}
-		return fail(fmt.Errorf("session: no session with %s (%s): %w",
-			strings.Join(s.servers, ","), why, ctx.Err()))
+		return fail(fmt.Errorf(format, append(args, ctx.Err())...))
 	}
 	if got := h.timeout(); got > s.cfg.timeout {
 		return fail(fmt.Errorf("%w: asked for %v, the server's minimum is %v (2 ticks)",

@@ -1,0 +1,195 @@
+package session_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// countHandshakes makes cfg count its completed handshakes in n.
+func countHandshakes(cfg *tls.Config, n *atomic.Int32) *tls.Config {
+	cfg.VerifyConnection = func(tls.ConnectionState) error { n.Add(1); return nil }
+	return cfg
+}
+
+func TestTLSMutualSessionSurvivesRestart(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	var handshakes, dials atomic.Int32
+	// TLS goes on top of a custom dialer's connections.
+	dialer := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		dials.Add(1)
+		return net.DialTimeout(network, addr, timeout)
+	}
+	s := open(t, c.Servers(), session.WithSessionTimeout(4*time.Second),
+		session.WithTLS(countHandshakes(c.ClientTLS(), &handshakes)), session.WithDialer(dialer))
+	r := record(s)
+	sid := s.SessionID()
+	require.Equal(t, int32(1), handshakes.Load())
+	require.Equal(t, int32(1), dials.Load())
+
+	e, _ := s.Current()
+	_, err := e.Conn().Create("/tls", []byte("over TLS"), zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+	data, _, err := e.Conn().Get("/tls")
+	require.NoError(t, err)
+	require.Equal(t, "over TLS", string(data))
+	// The server knows the client by its certificate (x509 provider).
+	out, err := c.FourLetter(context.Background(), 0, "cons")
+	require.NoError(t, err)
+	t.Log(out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, c.Restart(ctx, 0))
+	r.expect(t, 10*time.Second, session.Suspended, session.Reconnected)
+	require.Equal(t, sid, s.SessionID())
+	require.GreaterOrEqual(t, handshakes.Load(), int32(2), "no new handshake on reconnect")
+
+	e, _ = s.Current()
+	data, _, err = e.Conn().Get("/tls") // the ephemeral survived with the session
+	require.NoError(t, err)
+	require.Equal(t, "over TLS", string(data))
+}
+
+// openErr opens a session that cannot be established and returns Open's error.
+func openErr(t *testing.T, servers []string, opts ...session.Option) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	s, err := session.Open(ctx, servers, append(opts, session.WithSessionTimeout(4*time.Second))...)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded")
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	t.Log(err)
+	return err
+}
+
+func TestTLSMisconfigurationErrors(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	plain := zktest.Start(t, 1)
+	other, err := zktest.NewCA("another CA")
+	require.NoError(t, err)
+	addr := c.Addr(0)
+
+	t.Run("plaintext client, TLS port", func(t *testing.T) {
+		err := openErr(t, c.Servers())
+		require.ErrorContains(t, err, "server "+addr+": no ZooKeeper answer")
+		require.ErrorContains(t, err, "is it a TLS port? (use session.WithTLS)")
+	})
+	t.Run("TLS client, plaintext port", func(t *testing.T) {
+		err := openErr(t, plain.Servers(), session.WithTLS(c.ClientTLS()))
+		require.ErrorContains(t, err, "server "+plain.Addr(0)+": TLS handshake failed")
+		require.ErrorContains(t, err, "a plaintext port?")
+	})
+	t.Run("wrong CA", func(t *testing.T) {
+		cfg := c.ClientTLS()
+		cfg.RootCAs = other.Pool()
+		err := openErr(t, c.Servers(), session.WithTLS(cfg))
+		require.ErrorContains(t, err, "server "+addr+": TLS handshake failed")
+		var ua x509.UnknownAuthorityError
+		require.ErrorAs(t, err, &ua)
+		require.ErrorContains(t, err, "certificate signed by unknown authority")
+	})
+	t.Run("wrong server name", func(t *testing.T) {
+		cfg := c.ClientTLS()
+		cfg.ServerName = "zk.example.com"
+		err := openErr(t, c.Servers(), session.WithTLS(cfg))
+		var he x509.HostnameError
+		require.ErrorAs(t, err, &he)
+		require.ErrorContains(t, err, "server "+addr+": TLS handshake failed")
+	})
+	t.Run("expired client certificate", func(t *testing.T) {
+		cert, err := c.CA().ExpiredClientCert("late")
+		require.NoError(t, err)
+		cfg := c.ClientTLS()
+		cfg.Certificates = []tls.Certificate{cert}
+		err = openErr(t, c.Servers(), session.WithTLS(cfg))
+		require.ErrorContains(t, err, "server "+addr+": ")
+		require.ErrorContains(t, err, "client certificate")
+	})
+	t.Run("client certificate of another CA", func(t *testing.T) {
+		cert, err := other.ClientCert("stranger")
+		require.NoError(t, err)
+		cfg := c.ClientTLS()
+		cfg.Certificates = []tls.Certificate{cert}
+		err = openErr(t, c.Servers(), session.WithTLS(cfg))
+		require.ErrorContains(t, err, "server "+addr+": ")
+		require.ErrorContains(t, err, "client certificate")
+	})
+	t.Run("no client certificate", func(t *testing.T) {
+		cfg := c.ClientTLS()
+		cfg.Certificates = nil
+		err := openErr(t, c.Servers(), session.WithTLS(cfg))
+		require.ErrorContains(t, err, "server "+addr+": ")
+		require.ErrorContains(t, err, "client certificate")
+	})
+	t.Run("expired server certificate", func(t *testing.T) {
+		exp := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{CA: c.CA(), ExpiredServerCert: true}))
+		err := openErr(t, exp.Servers(), session.WithTLS(c.ClientTLS()))
+		require.ErrorContains(t, err, "server "+exp.Addr(0)+": TLS handshake failed")
+		var ce x509.CertificateInvalidError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, x509.Expired, ce.Reason)
+	})
+	t.Run("nil config", func(t *testing.T) {
+		_, err := session.Open(context.Background(), c.Servers(), session.WithTLS(nil))
+		require.ErrorIs(t, err, session.ErrInvalidArgument)
+	})
+}
+
+func TestTLSEnsembleLeaderKill(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 3, zktest.WithTLS(zktest.TLSConfig{}))
+	s := open(t, c.Servers(), session.WithSessionTimeout(6*time.Second), session.WithTLS(c.ClientTLS()))
+	r := record(s)
+	sid := s.SessionID()
+	e, _ := s.Current()
+	_, err := e.Conn().Create("/tls-ensemble", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Kill(leader))
+	// The client's server may not be the leader: it then stays connected
+	// (or is dropped while its follower rejoins). Either way the session
+	// lives and writes work again.
+	err = s.Do(ctx, func(e *session.Epoch) error {
+		_, err := e.Conn().Set("/tls-ensemble", []byte("after"), -1)
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, sid, s.SessionID())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		require.NotEqual(t, session.Lost, ev.State, "%v", r.events)
+	}
+	t.Log(r.events)
+}
+
+func TestTLSWithoutClientAuth(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{NoClientAuth: true}))
+	cfg := c.ClientTLS()
+	cfg.Certificates = nil // server verification only
+	s := open(t, c.Servers(), session.WithTLS(cfg))
+	e, _ := s.Current()
+	_, _, err := e.Conn().Exists("/")
+	require.NoError(t, err)
+}
