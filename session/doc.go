@@ -73,6 +73,29 @@
 // connection, the loss signal or other listeners. Events queue without bound
 // while a listener is busy.
 //
+// # TLS
+//
+// WithTLS connects to ZooKeeper's secureClientPort (a server with the Netty
+// connection factory). The TLS handshake happens in the manager's own dialer,
+// on top of the connection the dialer (WithDialer, or TCP) returns, and within
+// the same connect timeout; everything above it — go-zookeeper, the silence
+// detection, the pipelined calls — sees the plaintext protocol as without TLS.
+// Every connection is a new handshake, so a reconnect verifies the server
+// again and presents the client certificate again (a rotated certificate
+// from GetClientCertificate is used from the next connection on). Each
+// server of an ensemble is verified against the host of its own address
+// unless the configuration names one (ServerName): give servers by the names
+// (or IP addresses) their certificates carry. With client certificates,
+// ZooKeeper's x509 provider authenticates the session as the certificate's
+// subject, before any WithAuth credentials are added.
+//
+// A misconfiguration does not make Open fail fast (a server may be fixed
+// while Open waits); when ctx ends, Open's error names each server's last
+// failure: "no ZooKeeper answer; is it a TLS port?", "TLS handshake failed
+// ... a plaintext port?", an unknown authority, an expired certificate, a
+// client certificate the server refused. The errors wrap crypto/tls's and
+// crypto/x509's, for errors.As.
+//
 // # Operations
 //
 // Do runs ZooKeeper operations against the current session, retrying only when

@@ -1,0 +1,113 @@
+package zktest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// waitState waits for the session to reach st.
+func waitState(t *testing.T, s *session.Session, st session.State, d time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.State() == st }, d, 10*time.Millisecond, "state %v, want %v", s.State(), st)
+}
+
+func TestTLSCluster(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	require.NotNil(t, c.CA())
+	require.NotNil(t, c.ClientTLS())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.Equal(t, "standalone", c.Mode(ctx, 0))
+	out, err := c.FourLetter(ctx, 0, "ruok") // over TLS
+	require.NoError(t, err)
+	require.Equal(t, "imok", out)
+	// The port speaks TLS only (the server waits for a whole TLS record).
+	pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer pcancel()
+	_, err = zktest.FourLetterWord(pctx, c.Addr(0), "ruok")
+	require.Error(t, err)
+
+	plain := zktest.Start(t, 1)
+	require.Nil(t, plain.CA())
+	require.Nil(t, plain.ClientTLS())
+}
+
+// A session over TLS through the fault proxy: the proxy forwards the
+// encrypted bytes, and a Sever or a Stall breaks the connection as it
+// breaks a plaintext one; the client re-handshakes and rejoins its session.
+func TestProxyTLS(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	p, err := zktest.NewProxy(c.Addr(0), c.Addr(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(4*time.Second),
+		session.WithTLS(c.ClientTLS()))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	sid := s.SessionID()
+	write := func(v string) {
+		t.Helper()
+		require.NoError(t, s.Do(ctx, func(e *session.Epoch) error {
+			_, err := e.Conn().Set("/proxy-tls", []byte(v), -1)
+			return err
+		}))
+	}
+	e, _ := s.Current()
+	_, err = e.Conn().Create("/proxy-tls", nil, zk.FlagEphemeral, s.ACL())
+	require.NoError(t, err)
+
+	p.Sever()
+	waitState(t, s, session.Reconnected, 10*time.Second)
+	write("after sever")
+	require.Equal(t, sid, s.SessionID())
+
+	p.Stall()
+	waitState(t, s, session.Suspended, 10*time.Second)
+	p.Heal()
+	waitState(t, s, session.Reconnected, 10*time.Second)
+	write("after stall")
+	require.Equal(t, sid, s.SessionID())
+}
+
+// Recipes work unchanged over mutual TLS.
+func TestMutexOverTLS(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var sessions [2]*session.Session
+	for i := range sessions {
+		s, err := session.Open(ctx, c.Servers(), session.WithSessionTimeout(4*time.Second),
+			session.WithTLS(c.ClientTLS()))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		sessions[i] = s
+	}
+	m1, err := mutex.New(sessions[0], "/tls/lock")
+	require.NoError(t, err)
+	m2, err := mutex.New(sessions[1], "/tls/lock")
+	require.NoError(t, err)
+	require.NoError(t, m1.Lock(ctx))
+	ok, err := m2.TryLock(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "two holders")
+	require.NoError(t, m1.Unlock(ctx))
+	require.NoError(t, m2.Lock(ctx))
+	require.NoError(t, m2.Unlock(ctx))
+}
