@@ -54,9 +54,10 @@ func WithSessionTimeout(d time.Duration) Option {
 	}
 }
 
-// WithConnectTimeout bounds each TCP connect and the connect handshake with a
-// server (default 1s). A server that accepts connections but does not answer
-// costs at most this long before the next server is tried.
+// WithConnectTimeout bounds each TCP connect (with its TLS handshake, under
+// WithTLS) and, again, the connect handshake with a server (default 1s). A
+// server that accepts connections but does not answer costs at most this long
+// (twice with TLS) before the next server is tried.
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {

@@ -151,6 +151,27 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 	})
 }
 
+// Under TLS 1.3 the server refuses a client certificate after the client's
+// handshake has completed: the refusal arrives on the first read.
+func TestTLS13ClientCertificateRefused(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{TLS13: true}))
+	var version atomic.Int32
+	cfg := c.ClientTLS()
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error { version.Store(int32(cs.Version)); return nil }
+	s := open(t, c.Servers(), session.WithTLS(cfg))
+	require.Equal(t, int32(tls.VersionTLS13), version.Load())
+	require.NoError(t, s.Close())
+
+	cert, err := c.CA().ExpiredClientCert("late")
+	require.NoError(t, err)
+	cfg = c.ClientTLS()
+	cfg.Certificates = []tls.Certificate{cert}
+	err = openErr(t, c.Servers(), session.WithTLS(cfg))
+	require.ErrorContains(t, err, "server "+c.Addr(0)+": TLS connection refused")
+	require.ErrorContains(t, err, "client certificate")
+}
+
 func TestTLSEnsembleLeaderKill(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 3, zktest.WithTLS(zktest.TLSConfig{}))

@@ -195,6 +195,11 @@ func (n *node) writeConfig(cfg *config, peers []*node, ts *tlsState) error {
 		fmt.Fprintf(&b, "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n")
 		fmt.Fprintf(&b, "ssl.keyStore.location=%s\nssl.keyStore.type=PEM\n", ts.keyStore)
 		fmt.Fprintf(&b, "ssl.trustStore.location=%s\nssl.trustStore.type=PEM\n", ts.trustPath)
+		if ts.tls13 {
+			// 3.8's default cipher suites are TLS 1.2's only.
+			fmt.Fprintf(&b, "ssl.protocol=TLSv1.3\nssl.enabledProtocols=TLSv1.3\n")
+			fmt.Fprintf(&b, "ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256\n")
+		}
 		if ts.noAuth {
 			fmt.Fprintf(&b, "ssl.clientAuth=none\n")
 		} else {

@@ -129,6 +129,10 @@ type TLSConfig struct {
 	// ExpiredServerCert makes the servers present a certificate that has
 	// expired, to test what a client does with one.
 	ExpiredServerCert bool
+	// TLS13 makes the servers speak TLS 1.3 only (ZooKeeper 3.8 speaks
+	// TLS 1.2 by default). Under TLS 1.3 a server checks the client's
+	// certificate after the client has completed its handshake.
+	TLS13 bool
 }
 
 // WithTLS serves clients over TLS only: each server's client port is a
@@ -137,7 +141,8 @@ type TLSConfig struct {
 // cluster's CA. Addr, Servers and the four-letter words use the TLS port, the
 // words over TLS. Cluster.ClientTLS gives a client configuration that works.
 // ExpireSession and DisconnectSession, which speak plaintext, do not work on
-// such a cluster.
+// such a cluster, and a Tap or a Proxy forwards TLS but records no
+// Credentials (it sees ciphertext).
 func WithTLS(tc TLSConfig) Option {
 	return func(c *config) { c.tls = &tc }
 }
@@ -150,6 +155,7 @@ type tlsState struct {
 	trustPath string      // CA certificate, PEM
 	clientCN  string
 	noAuth    bool
+	tls13     bool
 }
 
 // ClientCN is the principal of the client certificate in Cluster.ClientTLS.
@@ -197,6 +203,7 @@ func setupTLS(tc *TLSConfig, dir string) (*tlsState, error) {
 		trustPath: filepath.Join(tdir, "ca.pem"),
 		clientCN:  ClientCN,
 		noAuth:    tc.NoClientAuth,
+		tls13:     tc.TLS13,
 	}
 	if err := os.WriteFile(st.keyStore, ks, 0o600); err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
