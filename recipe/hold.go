@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 // grows with every grant across the whole ensemble.
 type Token int64
 
-func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
+// String is the token in decimal, as the CLI's SHEPHERD_TOKEN and `shepherd
+// status` print it.
+func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 
 // Hold is one granted lock, lease or leadership. Every recipe's hold (a
 // Mutex's, a semaphore's Lease, an election's Leadership) is one of these and
