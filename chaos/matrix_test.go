@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,10 @@ type harness struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	holdFor time.Duration
-	errs    chan error
+	// linger, while set, keeps every hold past holdFor (a fault's holder
+	// must still hold when the fault lands).
+	linger atomic.Bool
+	errs   chan error
 }
 
 type clientRun struct {
@@ -331,6 +335,10 @@ func (h *harness) keep(stop context.Context, c *clientRun, hd *hold, g *grant) {
 				return
 			}
 		case <-timer.C:
+			if h.linger.Load() {
+				timer.Reset(h.holdFor)
+				continue
+			}
 			return
 		case <-h.stop:
 			return
@@ -517,6 +525,8 @@ var faults = []fault{
 		// deletes its node, another client is granted, and the holder comes
 		// back with the same session: its hold must be lost, never resumed.
 		// (Under StopOnDisconnect the cut ends the hold: nothing new.)
+		h.linger.Store(true)
+		defer h.linger.Store(false)
 		c := h.holder()
 		sid := c.sess.SessionID()
 		c.proxy.Refuse(true)
