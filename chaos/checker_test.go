@@ -32,8 +32,11 @@ type checker struct {
 	gaps       int
 	// besidePaused counts grants made while another client's hold was
 	// paused and its loss signal had not fired (allowed: that hold must
-	// then never resume).
+	// then never resume), unless toldPaused: then a paused hold must be
+	// told of its loss before anyone else is granted, as an acting one (a
+	// session lost on the local clock, before the server can expire it).
 	besidePaused int
+	toldPaused   bool
 	// done are the acting intervals that have ended, kept while a paused
 	// hold may need them (see resumed).
 	done       []interval
@@ -144,6 +147,9 @@ func (c *checker) granted(client string, writer bool, lost <-chan struct{}) *gra
 	c.allowedLocked("granted", client, writer, others, writers)
 	if pausedN > 0 {
 		c.besidePaused++
+		if c.toldPaused {
+			c.violations = append(c.violations, fmt.Sprintf("%s granted beside %d paused holds not told of their loss", client, pausedN))
+		}
 	}
 	if !c.lastLoss.IsZero() && c.lastLossBy != client {
 		gap := now.Sub(c.lastLoss)
