@@ -22,12 +22,10 @@ build:
 
 ## test: install what is missing, then run the whole suite with the race detector
 ## (against upstream go-zookeeper; see scripts/test.sh), the fast tests with the
-## oldest Go release go.mod allows, and the fuzzers briefly.
+## oldest Go release go.mod allows, the consumer check and the fuzzers briefly;
+## the chaos package runs beside the rest (see scripts/test.sh).
 test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' scripts/test.sh
-	@$(MAKE) --no-print-directory test-mingo
-	@$(MAKE) --no-print-directory consumercheck
-	@$(MAKE) --no-print-directory fuzz
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz' scripts/test.sh
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper
 ## (vet compiles every package and test; interop's peer processes, which do not
