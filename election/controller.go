@@ -278,6 +278,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			defer close(done)
 			cb.OnElected(l.ctx, l.term)
 		}()
+		pauses := e.relayPauses(l, cb)
 		e.log.Info("election: elected", "term", l.term)
 		voluntary := false
 		select {
@@ -288,6 +289,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		}
 		l.cancel()
 		stopAfter()
+		<-pauses
 		cancelled := time.Now()
 		stuck := e.awaitStop(done, l.term)
 		e.report(session.RecipeEvent{Kind: session.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
@@ -314,6 +316,38 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		}
 		close(left)
 	}
+}
+
+// relayPauses calls cb.OnPaused and cb.OnResumed as leadership l pauses and
+// resumes, on a goroutine of its own, until l ends; the returned channel is
+// closed once it has stopped. Under StopOnDisconnect l never pauses.
+func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-l.Paused():
+			case <-l.ctx.Done():
+				return
+			}
+			e.log.Info("election: leadership paused (connection lost)", "term", l.term)
+			pausedAt := time.Now()
+			e.report(session.RecipeEvent{Kind: session.HoldPaused, Term: int64(l.term)})
+			if cb.OnPaused != nil {
+				cb.OnPaused()
+			}
+			if err := l.Gate(l.ctx); err != nil {
+				return
+			}
+			e.log.Info("election: leadership resumed (same session)", "term", l.term)
+			e.report(session.RecipeEvent{Kind: session.HoldResumed, Term: int64(l.term), Paused: time.Since(pausedAt)})
+			if cb.OnResumed != nil {
+				cb.OnResumed()
+			}
+		}
+	}()
+	return done
 }
 
 // awaitStop waits for OnElected to return, reporting it when it overruns the

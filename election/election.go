@@ -68,6 +68,17 @@ type Callbacks struct {
 	OnElected func(ctx context.Context, term Term)
 	// OnRevoked runs after OnElected has returned, each time.
 	OnRevoked func()
+	// OnPaused runs when leadership is paused (PauseOnDisconnect: the
+	// connection was lost while the session may live): OnElected keeps
+	// running, its ctx live, but must not act as leader until OnResumed
+	// (Leadership.Gate waits for that). OnResumed runs when the same
+	// session is back with the leader's node confirmed: leadership goes on,
+	// same term. Both run on a goroutine of Run's, one at a time and in
+	// order, and must not block for long. A paused leadership that is lost
+	// ends as any loss: OnElected's ctx is cancelled; OnResumed is not
+	// called.
+	OnPaused  func()
+	OnResumed func()
 	// OnLeader runs when the leader seen by this candidate changes (ID "" when
 	// there is none). It runs on Run's goroutine and must not block.
 	OnLeader func(Leader)
@@ -82,6 +93,7 @@ type config struct {
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	names        recipe.Names
+	policy       session.DisconnectPolicy
 	err          error // the first invalid option
 }
 
@@ -111,6 +123,25 @@ func WithStopDeadline(d time.Duration) Option {
 // process, as a leader that cannot stop must not go on.
 func WithStuckHandler(f func(term Term)) Option { return func(c *config) { c.onStuck = f } }
 
+// WithDisconnectPolicy sets what a lost connection does to this
+// candidate's leaderships (default: the session's, see
+// session.WithDisconnectPolicy). With session.StopOnDisconnect leadership
+// ends at the disconnect (OnElected's ctx is cancelled; if the session
+// survives with the node still at the head, the candidate is elected again
+// at once, same term). With session.PauseOnDisconnect it is paused
+// instead: OnElected keeps running with its ctx live, Callbacks.OnPaused
+// and OnResumed are called, and Leadership.Gate blocks until the same
+// session is back (see recipe.Hold). The term never changes across a pause.
+func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
+	return func(c *config) {
+		if !p.Valid() {
+			c.setErr(fmt.Errorf("election: %w: disconnect policy %v", ErrInvalidArgument, p))
+			return
+		}
+		c.policy = p
+	}
+}
+
 // WithNames names the candidates' nodes as names says (recipe.CuratorNames,
 // the default: _c_<guid>-latch-<seq>, as Curator's LeaderLatch; or
 // recipe.KazooNames: <guid>__lock__<seq>, as Kazoo's Election, whose nodes
@@ -137,6 +168,7 @@ type Election struct {
 	id           string
 	fair         bool
 	names        recipe.Names
+	policy       session.DisconnectPolicy
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	log          *slog.Logger
@@ -199,10 +231,11 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names,
+	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark}
+	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
+		OnDisconnect: c.policy}
 	return e, nil
 }
 

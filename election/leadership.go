@@ -15,8 +15,9 @@ import (
 // and a semaphore's Lease, it has two end signals:
 //
 //   - Lost() is closed when leadership is, or may be, lost: the connection
-//     dropped (Suspended), the session was lost, or the session manager
-//     closed, before another candidate can be elected. Resign never closes
+//     dropped (Suspended; under PauseOnDisconnect leadership pauses instead,
+//     see Paused), the session was lost, or the session manager closed,
+//     before another candidate can be elected (see recipe.Hold). Resign never closes
 //     it: a select on Lost tells a loss from your own Resign.
 //   - Context() ends when the leadership ends for any reason: a loss (as
 //     Lost), Resign, or, under Run, OnElected returning or Run's ctx ending.
@@ -41,6 +42,16 @@ func (l *Leadership) Term() Term { return l.term }
 // Lost is closed when the leadership is, or may be, lost (see Leadership).
 // Resign does not close it.
 func (l *Leadership) Lost() <-chan struct{} { return l.hold.Lost() }
+
+// Paused returns the leadership's pause signal (PauseOnDisconnect): a
+// channel closed when leadership pauses, renewed at each resume (see
+// recipe.Hold). The term does not change across a pause.
+func (l *Leadership) Paused() <-chan struct{} { return l.hold.Paused() }
+
+// Gate returns nil while leadership holds and is not paused; while it is
+// paused, it waits until it resumes (nil), is lost (ErrLost) or ctx ends (see
+// recipe.Hold.Gate).
+func (l *Leadership) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
 
 // Context ends when the leadership ends for any reason: a loss or Resign
 // (see Leadership). Pass it to the leader's work.

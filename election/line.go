@@ -34,7 +34,8 @@ func parseLatch(name string) (member, bool) {
 
 func (e *Election) line() *recipe.Line {
 	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Names: e.names,
-		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"}}
+		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"},
+		OnDisconnect: e.policy}
 }
 
 // list returns the candidates in line order.

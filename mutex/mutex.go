@@ -42,10 +42,11 @@ const nonFairMark = "shepherd:mutex:nonfair "
 type Option func(*config)
 
 type config struct {
-	fair  bool
-	data  []byte
-	names recipe.Names
-	err   error // the first invalid option
+	fair   bool
+	data   []byte
+	names  recipe.Names
+	policy session.DisconnectPolicy
+	err    error // the first invalid option
 }
 
 // newConfig applies opts to the defaults.
@@ -81,6 +82,20 @@ func WithData(data []byte) Option {
 			return
 		}
 		c.data = append([]byte(nil), data...)
+	}
+}
+
+// WithDisconnectPolicy sets what a lost connection does to this lock's
+// holds (default: the session's, see session.WithDisconnectPolicy): end
+// them (session.StopOnDisconnect), or pause them until the same session is
+// back (session.PauseOnDisconnect; see recipe.Hold, Paused and Gate).
+func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
+	return func(c *config) {
+		if !p.Valid() {
+			c.setErr(fmt.Errorf("mutex: %w: disconnect policy %v", ErrInvalidArgument, p))
+			return
+		}
+		c.policy = p
 	}
 }
 
@@ -148,9 +163,9 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
 	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Names: c.names, Refuse: map[string]string{
-		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}}
+		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}, OnDisconnect: c.policy}
 	m.single = recipe.Single{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
-		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}}
+		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}, OnDisconnect: c.policy}
 	return m, nil
 }
 
@@ -406,8 +421,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Lost returns the held lock's loss signal: a channel closed when the hold is,
-// or may be, lost (the connection dropped, the session was lost, the session
-// manager closed), before any other client can be granted the lock. Unlock
+// or may be, lost (the connection dropped, unless the lock rides through
+// disconnects; the session was lost; the session manager closed), before any
+// other client can be granted the lock (see recipe.Hold). Unlock
 // does not close it: take it after Lock, and a select on it tells a loss from
 // your own Unlock. Called when the value holds no lock, it returns a closed
 // channel (there is no hold to keep).
@@ -418,6 +434,31 @@ func (m *Mutex) Lost() <-chan struct{} {
 		return closedCh
 	}
 	return m.hold.Lost()
+}
+
+// Paused returns the held lock's pause signal (PauseOnDisconnect): a channel
+// closed when the hold pauses, renewed at each resume (see recipe.Hold).
+// Called when the value holds no lock, it returns a closed channel.
+func (m *Mutex) Paused() <-chan struct{} {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
+		return closedCh
+	}
+	return h.Paused()
+}
+
+// Gate returns nil while the lock is held and not paused; while it is
+// paused, it waits until the hold resumes (nil), is lost (ErrLost) or ctx
+// ends (see recipe.Hold.Gate). It returns ErrNotHeld when the value holds no
+// lock.
+func (m *Mutex) Gate(ctx context.Context) error {
+	h, err := m.held()
+	if err != nil {
+		return err
+	}
+	return h.Gate(ctx)
 }
 
 // Context returns the held lock's context: it ends when the hold ends for any

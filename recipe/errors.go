@@ -16,6 +16,10 @@ var (
 	ErrNotHeld = NewError("not held")
 	// ErrLost: the hold, or the session it lived in, was lost.
 	ErrLost = session.ErrLost
+	// ErrPaused: the hold was paused (PauseOnDisconnect) while an operation
+	// on it was in flight: the connection was lost, and the operation's
+	// outcome is unknown. The hold is not lost: wait at its Gate.
+	ErrPaused = NewError("hold paused: the connection was lost")
 	// ErrClosed: the session manager is closed.
 	ErrClosed = session.ErrClosed
 	// ErrMaxLeasesMismatch: the semaphore's path records a different maxLeases.

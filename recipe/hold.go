@@ -20,29 +20,46 @@ type Token int64
 
 func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
 
-// Hold is one granted lock, lease or leadership, bound to the epoch that
-// granted it. It has two end signals, with one meaning on every hold:
+// Hold is one granted lock, lease or leadership. Every recipe's hold (a
+// Mutex's, a semaphore's Lease, an election's Leadership) is one of these and
+// keeps this contract; the recipes' docs refer to it.
 //
-//   - Lost() is closed when the hold is, or may be, lost: its epoch ended
-//     (the connection dropped, the session was lost, the manager closed)
-//     before it was released. It is never closed by the holder's own
-//     Release: a select on Lost tells a loss from a release.
-//   - Context() ends when the hold ends for any reason, loss or Release:
-//     pass it to the work the hold protects.
+// A hold is held, paused or lost, until its holder releases it:
+//
+//   - Held: granted, and bound to the connected stretch of its session
+//     (session.Epoch) in which it was granted or last resumed.
+//   - Paused (only under session.PauseOnDisconnect): the connection was lost
+//     (Suspended) while the session may still live. The hold may still be
+//     valid, but its holder cannot know: it must not act on it. Paused()
+//     is closed, Gate blocks, Fenced waits at the gate; Context is NOT
+//     cancelled, so no work is torn down. It resumes at Reconnected of the
+//     same session (which proves the session, and so the hold's ephemeral
+//     node, lived through the disconnect) once one read confirms the node
+//     is still this hold's.
+//   - Lost: Lost() is closed and Context() ends, before any other client
+//     can be granted the hold: under StopOnDisconnect (the default) at the
+//     connection's loss; under either policy at the session's loss (expiry
+//     seen on reconnect; silence for the session timeout on the local clock,
+//     see session), at the manager's Close, or, under PauseOnDisconnect,
+//     when the hold's node is deleted by someone else (an operator: such a
+//     hold watches its own node). A lost hold never resumes.
+//
+// Release ends the hold without closing Lost: a select on Lost tells a loss
+// from a release, and Context() ends on either. Pass Context() to the work
+// the hold protects; use Fenced for the writes that must land only while the
+// hold is valid (the only writes that are safe across a session expiry: an
+// effect already in flight when a connection drops may land after).
 type Hold struct {
 	sess    *session.Session
-	ep      *session.Epoch
+	policy  session.DisconnectPolicy
+	sid     int64
 	nodes   []string // our nodes (the first is the one the token is read from)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	granted time.Time
 
-	// lost is closed when the epoch ends before the release (stopLost
-	// unhooks it at the release); onLost run then (under mu: lostFired).
-	lost      chan struct{}
-	stopLost  func() bool
-	lostFired bool
-	onLost    []func()
+	// lost is closed at a loss (loseLocked), never at the release.
+	lost chan struct{}
 	// tokenTurn serialises the token's read: once per hold.
 	tokenTurn chan struct{}
 
@@ -53,48 +70,105 @@ type Hold struct {
 	// delete reaches the server.
 	guard *zk.CheckVersionRequest
 
-	mu       sync.Mutex
-	token    Token
-	closed   bool
-	recipe   string // for the observer
-	path     string
-	observed bool
+	mu        sync.Mutex
+	ep        *session.Epoch // the epoch the hold is valid in (while paused: the one that ended)
+	state     holdState
+	released  bool
+	stopHooks []func() bool // unhook the loss and pause signals (at the release)
+	paused    chan struct{} // closed when the current (or next) pause begins
+	resumed   chan struct{} // closed when the current pause ends (resume, loss, release)
+	pausedAt  time.Time     // when the current pause began
+	pausedFor time.Duration // how long the last pause lasted
+	onLost    []func()      // run (on a goroutine) at a loss
+	token     Token
+	recipe    string // for the observer
+	path      string
+	observed  bool
 }
 
+type holdState int
+
+const (
+	held holdState = iota
+	paused
+	lost
+)
+
 // NewHold grants a hold on nodes (created by ep's session, in this line or
-// beside it) within ep. token is the creation zxid of nodes[0] if known, else
-// 0 (then read once, when first asked). Its fence is the existence of
+// beside it) within ep, under the line's disconnect policy (OnDisconnect, or
+// the session's). token is the creation zxid of nodes[0] if known, else 0
+// (then read once, when first asked). Its fence is the existence of
 // nodes[0]; its release deletes nodes unguarded (their names are never
 // reused: sequential nodes). Its events carry the line's Recipe.
 func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
-	return newHold(l.Sess, l.Recipe, ep, token, nodes...)
+	return newHold(l.Sess, l.Recipe, l.OnDisconnect, ep, token, nil, nodes...)
 }
 
-func newHold(sess *session.Session, recipe string, ep *session.Epoch, token Token, nodes ...string) *Hold {
-	ctx, cancel := context.WithCancel(ep.Context())
-	h := &Hold{sess: sess, ep: ep, nodes: nodes, ctx: ctx, cancel: cancel, token: token, recipe: recipe,
-		granted: time.Now(), fence: []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}},
-		lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1)}
-	// The epoch's end closes lost unless the release came first, on the
-	// goroutine that ends the epoch (go-zookeeper's event callback, or the
-	// session's silence watchdog), like the hold's ctx, a child of the
-	// epoch's: no hop through a goroutine or a queue.
-	h.stopLost = ep.OnEnd(h.fireLost)
+// newHold grants a hold; guard, if not nil, is checked by its fence and its
+// release (see Hold.guard).
+func newHold(sess *session.Session, recipe string, policy session.DisconnectPolicy, ep *session.Epoch, token Token,
+	guard *zk.CheckVersionRequest, nodes ...string) *Hold {
+	if !policy.Valid() {
+		policy = sess.DisconnectPolicy()
+	}
+	base := ep.Context()
+	if policy == session.PauseOnDisconnect {
+		base = ep.SessionContext()
+	}
+	ctx, cancel := context.WithCancel(base)
+	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
+		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1),
+		ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
+	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
+	if guard != nil {
+		h.fence = []any{guard, h.fence[0]}
+	}
+	// The loss (and pause) signals run on the goroutine that ends the epoch
+	// or the session (go-zookeeper's event callback, or the session's
+	// silence watchdog), like the cancellation of the hold's ctx, a child of
+	// the epoch's (or the session's) context: no hop through a goroutine or
+	// a queue. Registered outside h.mu: a hook runs at once if its epoch has
+	// ended already.
+	var hooks []func() bool
+	if policy == session.PauseOnDisconnect {
+		hooks = append(hooks, ep.OnSessionEnd(h.lose), ep.OnEnd(func() { h.epochEnded(ep) }))
+	} else {
+		hooks = append(hooks, ep.OnEnd(h.lose))
+	}
+	h.mu.Lock()
+	h.stopHooks = append(h.stopHooks, hooks...)
+	h.mu.Unlock()
+	if policy == session.PauseOnDisconnect {
+		// A hold that outlives disconnects watches its own node (see
+		// watchOwn). Under StopOnDisconnect it does not: the watch costs a
+		// read per grant and a notification to the holder at its own
+		// release, on the hot path of every lock handoff.
+		go h.watchOwn(ep)
+	}
 	return h
 }
 
-// fireLost closes lost and starts what waits for it (once: from the epoch's
-// hook, or from Release when the hook was unhooked after the epoch ended). It
-// runs on the goroutine that ends the epoch, which must not block: the
-// observers (a log, the session's observer) run on a goroutine of their own.
-func (h *Hold) fireLost() {
+// lose makes the hold lost, unless it was lost or released already.
+func (h *Hold) lose() {
 	h.mu.Lock()
-	h.lostFired = true
-	fns := h.onLost
-	h.onLost = nil
+	fns := h.loseLocked()
 	h.mu.Unlock()
-	close(h.lost)
+	runLost(fns)
+}
+
+// settle applies a signalled loss or pause (see settleLocked).
+func (h *Hold) settle() {
+	h.mu.Lock()
+	fns := h.settleLocked()
+	h.mu.Unlock()
+	runLost(fns)
+}
+
+// runLost runs what waited for a loss.
+func runLost(fns []func()) {
 	if len(fns) > 0 {
+		// Observers (a log, the session's observer) run on a goroutine of
+		// their own: lose may run on a goroutine that must not block.
 		go func() {
 			for _, f := range fns {
 				f()
@@ -103,11 +177,48 @@ func (h *Hold) fireLost() {
 	}
 }
 
+// loseLocked closes lost and ends the hold's context (neither calls the
+// connection nor blocks), and returns what waits for the loss.
+func (h *Hold) loseLocked() []func() {
+	if h.released || h.state == lost {
+		return nil
+	}
+	if h.state == paused {
+		h.pausedFor = time.Since(h.pausedAt)
+		close(h.resumed)
+	}
+	h.state = lost
+	close(h.lost)
+	h.cancel()
+	fns := h.onLost
+	h.onLost = nil
+	return fns
+}
+
+// settleLocked applies a loss or a pause whose signal has fired (the
+// epoch's or session's context is cancelled) but whose hook has not run yet
+// (it runs right after the cancellation, on the goroutine that cancelled):
+// whoever looks first applies it, the hook then finds nothing to do.
+func (h *Hold) settleLocked() []func() {
+	if h.released || h.state != held {
+		return nil
+	}
+	switch {
+	case h.policy == session.PauseOnDisconnect && h.ep.SessionContext().Err() != nil:
+		return h.loseLocked()
+	case h.policy == session.PauseOnDisconnect && h.ep.Context().Err() != nil:
+		h.pauseLocked(h.ep)
+	case h.ep.Context().Err() != nil:
+		return h.loseLocked()
+	}
+	return nil
+}
+
 // whenLost runs f once the hold is lost (at once if it was), never if it is
 // released first.
 func (h *Hold) whenLost(f func()) {
 	h.mu.Lock()
-	if !h.lostFired {
+	if h.state != lost {
 		h.onLost = append(h.onLost, f)
 		h.mu.Unlock()
 		return
@@ -118,28 +229,29 @@ func (h *Hold) whenLost(f func()) {
 
 // Observe reports the grant to the session's observer (recipe is "mutex",
 // "semaphore", ...; wait is how long the acquisition took; position the place
-// in line it joined at), and from then on the hold's release or loss.
+// in line it joined at), and from then on the hold's pauses, resumes,
+// release or loss.
 func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
 	log := h.sess.Logger()
 	if log.Enabled(context.Background(), slog.LevelDebug) {
-		log.Debug(recipe+": acquired", "path", path, "node", h.nodes[0], "session", fmt.Sprintf("0x%x", h.ep.SessionID()),
+		log.Debug(recipe+": acquired", "path", path, "node", h.nodes[0], "session", fmt.Sprintf("0x%x", h.sid),
 			"wait", wait, "position", position)
 	}
+	h.mu.Lock()
+	h.recipe, h.path, h.observed = recipe, path, true
+	h.mu.Unlock()
 	if log.Enabled(context.Background(), slog.LevelWarn) {
 		h.whenLost(func() {
-			log.Warn(recipe+": hold lost (connection or session lost)", "path", path, "node", h.nodes[0],
-				"session", fmt.Sprintf("0x%x", h.ep.SessionID()), "held", time.Since(h.granted))
+			log.Warn(recipe+": hold lost", "path", path, "node", h.nodes[0],
+				"session", fmt.Sprintf("0x%x", h.sid), "held", time.Since(h.granted), "paused", h.lastPause())
 		})
 	}
 	if !h.sess.Observed() {
 		return
 	}
-	h.mu.Lock()
-	h.recipe, h.path, h.observed = recipe, path, true
-	h.mu.Unlock()
 	h.report(session.Acquired, func(ev *session.RecipeEvent) { ev.Wait, ev.Position = wait, position })
 	h.whenLost(func() {
-		h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+		h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held, ev.Paused = time.Since(h.granted), h.lastPause() })
 	})
 }
 
@@ -147,22 +259,22 @@ func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEven
 	h.mu.Lock()
 	observed, recipe, path := h.observed, h.recipe, h.path
 	h.mu.Unlock()
-	if !observed {
+	if !observed || !h.sess.Observed() {
 		return
 	}
-	ev := session.RecipeEvent{Kind: kind, Recipe: recipe, Path: path, SessionID: h.ep.SessionID()}
+	ev := session.RecipeEvent{Kind: kind, Recipe: recipe, Path: path, SessionID: h.sid}
 	set(&ev)
 	h.sess.Report(ev)
 }
 
-// Lost is closed when the hold is, or may be, lost: the connection dropped
-// (Suspended), the session was lost, or the session manager closed, before
-// the hold was released. It is closed before any other client can be granted
-// the hold. Release never closes it: after a Release it stays open for good.
+// Lost is closed when the hold is, or may be, lost (see Hold), before any
+// other client can be granted it. Release never closes it: after a Release
+// it stays open for good.
 func (h *Hold) Lost() <-chan struct{} { return h.lost }
 
 // Context ends when the hold ends for any reason: it may be lost (as Lost)
-// or it was released. Pass it to the work the hold protects.
+// or it was released. A pause does not end it. Pass it to the work the hold
+// protects.
 func (h *Hold) Context() context.Context { return h.ctx }
 
 // Node is the path of the hold's node.
@@ -172,13 +284,17 @@ func (h *Hold) Node() string { return h.nodes[0] }
 func (h *Hold) Nodes() []string { return append([]string(nil), h.nodes...) }
 
 // SessionID is the session the hold belongs to.
-func (h *Hold) SessionID() int64 { return h.ep.SessionID() }
+func (h *Hold) SessionID() int64 { return h.sid }
 
 // Granted is when the hold was granted.
 func (h *Hold) Granted() time.Time { return h.granted }
 
+// Policy is what a lost connection does to this hold.
+func (h *Hold) Policy() session.DisconnectPolicy { return h.policy }
+
 // Valid reports whether the hold has not been lost or released (locally: see
-// Validate for a check with the server).
+// Validate for a check with the server). A paused hold is valid: it is not
+// known to be lost (see Gate).
 func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
 
 // Token returns the fencing token. When the grant revealed it (the
@@ -189,7 +305,8 @@ func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
 // Exists of the hold's node) and keeps it: later calls, and concurrent ones,
 // cost nothing more, and a hold whose token is never asked for never pays
 // for it. A token not yet read cannot be read once the hold has ended: the
-// call then fails with ErrLost.
+// call then fails with ErrLost; while the hold is paused, it waits at the
+// gate (see Gate).
 func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if t := h.knownToken(); t != 0 {
 		return t, nil
@@ -204,10 +321,11 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if t := h.knownToken(); t != 0 {
 		return t, nil
 	}
-	if h.ctx.Err() != nil {
-		return 0, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+	ep, err := h.gate(ctx)
+	if err != nil {
+		return 0, err
 	}
-	st, err := Call(ctx, h.ep, func(c *zk.Conn) (*zk.Stat, error) {
+	st, err := Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
 		ok, st, err := c.Exists(h.nodes[0])
 		if err == nil && !ok {
 			st = nil
@@ -217,7 +335,7 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if err != nil {
 		return 0, h.lostOr(err, "reading the token")
 	}
-	if st == nil || st.EphemeralOwner != h.ep.SessionID() {
+	if st == nil || st.EphemeralOwner != h.sid {
 		return 0, fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
 	}
 	h.mu.Lock()
@@ -252,14 +370,18 @@ func (h *Hold) knownToken() Token {
 // *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest: full
 // paths), mixed as needed.
 //
-// When the write's outcome is unknown because the connection was lost while
-// it was in flight, the hold is lost too (Suspended ends every hold), and the
-// error matches ErrLost: had the write landed, it landed while the fence
-// held. The responses returned are those of ops, in order (the fence's are
-// dropped): a Set's Stat holds the node's new version, a Create's String the
-// created path. When one of ops fails on its own, none lands, and the error
-// is that op's (fence.ErrBadVersion, fence.ErrNodeExists, fence.ErrNoNode).
-// A hold that has ended (lost or released) refuses with ErrLost.
+// While the hold is paused, the write waits at the gate (see Gate) until
+// the hold resumes (then it is sent), is lost (ErrLost), or ctx ends: it
+// never goes out on a session that may be gone. When the write's outcome is
+// unknown because the connection was lost while it was in flight, the error
+// matches ErrLost (StopOnDisconnect: the hold ended with the connection) or
+// ErrPaused (PauseOnDisconnect: the hold is paused); had the write landed,
+// it landed while the fence held. The responses returned are those of ops,
+// in order (the fence's are dropped): a Set's Stat holds the node's new
+// version, a Create's String the created path. When one of ops fails on its
+// own, none lands, and the error is that op's (fence.ErrBadVersion,
+// fence.ErrNodeExists, fence.ErrNoNode). A hold that has ended (lost or
+// released) refuses with ErrLost.
 func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if h.ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s has ended", ErrLost, h.nodes[0])
@@ -288,13 +410,17 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		}
 		all = append(all, op)
 	}
+	ep, err := h.gate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fenced write not sent: %w", err)
+	}
 	type multi struct {
 		res []zk.MultiResponse
 		err error
 	}
 	// A write the caller gave up on may still land (while the hold is
 	// valid): it cannot be undone, as it is the caller's.
-	m, err := Call(ctx, h.ep, func(c *zk.Conn) (multi, error) {
+	m, err := Call(ctx, ep, func(c *zk.Conn) (multi, error) {
 		res, err := c.Multi(all...)
 		return multi{res, err}, nil
 	}, nil)
@@ -317,12 +443,14 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 
 // Validate asks the server (after a sync, so the answer is current) whether
 // the hold's node still exists and belongs to this session. Use it before a
-// critical step; between checks, watch Lost.
+// critical step; between checks, watch Lost (and Paused). While the hold is
+// paused it waits at the gate (see Gate).
 func (h *Hold) Validate(ctx context.Context) error {
-	if h.ctx.Err() != nil {
-		return fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+	ep, err := h.gate(ctx)
+	if err != nil {
+		return err
 	}
-	st, err := Call(ctx, h.ep, func(c *zk.Conn) (*zk.Stat, error) {
+	st, err := Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
 		if _, err := c.Sync(h.nodes[0]); err != nil {
 			return nil, err
 		}
@@ -335,61 +463,69 @@ func (h *Hold) Validate(ctx context.Context) error {
 	if err != nil {
 		return h.lostOr(err, "validating")
 	}
-	if st == nil || st.EphemeralOwner != h.ep.SessionID() || h.ctx.Err() != nil {
+	if st == nil || st.EphemeralOwner != h.sid || h.ctx.Err() != nil {
 		return fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
 	}
 	return nil
 }
 
 // lostOr returns err, or an error matching both ErrLost and err when err
-// means the hold cannot be valid any more: the connection failed (which ends
-// the epoch, and so the hold), the session expired or the manager closed, or
-// the hold was lost meanwhile.
+// means the hold cannot be valid any more: the connection failed under
+// StopOnDisconnect (which ends the epoch, and so the hold), the session
+// expired or the manager closed, or the hold was lost meanwhile. Under
+// PauseOnDisconnect a failed connection pauses the hold: the error then
+// matches ErrPaused and err.
 func (h *Hold) lostOr(err error, what string) error {
 	if err == nil || errors.Is(err, ErrLost) {
 		return err
 	}
-	if session.OutcomeUnknown(err) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrClosed) ||
-		h.ctx.Err() != nil {
-		return fmt.Errorf("%w: %s on %s: %w", ErrLost, what, h.nodes[0], err)
+	switch {
+	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrClosed) || h.ctx.Err() != nil:
+	case h.policy == session.PauseOnDisconnect && session.OutcomeUnknown(err):
+		return fmt.Errorf("%w: %s on %s: %w", ErrPaused, what, h.nodes[0], err)
+	case !session.OutcomeUnknown(err):
+		return err
 	}
-	return err
+	return fmt.Errorf("%w: %s on %s: %w", ErrLost, what, h.nodes[0], err)
 }
 
 // Release ends the hold, whatever ctx: Context ends at once (Lost stays
-// open: a release is no loss) and the delete of
-// its nodes starts, and goes on in the background (a guaranteed delete) until
-// they are gone or their session is. ctx only bounds how long Release waits
-// for the server to confirm the delete: if it cannot within ctx, Release
-// returns ctx's error (matched with errors.Is), and the hold is released all
-// the same. It returns at once with ErrLost if the hold had been lost before
-// (its nodes are deleted once the session is back, or the server removes them
-// with the session), and ErrNotHeld if it was released already.
+// open: a release is no loss) and the delete of its nodes starts, and goes on
+// in the background (a guaranteed delete) until they are gone or their
+// session is; a paused hold's delete is made once its session is back.
+// ctx only bounds how long Release waits for the server to confirm the
+// delete: if it cannot within ctx, Release returns ctx's error (matched with
+// errors.Is), and the hold is released all the same. It returns at once with
+// ErrLost if the hold had been lost before (its nodes are deleted once the
+// session is back, or the server removes them with the session), and
+// ErrNotHeld if it was released already.
 func (h *Hold) Release(ctx context.Context) error {
 	h.mu.Lock()
-	if h.closed {
+	if h.released {
 		h.mu.Unlock()
 		return ErrNotHeld
 	}
-	h.closed = true
-	h.mu.Unlock()
-	// Unhook Lost from the epoch first. If the epoch ended before, the hold
-	// was lost: Lost closes (by the hook if it had started, else here).
-	unhooked := h.stopLost()
-	lost := !unhooked || h.ep.Context().Err() != nil
-	if lost && unhooked {
-		h.fireLost()
+	fns := h.settleLocked() // a loss signalled, its hook still to run
+	wasLost := h.state == lost
+	if h.state == paused {
+		close(h.resumed)
 	}
-	if !lost {
+	h.released = true
+	hooks := h.stopHooks
+	h.stopHooks = nil
+	ep, recipe := h.ep, h.recipe
+	h.mu.Unlock()
+	runLost(fns)
+	for _, stop := range hooks {
+		stop()
+	}
+	if !wasLost {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
 	h.cancel()
 	// Without a bound on the wait, the first try may as well run here.
-	h.mu.Lock()
-	recipe := h.recipe
-	h.mu.Unlock()
-	d := startDelete(ctx.Done() == nil, h.sess, recipe, h.ep, h.guard, h.nodes)
-	if lost {
+	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes)
+	if wasLost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}
 	select {

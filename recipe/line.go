@@ -38,6 +38,9 @@ type Line struct {
 	// default, EnsurePath, creates it and its parents as empty containers):
 	// for a recipe whose path carries a record of its own.
 	Ensure func(ep *session.Epoch) error
+	// OnDisconnect is what a lost connection does to the line's holds (0:
+	// the session's DisconnectPolicy).
+	OnDisconnect session.DisconnectPolicy
 }
 
 // Node is a contender's own node, bound to the session that created it.
@@ -116,8 +119,12 @@ func (l *Line) EnsurePath(ep *session.Epoch) error {
 // and the create meant for it too: a caller whose create then fails with
 // zk.ErrNoNode calls EnsurePath again (a container just created has had no
 // child, and is not removed). A parent that vanishes while EnsurePath walks
-// down is created again, a bounded number of times.
+// down is created again, a bounded number of times. For p "/" (the parent of
+// a path directly under the root) there is nothing to create.
 func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
+	if p == "/" {
+		return nil // the root always exists (and cannot be created)
+	}
 	path := append(zkpath.Parents(p), p)
 	var err error
 	for round := 0; round < ensureRounds; round++ {

@@ -50,6 +50,9 @@ type Single struct {
 	// ParseName reads) refuses Path too: a race and a line on one path
 	// would each grant a holder. Acquire then fails with ErrWrongKind.
 	Refuse map[string]string
+	// OnDisconnect is what a lost connection does to the race's holds (0:
+	// the session's DisconnectPolicy).
+	OnDisconnect session.DisconnectPolicy
 }
 
 // Attempt is one contender's claim in a Single race.
@@ -320,10 +323,7 @@ func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 // release deletes the node only while Path's version is unchanged.
 func (s *Single) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
 	node := s.node()
-	h := newHold(s.Sess, s.Recipe, ep, Token(czxid), node)
-	h.guard = &zk.CheckVersionRequest{Path: s.Path, Version: version}
-	h.fence = []any{h.guard, &zk.CheckVersionRequest{Path: node, Version: -1}}
-	return h
+	return newHold(s.Sess, s.Recipe, s.OnDisconnect, ep, Token(czxid), &zk.CheckVersionRequest{Path: s.Path, Version: version}, node)
 }
 
 // removeIfOurs deletes the node if the attempt with guid holds it (a grant

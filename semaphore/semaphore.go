@@ -45,8 +45,9 @@ const (
 type Option func(*config)
 
 type config struct {
-	data []byte
-	err  error // the first invalid option
+	data   []byte
+	policy session.DisconnectPolicy
+	err    error // the first invalid option
 }
 
 func (c *config) setErr(err error) {
@@ -65,6 +66,21 @@ func WithData(data []byte) Option {
 			return
 		}
 		c.data = append([]byte(nil), data...)
+	}
+}
+
+// WithDisconnectPolicy sets what a lost connection does to this
+// semaphore's leases (default: the session's, see
+// session.WithDisconnectPolicy): end them (session.StopOnDisconnect), or
+// pause them until the same session is back (session.PauseOnDisconnect; see
+// recipe.Hold, Lease.Paused and Lease.Gate).
+func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
+	return func(c *config) {
+		if !p.Valid() {
+			c.setErr(fmt.Errorf("semaphore: %w: disconnect policy %v", ErrInvalidArgument, p))
+			return
+		}
+		c.policy = p
 	}
 }
 
@@ -115,7 +131,8 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	full := sess.Path(path)
 	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
 		log: sess.Logger().With("semaphore", full)}
-	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks}
+	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
+		OnDisconnect: c.policy}
 	return s, nil
 }
 
@@ -180,7 +197,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 	s.mu.Unlock()
 	var err error
 	for round := 0; round < 10; round++ {
-		if err = recipe.EnsurePath(s.sess, ep, parent(s.path)); err != nil {
+		if err = recipe.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
 			return err
 		}
 		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
@@ -294,8 +311,6 @@ func truncate(b []byte) string {
 	}
 	return string(b)
 }
-
-func parent(p string) string { return p[:strings.LastIndex(p, "/")] }
 
 // Acquire takes one lease, waiting in line until one is free or ctx ends.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) { return s.AcquireN(ctx, 1) }
@@ -681,10 +696,20 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // Lost is closed when the lease is, or may be, lost: the connection dropped
-// (Suspended), the session was lost, or the session manager closed, before
-// any other client can be granted its place. Release does not close it: a
+// (Suspended, unless the lease rides through disconnects), the session was
+// lost, or the session manager closed, before any other client can be
+// granted its place (see recipe.Hold). Release does not close it: a
 // select on Lost tells a loss from your own Release.
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
+
+// Paused returns the lease's pause signal (PauseOnDisconnect): a channel
+// closed when the lease pauses, renewed at each resume (see recipe.Hold).
+func (l *Lease) Paused() <-chan struct{} { return l.hold.Paused() }
+
+// Gate returns nil while the lease is held and not paused; while it is
+// paused, it waits until the lease resumes (nil), is lost (ErrLost) or ctx
+// ends (see recipe.Hold.Gate).
+func (l *Lease) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
 
 // Context ends when the lease ends for any reason: a loss (as Lost) or
 // Release. Pass it to the work the lease bounds.

@@ -22,10 +22,63 @@ type Epoch struct {
 	n       uint64
 	started time.Time
 
-	hmu   sync.Mutex
-	hooks map[uint64]func() // OnEnd's; nil once ended
-	hookN uint64
+	ends   hookSet  // OnEnd's
+	shooks *hookSet // OnSessionEnd's: shared by every epoch of the session
+}
+
+// hookSet is a set of functions run once, synchronously, when something ends.
+type hookSet struct {
+	mu    sync.Mutex
+	hooks map[uint64]func() // nil once ended
+	n     uint64
 	ended bool
+}
+
+// add registers f, or runs it at once if the set has ended (see OnEnd). A
+// nil set never ends.
+func (s *hookSet) add(f func()) (stop func() bool) {
+	if s == nil {
+		return func() bool { return true }
+	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	if s.hooks == nil {
+		s.hooks = make(map[uint64]func())
+	}
+	s.n++
+	id := s.n
+	s.hooks[id] = f
+	s.mu.Unlock()
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, ok := s.hooks[id]
+		delete(s.hooks, id)
+		return ok
+	}
+}
+
+// end runs the hooks, once.
+func (s *hookSet) end() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	hooks := s.hooks
+	s.hooks = nil
+	s.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 }
 
 // OnEnd registers f to run when the epoch ends, synchronously on the
@@ -35,48 +88,26 @@ type Epoch struct {
 // session or its connection (closing a channel is what it is for). If the
 // epoch has ended already, f runs at once. stop unregisters f and reports
 // whether it did so before f ran; after stop, f never runs.
-func (e *Epoch) OnEnd(f func()) (stop func() bool) {
-	e.hmu.Lock()
-	if e.ended {
-		e.hmu.Unlock()
-		f()
-		return func() bool { return false }
-	}
-	if e.hooks == nil {
-		e.hooks = make(map[uint64]func())
-	}
-	e.hookN++
-	id := e.hookN
-	e.hooks[id] = f
-	e.hmu.Unlock()
-	return func() bool {
-		e.hmu.Lock()
-		defer e.hmu.Unlock()
-		_, ok := e.hooks[id]
-		delete(e.hooks, id)
-		return ok
-	}
-}
+func (e *Epoch) OnEnd(f func()) (stop func() bool) { return e.ends.add(f) }
+
+// OnSessionEnd registers f to run when this epoch's session ends (Lost, or
+// the manager closed), in the same way as OnEnd: synchronously on the
+// goroutine that ends it, right after SessionContext is cancelled. A hold
+// that rides through disconnects (PauseOnDisconnect) takes its loss signal
+// from here: the session outlives its epochs.
+func (e *Epoch) OnSessionEnd(f func()) (stop func() bool) { return e.shooks.add(f) }
 
 // end cancels the epoch's context (and, with session, the session's) and
-// runs the OnEnd hooks, once.
+// runs the OnEnd hooks (and, with session, the OnSessionEnd hooks), once.
 func (e *Epoch) end(session bool) {
 	if session {
 		e.scancel()
 	} else if e.cancel != nil {
 		e.cancel()
 	}
-	e.hmu.Lock()
-	if e.ended {
-		e.hmu.Unlock()
-		return
-	}
-	e.ended = true
-	hooks := e.hooks
-	e.hooks = nil
-	e.hmu.Unlock()
-	for _, f := range hooks {
-		f()
+	e.ends.end()
+	if session {
+		e.shooks.end()
 	}
 }
 

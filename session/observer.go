@@ -43,11 +43,17 @@ const (
 	// DeleteRetry: a release met a connection problem and is retried in the
 	// background (guaranteed delete).
 	DeleteRetry
+	// HoldPaused: a hold riding through a disconnect (PauseOnDisconnect) was
+	// paused (Held: how long it had been held).
+	HoldPaused
+	// HoldResumed: a paused hold resumed, its session back and its node
+	// confirmed (Paused: how long it was paused).
+	HoldResumed
 )
 
 var kindNames = map[RecipeEventKind]string{Acquired: "acquired", Released: "released", HoldLost: "hold_lost",
 	Elected: "elected", Revoked: "revoked", CallbackStuck: "callback_stuck", OrphanCleanup: "orphan_cleanup",
-	DeleteRetry: "delete_retry"}
+	DeleteRetry: "delete_retry", HoldPaused: "hold_paused", HoldResumed: "hold_resumed"}
 
 func (k RecipeEventKind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -65,9 +71,12 @@ type RecipeEvent struct {
 	Time      time.Time
 	Wait      time.Duration // Acquired: from the call to the grant
 	Position  int           // Acquired: place in line when it joined (0: head)
-	Held      time.Duration // Released, HoldLost: how long it was held
-	Took      time.Duration // Revoked: loss signal to callback return
-	Term      int64         // Elected, Revoked, CallbackStuck
+	Held      time.Duration // Released, HoldLost, HoldPaused: how long it was held
+	// Paused: HoldResumed, and HoldLost of a paused hold: how long it was
+	// paused (0 for a hold lost while not paused).
+	Paused time.Duration
+	Took   time.Duration // Revoked: loss signal to callback return
+	Term   int64         // Elected, Revoked, CallbackStuck
 }
 
 // Observed reports whether the session has an observer (recipes skip the

@@ -27,6 +27,7 @@ type config struct {
 	log            *slog.Logger
 	dialer         zk.Dialer
 	observer       Observer
+	policy         DisconnectPolicy
 	err            error
 }
 
@@ -137,4 +138,53 @@ func defaultBackoff() backoff.BackOff {
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = 0
 	return b
+}
+
+// DisconnectPolicy says what a lost connection does to the holds (locks,
+// leases, leaderships) of a session's recipes, while the session itself may
+// still be alive (Suspended). See recipe.Hold for the states of a hold.
+type DisconnectPolicy int
+
+const (
+	// StopOnDisconnect (the default) ends every hold at Suspended: its Lost
+	// closes and its Context ends the moment the connection is lost. A
+	// holder never works on while its session may be gone; a ZooKeeper
+	// restart or a network blip that the session survives costs every hold.
+	StopOnDisconnect DisconnectPolicy = iota + 1
+	// PauseOnDisconnect pauses every hold at Suspended instead: Context is
+	// not cancelled, Paused closes, and the holder must not act on the hold
+	// (Hold.Gate blocks) until it resumes, at Reconnected of the same
+	// session (which proves the session, and so the hold's ephemeral node,
+	// lived through the disconnect), after one read confirming the node. It
+	// is lost, never resumed, when the session is lost: expired, or silent
+	// past the session timeout on the local clock, or closed. What a pause
+	// cannot stop is an effect already in flight when the connection
+	// dropped: it may land after the session has expired. Only fenced writes
+	// (Hold.Fenced) are safe across that line.
+	PauseOnDisconnect
+)
+
+func (p DisconnectPolicy) String() string {
+	switch p {
+	case StopOnDisconnect:
+		return "stop"
+	case PauseOnDisconnect:
+		return "pause"
+	}
+	return fmt.Sprintf("DisconnectPolicy(%d)", int(p))
+}
+
+// Valid reports whether p is StopOnDisconnect or PauseOnDisconnect.
+func (p DisconnectPolicy) Valid() bool { return p == StopOnDisconnect || p == PauseOnDisconnect }
+
+// WithDisconnectPolicy sets what a lost connection does to the holds of the
+// session's recipes (default StopOnDisconnect); a recipe's own option
+// overrides it for that recipe value.
+func WithDisconnectPolicy(p DisconnectPolicy) Option {
+	return func(c *config) {
+		if !p.Valid() {
+			c.setErr(fmt.Errorf("%w: disconnect policy %v", ErrInvalidArgument, p))
+		}
+		c.policy = p
+	}
 }

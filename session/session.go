@@ -242,7 +242,7 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 func (s *Session) adoptLocked(h *handle, now time.Time) {
 	s.cur = h
 	sctx, scancel := context.WithCancel(context.Background())
-	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel}
+	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel, shooks: &hookSet{}}
 	s.beginEpochLocked(Connected, now, "")
 	switch {
 	case h.expired.Load():
@@ -258,7 +258,7 @@ func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 	ctx, cancel := context.WithCancel(prev.sctx)
 	s.epochs++
 	e := &Epoch{conn: s.cur.conn, h: s.cur, sid: s.cur.sid, sctx: prev.sctx, scancel: prev.scancel,
-		ctx: ctx, cancel: cancel, n: s.epochs, started: now}
+		shooks: prev.shooks, ctx: ctx, cancel: cancel, n: s.epochs, started: now}
 	s.epoch = e
 	s.setStateLocked(st, now, reason)
 	close(s.ready)
@@ -378,12 +378,21 @@ func (s *Session) clockLocked(now time.Time) (next time.Duration, drop *handle) 
 	if s.state != Suspended {
 		return 0, drop
 	}
-	if silent < timeout {
-		return timeout - silent, drop
+	if limit := timeout - lossMargin(timeout); silent < limit {
+		return limit - silent, drop
 	}
 	s.loseLocked(now, "no answer from any server for the session timeout")
 	return 0, drop
 }
+
+// lossMargin is how much earlier than the session timeout, after the last
+// byte received, the manager declares the session lost. The server expires a
+// session one timeout (rounded up to its tick) after it last heard from the
+// client, and it heard last a little before the client received the answer:
+// the margin covers that transit, so that a hold riding through a
+// disconnect (PauseOnDisconnect) is told it is lost before the server can
+// expire its session and grant it to someone else.
+func lossMargin(timeout time.Duration) time.Duration { return timeout / 50 }
 
 // establish opens a new session, with backoff, until it succeeds or the
 // manager is closed.
@@ -448,6 +457,15 @@ func (s *Session) Timeout() time.Duration {
 		return s.cur.timeout()
 	}
 	return s.cfg.timeout
+}
+
+// DisconnectPolicy is what a lost connection does to the holds of the
+// session's recipes, unless a recipe value says otherwise.
+func (s *Session) DisconnectPolicy() DisconnectPolicy {
+	if s.cfg.policy == 0 {
+		return StopOnDisconnect
+	}
+	return s.cfg.policy
 }
 
 // Namespace returns the namespace prefix ("" for none).

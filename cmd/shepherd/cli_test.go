@@ -238,6 +238,13 @@ func TestSemaphoreAdmitsN(t *testing.T) {
 	require.Contains(t, r.stderr, "maxLeases 2")
 }
 
+// TestTopLevelPath: a semaphore directly under the root (no parent to
+// create) admits its command like any other.
+func TestTopLevelPath(t *testing.T) {
+	r := shepherd(t, nil, "semaphore", "-n", "2", testutil.TopPath(t, "sem2"), "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
 // TestElectHandsOver: the leader's shepherd is killed with SIGKILL; its CMD
 // dies with it, and the other candidate leads within the session timeout.
 func TestElectHandsOver(t *testing.T) {

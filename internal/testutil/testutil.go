@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,6 +51,58 @@ var pathN atomic.Int64
 // UniquePath returns a path under /prefix unique to this test run.
 func UniquePath(t testing.TB, prefix string) string {
 	return fmt.Sprintf("/%s/%s-%d", prefix, strings.ReplaceAll(t.Name(), "/", "_"), pathN.Add(1))
+}
+
+// TopPath returns a path directly under the root ("/" and one element),
+// unique to this test run: for a recipe (or a namespace) whose path has no
+// parent to create.
+func TopPath(t testing.TB, prefix string) string {
+	return fmt.Sprintf("/%s-%s-%d", prefix, strings.ReplaceAll(t.Name(), "/", "_"), pathN.Add(1))
+}
+
+// OpenTopLevel opens a session for a recipe at a path directly under a root:
+// without a namespace, the root of the tree (path "/<unique>"); with one,
+// the namespace's own root (namespace "/<unique>", path "/<prefix>"). It
+// returns the session, the recipe's path (as given to the recipe) and the
+// full path of the topmost node the recipe may create (for Leftovers).
+func OpenTopLevel(t testing.TB, servers []string, prefix string, namespaced bool) (s *session.Session, path, top string) {
+	if !namespaced {
+		path = TopPath(t, prefix)
+		return Open(t, servers), path, path
+	}
+	ns := TopPath(t, prefix+"-ns")
+	return Open(t, servers, session.WithNamespace(ns)), "/" + prefix, ns
+}
+
+// Leftovers lists, shortest first, the nodes of the subtree at full path p
+// (namespace included; p itself too) that are ephemeral or not among keep:
+// what a recipe left behind beyond the nodes it documents it keeps (its
+// container nodes, there or not depending on when the server last swept
+// them, and a non-fair race's persistent path). ZooKeeper's Stat does not
+// tell a container from a persistent node, so the caller names them. Nil
+// when there are none or p is gone. A node removed during the walk is
+// skipped.
+func Leftovers(t testing.TB, s *session.Session, p string, keep ...string) []string {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 10*time.Second))
+	require.NoError(t, err)
+	var out []string
+	var walk func(q string)
+	walk = func(q string) {
+		names, st, err := ep.Conn().Children(q)
+		if errors.Is(err, gozk.ErrNoNode) {
+			return
+		}
+		require.NoError(t, err, q)
+		if st.EphemeralOwner != 0 || !slices.Contains(keep, q) {
+			out = append(out, q)
+		}
+		for _, n := range names {
+			walk(q + "/" + n)
+		}
+	}
+	walk(p)
+	return out
 }
 
 // Open opens a session that is closed (and waited for) when the test ends.

@@ -67,6 +67,15 @@ func ValidateName(name string) error {
 // Join puts p under the namespace ns ("" for none). Both must be valid.
 func Join(ns, p string) string { return ns + p }
 
+// Parent is the parent of p: "/" for a path directly under the root ("/a").
+// p must be valid.
+func Parent(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
+}
+
 // Parents lists the ancestors of p, shortest first, excluding "/" and p.
 func Parents(p string) []string {
 	var out []string

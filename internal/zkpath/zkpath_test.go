@@ -31,6 +31,14 @@ func TestParents(t *testing.T) {
 	}
 }
 
+func TestParent(t *testing.T) {
+	for p, want := range map[string]string{"/a": "/", "/a/b": "/a", "/a/b/c": "/a/b"} {
+		if got := Parent(p); got != want {
+			t.Errorf("Parent(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
 func FuzzValidate(f *testing.F) {
 	for _, s := range []string{"/a", "", "/a/../b", "/zookeeper", "//"} {
 		f.Add(s)

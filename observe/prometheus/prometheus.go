@@ -21,6 +21,10 @@
 //	shepherd_leadership_changes_total{path,change}   change elected|revoked
 //	shepherd_leader_stop_seconds{path}               loss signal to OnElected's return
 //	shepherd_leader_callback_stuck_total{path}       OnElected overran its stop deadline
+//	shepherd_hold_pauses_total{recipe}               holds paused by a lost connection (PauseOnDisconnect)
+//	shepherd_hold_resumes_total{recipe}              paused holds resumed in the same session
+//	shepherd_hold_pause_seconds{recipe,outcome}      pause durations, outcome resumed|lost
+//	shepherd_hold_lost_after_pause_total{recipe}     paused holds lost instead of resumed
 //	shepherd_orphan_cleanups_total                   abandoned nodes found and removed
 //	shepherd_delete_retries_total                    releases retried in the background
 //
@@ -50,6 +54,10 @@ type Observer struct {
 	changes      *prometheus.CounterVec
 	stop         *prometheus.HistogramVec
 	stuck        *prometheus.CounterVec
+	pauses       *prometheus.CounterVec
+	resumes      *prometheus.CounterVec
+	pauseTime    *prometheus.HistogramVec
+	lostPaused   *prometheus.CounterVec
 	orphans      prometheus.Counter
 	deletes      prometheus.Counter
 }
@@ -92,13 +100,22 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Help: "Time from a leadership's loss signal to its OnElected returning.", Buckets: lat}, []string{"path"}),
 		stuck: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leader_callback_stuck_total",
 			Help: "OnElected calls that overran their stop deadline."}, []string{"path"}),
+		pauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_pauses_total",
+			Help: "Holds paused by a lost connection (PauseOnDisconnect)."}, []string{"recipe"}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_resumes_total",
+			Help: "Paused holds resumed (same session back, node confirmed)."}, []string{"recipe"}),
+		pauseTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "hold_pause_seconds",
+			Help: "How long holds stayed paused, by how the pause ended.", Buckets: lat}, []string{"recipe", "outcome"}),
+		lostPaused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_lost_after_pause_total",
+			Help: "Paused holds that were lost instead of resumed."}, []string{"recipe"}),
 		orphans: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "orphan_cleanups_total",
 			Help: "Nodes of abandoned or answer-lost creates found and removed."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "delete_retries_total",
 			Help: "Releases that met a connection problem and were retried in the background."}),
 	}
 	for _, c := range []prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
-		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.orphans, o.deletes} {
+		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.pauses, o.resumes,
+		o.pauseTime, o.lostPaused, o.orphans, o.deletes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -140,6 +157,15 @@ func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
 		o.holds.WithLabelValues(ev.Recipe).Dec()
 		o.holdLost.WithLabelValues(ev.Recipe).Inc()
 		o.holdDuration.WithLabelValues(ev.Recipe, "lost").Observe(ev.Held.Seconds())
+		if ev.Paused > 0 {
+			o.lostPaused.WithLabelValues(ev.Recipe).Inc()
+			o.pauseTime.WithLabelValues(ev.Recipe, "lost").Observe(ev.Paused.Seconds())
+		}
+	case session.HoldPaused:
+		o.pauses.WithLabelValues(ev.Recipe).Inc()
+	case session.HoldResumed:
+		o.resumes.WithLabelValues(ev.Recipe).Inc()
+		o.pauseTime.WithLabelValues(ev.Recipe, "resumed").Observe(ev.Paused.Seconds())
 	case session.Elected:
 		o.holds.WithLabelValues("election").Inc()
 		o.leader.WithLabelValues(ev.Path).Set(1)

@@ -208,3 +208,57 @@ func TestHealth(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestPauseMetrics: a lock and a leadership riding through a disconnect
+// (PauseOnDisconnect) are counted as paused and resumed, not lost; a paused
+// lock lost to an expiry is counted as lost after a pause.
+func TestPauseMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	obs, err := promobs.New(reg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	defer p.Close()
+	s := testutil.Open(t, p.Addrs(), session.WithObserver(obs), session.WithSessionTimeout(8*time.Second),
+		session.WithDisconnectPolicy(session.PauseOnDisconnect))
+	m, _ := mutex.New(s, uniquePath(t))
+	require.NoError(t, m.Lock(ctx))
+	e, err := election.New(s, uniquePath(t), "a")
+	require.NoError(t, err)
+	elected := make(chan struct{})
+	go func() {
+		_ = e.Run(ctx, election.Callbacks{OnElected: func(c context.Context, _ election.Term) { close(elected); <-c.Done() }})
+	}()
+	<-elected
+	mutexL := map[string]string{"recipe": "mutex"}
+	electionL := map[string]string{"recipe": "election"}
+
+	p.Sever() // a blip: the same session comes back
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_hold_resumes_total", mutexL) == 1 &&
+			metric(t, reg, "shepherd_hold_resumes_total", electionL) == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_pauses_total", mutexL))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_pauses_total", electionL))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_pause_seconds", map[string]string{"recipe": "mutex", "outcome": "resumed"}))
+	require.Equal(t, 0.0, metric(t, reg, "shepherd_hold_lost_total", mutexL))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_holds", mutexL))
+
+	p.Stall()
+	p.Sever()
+	require.Eventually(t, func() bool { return metric(t, reg, "shepherd_hold_pauses_total", mutexL) == 2 },
+		10*time.Second, 5*time.Millisecond)
+	cred, ok := p.Credentials(m.Hold().SessionID())
+	require.True(t, ok)
+	require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
+	p.Heal()
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_hold_lost_after_pause_total", mutexL) == 1 &&
+			metric(t, reg, "shepherd_hold_lost_total", mutexL) == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_pause_seconds", map[string]string{"recipe": "mutex", "outcome": "lost"}))
+	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_resumes_total", mutexL))
+	_ = m.Unlock(ctx)
+}

@@ -1,0 +1,268 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// A hold's pause (PauseOnDisconnect) and its own-node watch. See Hold for
+// the states; this file is how a hold moves between them.
+//
+// Why a pause is safe: a hold is the existence of an ephemeral node of its
+// session. While the session lives, the node lives (unless someone deletes
+// it, which the own-node watch reports), so nobody else can be granted the
+// hold. A paused hold resumes only in an epoch of the *same* session
+// (Reconnected: the server accepted the session again, so it never expired)
+// and after reading its node back; it is lost, never resumed, as soon as the
+// session is lost, which the manager declares on its own clock before the
+// server can expire it (session.lossMargin). In between, the holder is told
+// not to act (Paused, Gate), and fenced writes wait at the gate.
+
+// Paused returns a channel that is closed when the hold pauses: the
+// connection was lost while the session may live (PauseOnDisconnect only;
+// under StopOnDisconnect it never closes, the hold is lost instead). After a
+// resume, Paused returns a new channel, open until the next pause: call it
+// again each time round a loop. A typical holder:
+//
+//	for {
+//		select {
+//		case <-h.Paused():
+//			// stop acting on the hold, then wait
+//			if err := h.Gate(ctx); err != nil {
+//				return err // lost (or released, or ctx ended)
+//			}
+//		case <-h.Lost():
+//			return ErrLost
+//		case <-work:
+//			...
+//		}
+//	}
+func (h *Hold) Paused() <-chan struct{} {
+	h.settle()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.paused
+}
+
+// IsPaused reports whether the hold is paused now.
+func (h *Hold) IsPaused() bool {
+	h.settle()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state == paused && !h.released
+}
+
+// Gate returns nil at once while the hold is held and not paused. While it
+// is paused, Gate waits until it resumes (nil), is lost (an error matching
+// ErrLost) or ctx ends (ctx.Err()). On a released hold it returns an error
+// matching ErrNotHeld.
+func (h *Hold) Gate(ctx context.Context) error {
+	_, err := h.gate(ctx)
+	return err
+}
+
+// gate is Gate, returning the epoch the hold is valid in.
+func (h *Hold) gate(ctx context.Context) (*session.Epoch, error) {
+	for {
+		h.settle()
+		h.mu.Lock()
+		st, released, ep, resumed := h.state, h.released, h.ep, h.resumed
+		h.mu.Unlock()
+		switch {
+		case released:
+			return nil, fmt.Errorf("%w: hold on %s was released", ErrNotHeld, h.nodes[0])
+		case st == lost:
+			return nil, fmt.Errorf("%w: hold on %s", ErrLost, h.nodes[0])
+		case st == held:
+			return ep, nil
+		}
+		select {
+		case <-resumed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// lastPause is how long the current pause has lasted, or the last one did.
+func (h *Hold) lastPause() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == paused {
+		return time.Since(h.pausedAt)
+	}
+	return h.pausedFor
+}
+
+// epochEnded pauses the hold if ep is the epoch it is valid in. It runs on
+// the goroutine that ends ep (see Epoch.OnEnd): it must not block.
+func (h *Hold) epochEnded(ep *session.Epoch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released || h.state != held || h.ep != ep {
+		return
+	}
+	h.pauseLocked(ep)
+}
+
+// pauseLocked pauses the hold, which was valid in ep, and starts what
+// resumes it.
+func (h *Hold) pauseLocked(ep *session.Epoch) {
+	h.state = paused
+	h.pausedAt = time.Now()
+	h.resumed = make(chan struct{})
+	close(h.paused)
+	go h.resume(ep)
+}
+
+// resume waits for the hold's session to be usable again and resumes the
+// hold there, once its node is confirmed; or finds it lost.
+func (h *Hold) resume(from *session.Epoch) {
+	h.report(session.HoldPaused, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+	h.log(slog.LevelInfo, "hold paused (connection lost; kept while the session lives)")
+	for {
+		ep, err := h.sess.Wait(h.ctx) // ends at a loss or release
+		if err != nil {
+			return // closed: the session's end loses the hold
+		}
+		if ep.SessionID() != h.sid {
+			h.lose() // a new session: ours is gone (its end loses the hold too)
+			return
+		}
+		// A pause that begins while the node is read is seen by this hook
+		// once the hold is valid in ep (see epochEnded), and below before.
+		stop := ep.OnEnd(func() { h.epochEnded(ep) })
+		ok, err := h.confirm(ep)
+		if err != nil {
+			stop()
+			select { // a connection problem: the next epoch
+			case <-ep.Done():
+				continue
+			case <-h.ctx.Done():
+				return
+			}
+		}
+		if !ok {
+			stop()
+			h.lose()
+			return
+		}
+		h.mu.Lock()
+		if h.released || h.state != paused || ep.Context().Err() != nil {
+			again := !h.released && h.state == paused
+			h.mu.Unlock()
+			stop()
+			if again {
+				continue
+			}
+			return
+		}
+		h.ep = ep
+		h.state = held
+		h.pausedFor = time.Since(h.pausedAt)
+		h.stopHooks = append(h.stopHooks, stop)
+		h.paused = make(chan struct{})
+		close(h.resumed)
+		pausedFor := h.pausedFor
+		h.mu.Unlock()
+		h.report(session.HoldResumed, func(ev *session.RecipeEvent) { ev.Paused = pausedFor })
+		h.log(slog.LevelInfo, "hold resumed (same session, node confirmed)", "paused", pausedFor)
+		return
+	}
+}
+
+// confirm reads the hold's node in ep: it is still there and still this
+// hold's (its session's, and the same node: a fixed-name node has the
+// token's creation zxid when the token is known).
+func (h *Hold) confirm(ep *session.Epoch) (bool, error) {
+	st, err := Call(h.ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+		ok, st, err := c.Exists(h.nodes[0])
+		if err == nil && !ok {
+			st = nil
+		}
+		return st, err
+	}, nil)
+	if err != nil {
+		return false, err
+	}
+	return h.ours(st), nil
+}
+
+// ours reports whether st (nil: no node) is the hold's node.
+func (h *Hold) ours(st *zk.Stat) bool {
+	if st == nil || st.EphemeralOwner != h.sid {
+		return false
+	}
+	t := h.knownToken()
+	return t == 0 || int64(t) == st.Czxid
+}
+
+// watchOwn keeps a watch on the hold's node while the hold lasts (under
+// PauseOnDisconnect): a node deleted by someone else (an operator, another
+// principal) loses the hold at once, paused or not, and a deletion while the
+// connection was down is reported as soon as it is back (go-zookeeper sets
+// its watches again on reconnect, and fires those whose nodes are gone). One read per grant, made after the grant
+// (the holder does not wait for it), and one more after a change of the
+// node's data (a holder's mark for its successor) or a lost connection.
+func (h *Hold) watchOwn(ep *session.Epoch) {
+	for h.ctx.Err() == nil {
+		var w <-chan zk.Event
+		st, err := Call(h.ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+			_, st, ch, err := c.GetW(h.nodes[0])
+			w = ch
+			return st, err
+		}, nil)
+		switch {
+		case h.ctx.Err() != nil:
+			return
+		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(st)):
+			h.lose()
+			return
+		case err != nil:
+			// A connection problem (or the session's end, which loses the
+			// hold): watch again once the session is usable.
+			if ep, err = h.sess.Wait(h.ctx); err != nil || ep.SessionID() != h.sid {
+				return
+			}
+			continue
+		}
+		select {
+		case ev := <-w:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				h.lose()
+				return
+			case zk.EventNotWatching:
+				return // the session ended: its end loses the hold
+			}
+			// The data changed: watch again.
+		case <-h.ctx.Done():
+			return
+		}
+		if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
+			ep = c
+		}
+	}
+}
+
+func (h *Hold) log(level slog.Level, msg string, args ...any) {
+	log := h.sess.Logger()
+	if !log.Enabled(context.Background(), level) {
+		return
+	}
+	h.mu.Lock()
+	recipe, path := h.recipe, h.path
+	h.mu.Unlock()
+	if recipe == "" {
+		recipe = "recipe"
+	}
+	log.Log(context.Background(), level, recipe+": "+msg,
+		append([]any{"path", path, "node", h.nodes[0], "session", fmt.Sprintf("0x%x", h.sid)}, args...)...)
+}
