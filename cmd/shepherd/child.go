@@ -193,6 +193,10 @@ func (l *launcher) startMode(mode treeMode, argv, env []string, grace time.Durat
 func (c *child) requestStop(sig syscall.Signal, grace time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.requestStopLocked(sig, grace)
+}
+
+func (c *child) requestStopLocked(sig syscall.Signal, grace time.Duration) {
 	select {
 	case <-c.done:
 		return
@@ -204,6 +208,21 @@ func (c *child) requestStop(sig syscall.Signal, grace time.Duration) {
 		_, _ = fmt.Fprintln(c.ctl, "thaw")
 		c.frozen = false
 	}
+}
+
+// requestLostStop is requestStop after a hold loss: SIGTERM, SIGKILL after
+// grace; but a frozen CMD is SIGKILLed at once (after a loss none of its
+// processes may run again, not even to handle SIGTERM). It reports whether
+// CMD was frozen, and the grace to await.
+func (c *child) requestLostStop(grace time.Duration) (frozen bool, g time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		c.requestStopLocked(syscall.SIGKILL, 0)
+		return true, 0
+	}
+	c.requestStopLocked(syscall.SIGTERM, grace)
+	return false, grace
 }
 
 // freeze stops (SIGSTOP) every process of CMD's and returns once the init
@@ -263,20 +282,6 @@ func (c *child) thaw() bool {
 	}
 	_, _ = fmt.Fprintln(c.ctl, "thaw")
 	return true
-}
-
-// stopLost stops CMD's processes after a hold loss: SIGTERM, then SIGKILL
-// after grace. A frozen CMD is SIGKILLed at once: after a loss none of its
-// processes may run again, not even to handle SIGTERM.
-func (c *child) stopLost(grace time.Duration) {
-	c.mu.Lock()
-	frozen := c.frozen
-	c.mu.Unlock()
-	if frozen {
-		c.stop(syscall.SIGKILL, 0)
-		return
-	}
-	c.stop(syscall.SIGTERM, grace)
 }
 
 // stop stops CMD's processes (requestStop) and waits until none is left. If
