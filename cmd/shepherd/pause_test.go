@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -202,7 +203,7 @@ func testInitFreeze(t *testing.T, mode string) {
 		}
 		n := len(logLines(t, dir))
 		time.Sleep(300 * time.Millisecond) // the freeze's length: the fault under test
-		require.Len(t, logLines(t, dir), n, "round %d: a line was written while frozen", round)
+		require.Equal(t, n, len(logLines(t, dir)), "round %d: a line was written while frozen", round)
 		for _, p := range treeOf(cmd.Process.Pid) {
 			require.True(t, stopped(p), "round %d: process %d is %s after 300ms frozen", round, p.pid, p.state)
 		}
@@ -227,7 +228,7 @@ func testInitFreeze(t *testing.T, mode string) {
 	require.Equal(t, 128+9, ee.ExitCode(), "CMD killed by SIGKILL; init: %s", errb)
 	q, ok := readProc(gc.pid)
 	require.False(t, ok && q.start == gc.start, "the grandchild %d is gone", gc.pid)
-	require.Len(t, logLines(t, dir), n, "no line after the freeze")
+	require.Equal(t, n, len(logLines(t, dir)), "no line after the freeze")
 }
 
 // initOf is the init (`shepherd __init`) below shepherd's process.
@@ -272,8 +273,16 @@ func startPauseRun(t *testing.T, sub string, sessionTimeout string, extra ...str
 		args = append(args, "-http", "127.0.0.1:0", "-id", "p")
 	}
 	args = append(append(args, extra...), uniquePath(t), "--", "sh", "-c", writerScript(r.dir))
-	r.cmd, r.errb = start(t, nil, args...)
+	// Not start's: its cleanup's Wait would race with this one.
+	r.cmd = exec.Command(bin, args...)
+	r.errb = &syncWriter{w: new(bytes.Buffer)}
+	r.cmd.Stderr = r.errb
+	require.NoError(t, r.cmd.Start())
 	go func() { r.exited <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		r.exited <- <-r.exited
+	})
 	if sub == "elect" {
 		re := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
 		require.Eventually(t, func() bool {
@@ -304,6 +313,7 @@ func (r *pauseRun) exitCode(t *testing.T) int {
 	var err error
 	select {
 	case err = <-r.exited:
+		r.exited <- err
 	case <-time.After(30 * time.Second):
 		t.Fatalf("shepherd did not exit; stderr: %s", r.errb)
 	}
@@ -362,13 +372,13 @@ func TestCLIPauseRidesThrough(t *testing.T) {
 					waitProbe(t, r.url+"/healthz", 200, func(p probeBody) bool { return p.Leading })
 				}
 				time.Sleep(1500*time.Millisecond - time.Since(cut)) // the disconnect's length: the fault
-				require.Len(t, logLines(t, r.dir), n, "round %d: no line written while frozen; shepherd: %s", round, r.errb)
+				require.Equal(t, n, len(logLines(t, r.dir)), "round %d: no line written while frozen; shepherd: %s", round, r.errb)
 				healed := time.Now()
 				reconnect()
+				require.Eventually(t, func() bool { return len(logLines(t, r.dir)) >= n+5 }, 20*time.Second, 5*time.Millisecond,
+					"round %d: lines again after the heal; shepherd: %s", round, r.errb)
 				resumeSeen := r.waitStderr(t, "resumed after", round)
 				require.Regexp(t, `shepherd: the (lock|lease|leadership) (on|at) /\S+ resumed after \S+: sh thawed`, r.errb.String())
-				require.Eventually(t, func() bool { return len(logLines(t, r.dir)) >= n+5 }, 10*time.Second, 5*time.Millisecond,
-					"round %d: lines again after the resume", round)
 				if sub == "elect" {
 					waitProbe(t, r.url+"/readyz", 200, func(p probeBody) bool { return p.Leading && !p.Paused })
 				}
@@ -379,7 +389,7 @@ func TestCLIPauseRidesThrough(t *testing.T) {
 					require.False(t, at.After(pauseSeen) && at.Before(healed),
 						"round %d: a line at %v, between the pause line (%v) and the heal (%v)", round, at, pauseSeen, healed)
 				}
-				t.Logf("round %d: frozen %v after the cut; resumed %v after the heal", round,
+				t.Logf("round %d: frozen %v after the cut; resumed (as the test saw it) %v after the heal", round,
 					pauseSeen.Sub(cut).Round(time.Millisecond), resumeSeen.Sub(healed).Round(time.Millisecond))
 			}
 			q, ok := readProc(gc.pid)
@@ -410,10 +420,10 @@ func TestCLIPauseLost(t *testing.T) {
 			r.waitStderr(t, "shepherd: connection to ZooKeeper lost: sh frozen (the lock on ", 1)
 			n := len(logLines(t, r.dir))
 			require.Equal(t, 5, r.exitCode(t), "lost: %s", r.errb)
-			require.Contains(t, r.errb.String(), "lost while paused: killing sh")
-			require.Len(t, logLines(t, r.dir), n, "no line after the pause line")
+			require.Equal(t, n, len(logLines(t, r.dir)), "no line after the pause line (not even by a SIGTERM trap); shepherd: %s", r.errb)
 			_, ok := death()
 			require.True(t, ok, "the grandchild %d is gone", gc.pid)
+			require.Contains(t, r.errb.String(), "lost while paused: killing sh")
 		})
 	}
 }
@@ -427,4 +437,22 @@ func TestCLIPauseDefaultStops(t *testing.T) {
 	require.Equal(t, 5, r.exitCode(t), "lost: %s", r.errb)
 	require.Contains(t, r.errb.String(), "lost: stopping sh")
 	require.NotContains(t, r.errb.String(), "frozen")
+}
+
+// TestCLIPauseSignalThaws: SIGTERM to shepherd while CMD is frozen is the
+// operator's stop, not a loss: CMD is thawed to handle it (its trap writes
+// a line and exits 1), and shepherd exits with CMD's status.
+func TestCLIPauseSignalThaws(t *testing.T) {
+	r := startPauseRun(t, "lock", "6s", "-on-disconnect=pause")
+	reconnect := r.disconnect()
+	r.waitStderr(t, "shepherd: connection to ZooKeeper lost: sh frozen (the lock on ", 1)
+	n := len(logLines(t, r.dir))
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	// Still disconnected: only the signal can have thawed CMD.
+	require.Eventually(t, func() bool { return len(logLines(t, r.dir)) == n+1 }, 5*time.Second, 5*time.Millisecond,
+		"the trap's line; shepherd: %s", r.errb)
+	reconnect() // shepherd releases the lock once CMD has ended
+	require.Equal(t, 1, r.exitCode(t), "CMD's status, from its trap; shepherd: %s", r.errb)
+	require.Equal(t, n+1, len(logLines(t, r.dir)), "the trap's line only")
+	require.Contains(t, r.errb.String(), "terminated: stopping sh")
 }
