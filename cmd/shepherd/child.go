@@ -81,8 +81,6 @@ type child struct {
 	frozen   bool
 	stopping bool // a stop was requested: CMD is never frozen again
 	seq      int  // of the last freeze
-
-	freezing sync.Mutex // one freeze at a time
 }
 
 // start starts CMD under an init. pidns asks for a PID namespace; where the
@@ -166,7 +164,7 @@ func (l *launcher) startMode(mode treeMode, argv, env []string, grace time.Durat
 	}
 	c := &child{mode: mode, cmd: cmd, ctl: w, answers: make(chan string, 4), done: make(chan struct{})}
 	go func() {
-		// Until the init (and whatever inherited the pipe by mistake) is gone.
+		// Until the init is gone (end of file).
 		defer ar.Close()
 		sc := bufio.NewScanner(ar)
 		for sc.Scan() {
@@ -228,10 +226,9 @@ func (c *child) requestLostStop(grace time.Duration) (frozen bool, g time.Durati
 // freeze stops (SIGSTOP) every process of CMD's and returns once the init
 // has seen them all stopped. It returns how many still run (a process in
 // uninterruptible sleep stops only when it wakes), and false if it did not
-// freeze: CMD is stopping or has ended, or the init did not answer.
+// freeze: CMD is stopping or has ended, or the init did not answer. One
+// goroutine calls it (ride).
 func (c *child) freeze() (running int, ok bool) {
-	c.freezing.Lock()
-	defer c.freezing.Unlock()
 	c.mu.Lock()
 	select {
 	case <-c.done:
