@@ -70,11 +70,13 @@ INTEROP_DURATION ?= 30s
 interop: setup-bench
 	$(GO) test -race -count=1 -timeout 20m -v -run 'Kazoo|Curator|GoZookeeper' ./interop -args -interop.duration=$(INTEROP_DURATION)
 
-## chaos: randomized soak of every recipe under random faults (SEED= to replay).
+## chaos: randomized soak of every recipe under random faults (SEED= to replay),
+## each client's disconnect policy drawn too; then the fault matrix's whole
+## pause column (make test runs a subset of it).
 CHAOS_DURATION ?= 10m
 SEED ?= 0
 chaos: setup
-	GOWORK=$(CURDIR)/third_party/go.work $(GO) test -race -count=1 -timeout 60m -run TestChaosSoak -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED)
+	GOWORK=$(CURDIR)/third_party/go.work $(GO) test -race -count=1 -timeout 60m -run 'TestChaosSoak|TestFaultMatrix/pause/' -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED) -chaos.pause=all
 
 ## fuzz: the name parser and path validation, briefly. A count, not a
 ## duration: Go 1.26's fuzz coordinator can fail a duration-bounded run with a

@@ -2,7 +2,8 @@
 // Apache Curator (Java), Kazoo (Python), go-zookeeper's zk.Lock, and a
 // minimal lock on raw go-zookeeper (the floor) — on the same ZooKeeper, in
 // one run. `make bench` (or `go run ./bench/cmd/zkbench`) runs it;
-// `make bench-quick` runs a shorter version.
+// `make bench-quick` runs a shorter version; `go run ./bench/cmd/zkbench
+// -only W8` runs the rolling restart alone.
 //
 // # Workloads
 //
@@ -49,6 +50,31 @@
 //     time everything on their own clock. go-zookeeper's zk.Lock is left
 //     out: in this harness its waiters stayed blocked after the leader's
 //     session expired (no new leader within the run's bound).
+//
+//   - W8: rolling restart: on a 3-node ensemble (its own, started after the
+//     other workloads' standalone server is closed, unless -ensemble),
+//     3 lock holders (each its own session and lock path, taking it again
+//     after every loss) and 3 election candidates on one path (each its own
+//     session) settle; then the runner restarts every server in turn, the
+//     followers first and the leader last, each stopped for 1 s, two
+//     rounds (one with -quick); the peer reports once every holder holds
+//     and a leader leads again (and still does a second later). Measured:
+//     holds lost (the lock holders' loss signals: shepherd's Lost; Curator's
+//     and Kazoo's connection listener at SUSPENDED or LOST, which their
+//     lock users must treat as a loss; go-zookeeper's zk.Lock has none, so
+//     its holders' disconnects are counted as the losses its users would
+//     have to assume), leadership changes (a candidate told it leads after
+//     the first election, and how many of those moved to another
+//     candidate; shepherd's Run, Curator's LeaderLatch isLeader, Kazoo's
+//     Election whose leader steps down when its client leaves CONNECTED,
+//     go-zookeeper's zk.Lock as W4 uses it), the leader's loss signals,
+//     sessions lost, and the time the work stood still: the sum of every
+//     pause (shepherd with session.PauseOnDisconnect, "shepherd-pause") or
+//     of every loss to the next grant (the others; go-zookeeper: each
+//     disconnect to the reconnect). Runs once, whatever the repetitions.
+//     The server counters are not read (a restarted server starts them
+//     from zero); the subprocess drivers get a "start" command that begins
+//     the measured part before the runner restarts the servers.
 //
 // Every load loop is bounded in count (Spec.Cycles) and time (Spec.Seconds);
 // whatever is already waiting when the bound is reached completes, and every

@@ -200,6 +200,9 @@ func (r *Runner) runOne(ctx context.Context, p Peer, spec Spec, rec *Record) err
 			_ = run.Close(cctx)
 		}
 	}()
+	if spec.Workload == W8 {
+		return r.runRoll(ctx, run, spec, rec)
+	}
 	before, quiet1, err := r.meter.Quiet(ctx, 3*time.Second)
 	if err != nil {
 		return err

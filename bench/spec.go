@@ -34,10 +34,16 @@ const (
 	W7s = "W7-10"
 	W7l = "W7-1000"
 	W7x = "W7-10000"
+	// W8: a rolling restart of a 3-node ensemble: Sessions lock holders
+	// (each its own session and lock) and Sessions election candidates (one
+	// election) ride through every server being stopped for DownMS and
+	// started again, in turn, Cycles restarts in all. Measured: holds lost,
+	// leadership changes, sessions lost, and how long the work stood still.
+	W8 = "W8"
 )
 
 // Workloads lists every workload in the order the runner runs them.
-var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W7x}
+var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W7x, W8}
 
 // Title describes a workload in one line.
 func Title(w string) string {
@@ -56,6 +62,8 @@ func Title(w string) string {
 		return "leader crash: the leader's connection stalls; time until another leads, and who learns first"
 	case W7s, W7l, W7x:
 		return "scale: W5's chain of handoffs with a short and a long line of waiters"
+	case W8:
+		return "rolling restart of a 3-node ensemble: lock holders and election candidates ride through it"
 	}
 	return w
 }
@@ -97,6 +105,10 @@ type Spec struct {
 	// FaultURL/stall?i=N stalls session N's proxy (no byte passes either
 	// way), /heal?i=N heals it.
 	FaultURL string `json:"fault_url,omitempty"`
+	// DownMS (W8) is how long each server stays stopped before it is started
+	// again. W8's Cycles is the number of server restarts (the ensemble's
+	// size per round), Seconds bounds the whole roll.
+	DownMS float64 `json:"down_ms,omitempty"`
 }
 
 // Duration is Seconds as a time.Duration.
@@ -116,6 +128,9 @@ func (s Spec) Hold() time.Duration { return time.Duration(s.HoldMS * float64(tim
 // Term is TermMS as a time.Duration.
 func (s Spec) Term() time.Duration { return time.Duration(s.TermMS * float64(time.Millisecond)) }
 
+// Down is DownMS as a time.Duration.
+func (s Spec) Down() time.Duration { return time.Duration(s.DownMS * float64(time.Millisecond)) }
+
 // Servers splits the connect string into addresses.
 func (s Spec) Servers() []string { return strings.Split(s.Connect, ",") }
 
@@ -131,9 +146,12 @@ func (s Spec) Validate() error {
 	}
 	switch s.Workload {
 	case W1:
-	case W2, W4, W5, W6, W7s, W7l, W7x:
+	case W2, W4, W5, W6, W7s, W7l, W7x, W8:
 		if s.Sessions < 2 {
 			return fmt.Errorf("bench: %s needs at least 2 sessions", s.Workload)
+		}
+		if s.Workload == W8 && s.DownMS <= 0 {
+			return fmt.Errorf("bench: W8 needs down_ms > 0")
 		}
 	case W3:
 		if s.Sessions < 1 || s.Leases < 1 {
@@ -165,6 +183,10 @@ func Params(quick bool) map[string]Spec {
 			W7s: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7s, 10, 10, 10 }),
 			W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 300, 300, 20 }),
 			W7x: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds, s.Conns = W7x, 1000, 1000, 20, 100 }),
+			// One round: each of the 3 servers restarted once.
+			W8: with(func(s *Spec) {
+				s.Workload, s.Sessions, s.Cycles, s.Seconds, s.DownMS, s.SessionTimeoutMS = W8, 3, 3, 60, 1000, 10000
+			}),
 		}
 	}
 	return map[string]Spec{
@@ -182,6 +204,10 @@ func Params(quick bool) map[string]Spec {
 		W7l: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W7l, 1000, 1000, 30 }),
 		W7x: with(func(s *Spec) {
 			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.GraceS, s.Conns = W7x, 10000, 10000, 60, 120, 200
+		}),
+		// Two rounds: each of the 3 servers restarted twice, in turn.
+		W8: with(func(s *Spec) {
+			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.DownMS, s.SessionTimeoutMS = W8, 3, 6, 120, 1000, 10000
 		}),
 	}
 }
@@ -208,6 +234,18 @@ const (
 	MNotifsPerOp   = "notifications_per_op" // added by the runner: watch notifications fired / ops
 	MBytesPerOp    = "bytes_per_op"         // added by the runner: bytes both ways (server-counted) / ops
 	MBytesTotal    = "bytes_total"          // added by the runner: bytes both ways over the measured part
+
+	// W8 (rolling restart). Counted from the first restart until the run
+	// has settled (every holder holds again, a leader leads, nothing paused);
+	// the first grants and the first election are not counted.
+	MHoldsLost     = "holds_lost"      // lock holders' loss signals
+	MLeaderChanges = "leader_changes"  // a candidate told it leads (again), after the first election
+	MLeaderMoves   = "leader_moves"    // ... of which a different candidate than the last leader
+	MLeaderLosses  = "leader_losses"   // the leader told it may have lost leadership
+	MSessionsLost  = "sessions_lost"   // sessions expired (or declared lost by the client), all of the run's
+	MPausedS       = "paused_s"        // lock_paused_s + leader_paused_s
+	MLockPausedS   = "lock_paused_s"   // holders: sum of pauses, and of each loss to the next grant
+	MLeaderPausedS = "leader_paused_s" // the election: time with no leader free to act
 )
 
 // metricInfo is how the summary table shows a metric.
@@ -233,6 +271,11 @@ func tableMetrics(w string) []metricInfo {
 	case W6:
 		return []metricInfo{{MLatencyP50, "time to new leader p50 µs"}, {MLatencyP99, "p99 µs"},
 			{MLossFirst, "old leader told first"}}
+	case W8:
+		return []metricInfo{{MHoldsLost, "holds lost"}, {MLeaderChanges, "leadership changes"},
+			{MLeaderMoves, "... to another candidate"}, {MLeaderLosses, "leader's loss signals"},
+			{MSessionsLost, "sessions lost"}, {MPausedS, "work paused/stopped s"},
+			{MLockPausedS, "... locks s"}, {MLeaderPausedS, "... leadership s"}}
 	case W5, W7s, W7l, W7x:
 		return []metricInfo{{MFirstHandoff, "first handoff µs"}, {MLatencyP50, "handoff p50 µs"},
 			{MLatencyP99, "handoff p99 µs"}, {MViolations, "violations"}, rpo, npo,

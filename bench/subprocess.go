@@ -21,12 +21,16 @@ import (
 //
 //	start                           → {"event":"hello","peer":"curator","version":"5.4.0"}
 //	{"cmd":"prepare", <Spec fields>} → {"event":"ready"}
+//	{"cmd":"start"}                 → {"event":"started"}  (W8 only: the measured part begins)
 //	{"cmd":"go"}                    → {"event":"result","ops":N,"elapsed_s":S,"metrics":{...}}
 //	{"cmd":"close"}                 → {"event":"closed"}   (sent after every prepare)
 //	{"cmd":"quit"}                  → the process exits
 //
-// Any command may be answered {"event":"error","error":"..."}. Lines on stdout
-// that are not JSON objects are ignored; stderr goes to a log file. The
+// W8 (a rolling restart) runs prepare, start, then the runner restarts the
+// servers one by one, then go: the peer waits until its run has settled and
+// reports what happened since start. Any command may be answered
+// {"event":"error","error":"..."}. Lines on stdout that are not JSON objects
+// are ignored; stderr goes to a log file. The
 // process is started at the first Prepare and again after it died; it lives
 // across runs, so a JIT-compiled peer stays warm, but each run opens and
 // closes its own sessions.
@@ -281,6 +285,18 @@ func (r *subprocessRun) Go(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("bench: %s answered go with %q", r.s.name, m.Event)
 	}
 	return Result{Ops: m.Ops, ElapsedS: m.ElapsedS, Metrics: m.Metrics}, nil
+}
+
+// Start implements Starter (W8).
+func (r *subprocessRun) Start(ctx context.Context) error {
+	m, err := r.s.call(ctx, simpleCmd{"start"}, r.spec.Grace())
+	if err != nil {
+		return err
+	}
+	if m.Event != "started" {
+		return fmt.Errorf("bench: %s answered start with %q", r.s.name, m.Event)
+	}
+	return nil
 }
 
 func (r *subprocessRun) Close(ctx context.Context) error {

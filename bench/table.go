@@ -112,6 +112,9 @@ func describeSpec(s Spec) string {
 		return fmt.Sprintf("%d candidates, up to %d handoffs or %gs, term %gms; per-op counts include the resigned candidate's rejoin", s.Sessions, s.Cycles, s.Seconds, s.TermMS)
 	case W6:
 		return fmt.Sprintf("%d candidates, each behind a fault proxy, session timeout %dms, %d crashes (a stalled leader); Kazoo's signal is its client leaving CONNECTED, Curator's LeaderLatch notLeader", s.Sessions, s.SessionTimeoutMS, s.Cycles)
+	case W8:
+		return fmt.Sprintf("%d lock holders and %d candidates (a session each), session timeout %dms; %d server restarts (followers, then the leader),\n"+
+			"    each down %gms; counted from the first restart until all hold and one leads again; ops = restarts", s.Sessions, s.Sessions, s.SessionTimeoutMS, s.Cycles, s.DownMS)
 	case W5, W7s, W7l, W7x:
 		conns := ""
 		if s.Conns > 0 && s.Conns < s.Sessions+1 {

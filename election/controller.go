@@ -70,7 +70,7 @@ func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *L
 	e.mu.Lock()
 	n.hold = h
 	e.mu.Unlock()
-	lctx, cancel := context.WithCancel(h.Context())
+	lctx, cancel := context.WithCancelCause(h.Context())
 	if report != nil {
 		report(Leader{ID: e.id, Term: Term(n.czxid), Node: n.path, SessionID: n.sid})
 	}
@@ -271,7 +271,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		}
 		e.report(session.RecipeEvent{Kind: session.Acquired, Wait: time.Since(began), Term: int64(l.term)})
 		e.report(session.RecipeEvent{Kind: session.Elected, Term: int64(l.term)})
-		stopAfter := context.AfterFunc(ctx, l.cancel)
+		stopAfter := context.AfterFunc(ctx, func() { l.cancel(context.Cause(ctx)) }) // a shutdown
 		resign, left := e.setLeading(l)
 		done := make(chan struct{})
 		go func() {
@@ -287,7 +287,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		case <-l.ctx.Done():
 		case <-resign:
 		}
-		l.cancel()
+		l.cancel(recipe.ErrReleased) // OnElected returned, or Resign (a loss's cause came first)
 		stopAfter()
 		<-pauses
 		cancelled := time.Now()

@@ -21,7 +21,10 @@ import (
 //     it: a select on Lost tells a loss from your own Resign.
 //   - Context() ends when the leadership ends for any reason: a loss (as
 //     Lost), Resign, or, under Run, OnElected returning or Run's ctx ending.
-//     It is the ctx Run passes to OnElected.
+//     It is the ctx Run passes to OnElected. Its context.Cause tells them
+//     apart: an error matching ErrLost for a loss, recipe.ErrReleased for
+//     Resign (or OnElected returning), Run's ctx's own cause (such as
+//     context.Canceled) for a shutdown.
 //
 // Its methods are safe for concurrent use.
 type Leadership struct {
@@ -30,7 +33,7 @@ type Leadership struct {
 	node   *candidate
 	hold   *recipe.Hold // this grant of the node
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 }
 
 // Term is the leadership's fencing token: the creation zxid of the leader's
@@ -187,7 +190,7 @@ func (e *Election) resign(ctx context.Context, want *Leadership) error {
 		e.mu.Unlock()
 		return ErrNotLeader
 	}
-	l.cancel()
+	l.cancel(recipe.ErrReleased)
 	if e.resignCh != nil {
 		close(e.resignCh)
 		e.resignCh = nil

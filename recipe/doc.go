@@ -16,8 +16,10 @@
 // (session.Session.Wait gives the current one). A fair recipe is a Line:
 // Line.Enter joins it with a protected create, Line.Await (or AwaitWith)
 // waits for the Turn the recipe defines (one watch per waiter),
-// Line.NewHold grants the place as a Hold, whose Lost channel closes the
-// moment the epoch ends, and Hold.Release, Line.Leave or Line.Delete remove
+// Line.NewHold grants the place as a Hold (held, paused or lost, see Hold:
+// its Lost channel closes the moment the epoch ends, or, under
+// session.PauseOnDisconnect, it pauses then and resumes in the next epoch of
+// the same session; Line.OnDisconnect picks the policy), and Hold.Release, Line.Leave or Line.Delete remove
 // nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
 // Do, so that they return when the caller's ctx ends. A non-fair recipe
 // races through Single. Set Line.Recipe (Single.Recipe) to

@@ -16,6 +16,9 @@ var (
 	ErrNotHeld = NewError("not held")
 	// ErrLost: the hold, or the session it lived in, was lost.
 	ErrLost = session.ErrLost
+	// ErrReleased is the cause (context.Cause) of a hold's Context ending at
+	// its holder's release; a loss's cause matches ErrLost.
+	ErrReleased = NewError("released by its holder")
 	// ErrPaused: the hold was paused (PauseOnDisconnect) while an operation
 	// on it was in flight: the connection was lost, and the operation's
 	// outcome is unknown. The hold is not lost: wait at its Gate.

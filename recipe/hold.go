@@ -2,15 +2,14 @@ package recipe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -18,7 +17,9 @@ import (
 // grows with every grant across the whole ensemble.
 type Token int64
 
-func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
+// String is the token in decimal, as the CLI's SHEPHERD_TOKEN and `shepherd
+// status` print it.
+func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 
 // Hold is one granted lock, lease or leadership. Every recipe's hold (a
 // Mutex's, a semaphore's Lease, an election's Leadership) is one of these and
@@ -55,7 +56,7 @@ type Hold struct {
 	sid     int64
 	nodes   []string // our nodes (the first is the one the token is read from)
 	ctx     context.Context
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	granted time.Time
 
 	// lost is closed at a loss (loseLocked), never at the release.
@@ -115,7 +116,7 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	if policy == session.PauseOnDisconnect {
 		base = ep.SessionContext()
 	}
-	ctx, cancel := context.WithCancel(base)
+	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
 		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1),
 		ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
@@ -131,9 +132,9 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	// ended already.
 	var hooks []func() bool
 	if policy == session.PauseOnDisconnect {
-		hooks = append(hooks, ep.OnSessionEnd(h.lose), ep.OnEnd(func() { h.epochEnded(ep) }))
+		hooks = append(hooks, ep.OnSessionEnd(h.loseWithContext), ep.OnEnd(func() { h.epochEnded(ep) }))
 	} else {
-		hooks = append(hooks, ep.OnEnd(h.lose))
+		hooks = append(hooks, ep.OnEnd(h.loseWithContext))
 	}
 	h.mu.Lock()
 	h.stopHooks = append(h.stopHooks, hooks...)
@@ -148,10 +149,16 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	return h
 }
 
-// lose makes the hold lost, unless it was lost or released already.
-func (h *Hold) lose() {
+// loseWithContext makes the hold lost as its epoch's or session's context
+// says (it has ended: the cause is that context's).
+func (h *Hold) loseWithContext() { h.lose(nil) }
+
+// lose makes the hold lost, unless it was lost or released already. cause
+// (matching ErrLost) is the Context's cause, unless the context the hold's
+// derives from has ended first (then that one's cause is).
+func (h *Hold) lose(cause error) {
 	h.mu.Lock()
-	fns := h.loseLocked()
+	fns := h.loseLocked(cause)
 	h.mu.Unlock()
 	runLost(fns)
 }
@@ -179,7 +186,7 @@ func runLost(fns []func()) {
 
 // loseLocked closes lost and ends the hold's context (neither calls the
 // connection nor blocks), and returns what waits for the loss.
-func (h *Hold) loseLocked() []func() {
+func (h *Hold) loseLocked(cause error) []func() {
 	if h.released || h.state == lost {
 		return nil
 	}
@@ -189,7 +196,10 @@ func (h *Hold) loseLocked() []func() {
 	}
 	h.state = lost
 	close(h.lost)
-	h.cancel()
+	if cause == nil {
+		cause = ErrLost
+	}
+	h.cancel(cause)
 	fns := h.onLost
 	h.onLost = nil
 	return fns
@@ -205,11 +215,11 @@ func (h *Hold) settleLocked() []func() {
 	}
 	switch {
 	case h.policy == session.PauseOnDisconnect && h.ep.SessionContext().Err() != nil:
-		return h.loseLocked()
+		return h.loseLocked(nil)
 	case h.policy == session.PauseOnDisconnect && h.ep.Context().Err() != nil:
 		h.pauseLocked(h.ep)
 	case h.ep.Context().Err() != nil:
-		return h.loseLocked()
+		return h.loseLocked(nil)
 	}
 	return nil
 }
@@ -274,7 +284,10 @@ func (h *Hold) Lost() <-chan struct{} { return h.lost }
 
 // Context ends when the hold ends for any reason: it may be lost (as Lost)
 // or it was released. A pause does not end it. Pass it to the work the hold
-// protects.
+// protects. Its context.Cause says why: an error matching ErrLost for a
+// loss (session.ErrDisconnected for a lost connection under
+// StopOnDisconnect; the reason of the session's loss; its node deleted),
+// ErrClosed for the session manager's Close, ErrReleased for a release.
 func (h *Hold) Context() context.Context { return h.ctx }
 
 // Node is the path of the hold's node.
@@ -296,198 +309,6 @@ func (h *Hold) Policy() session.DisconnectPolicy { return h.policy }
 // Validate for a check with the server). A paused hold is valid: it is not
 // known to be lost (see Gate).
 func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
-
-// Token returns the fencing token. When the grant revealed it (the
-// single-node race of a non-fair mutex or election, whose grant reads the
-// node's Stat; a fair election's term, read while waiting) it costs nothing.
-// Otherwise (a fair mutex's or read-write lock's node, a lease: a create's
-// answer carries no Stat) the first call reads it with one request (an
-// Exists of the hold's node) and keeps it: later calls, and concurrent ones,
-// cost nothing more, and a hold whose token is never asked for never pays
-// for it. A token not yet read cannot be read once the hold has ended: the
-// call then fails with ErrLost; while the hold is paused, it waits at the
-// gate (see Gate).
-func (h *Hold) Token(ctx context.Context) (Token, error) {
-	if t := h.knownToken(); t != 0 {
-		return t, nil
-	}
-	// One read per hold: concurrent callers wait for it.
-	select {
-	case h.tokenTurn <- struct{}{}:
-		defer func() { <-h.tokenTurn }()
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	if t := h.knownToken(); t != 0 {
-		return t, nil
-	}
-	ep, err := h.gate(ctx)
-	if err != nil {
-		return 0, err
-	}
-	st, err := Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-		ok, st, err := c.Exists(h.nodes[0])
-		if err == nil && !ok {
-			st = nil
-		}
-		return st, err
-	}, nil)
-	if err != nil {
-		return 0, h.lostOr(err, "reading the token")
-	}
-	if st == nil || st.EphemeralOwner != h.sid {
-		return 0, fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
-	}
-	h.mu.Lock()
-	h.token = Token(st.Czxid)
-	h.mu.Unlock()
-	return Token(st.Czxid), nil
-}
-
-func (h *Hold) knownToken() Token {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.token
-}
-
-// Fenced runs ops as one multi-op that lands only while the hold is valid on
-// the server: the hold's fence (version checks) is prepended to ops. A write
-// made after the hold is gone fails with an error matching ErrLost instead of
-// landing. What the fence checks depends on the recipe:
-//
-//   - a hold of the line (fair mutex, read-write lock, fair election) or a
-//     lease (semaphore): the hold's node exists (a lease's first node; a
-//     lease's nodes come and go together). A node of the line is never
-//     re-created under the same name, and it is ephemeral: it exists only
-//     while this session lives and has not released it.
-//   - a hold of the single-node race (non-fair mutex, non-fair election, see
-//     Single): the node exists, and the path's version is still the one
-//     this grant wrote, so no grant was made since (the node's name is
-//     reused by every grant; the version tells the grants apart).
-//
-// ops are fence.Op values (fence.Set, fence.Create, fence.Delete: paths in
-// the session's namespace) or go-zookeeper's requests (*zk.CreateRequest,
-// *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest: full
-// paths), mixed as needed.
-//
-// While the hold is paused, the write waits at the gate (see Gate) until
-// the hold resumes (then it is sent), is lost (ErrLost), or ctx ends: it
-// never goes out on a session that may be gone. When the write's outcome is
-// unknown because the connection was lost while it was in flight, the error
-// matches ErrLost (StopOnDisconnect: the hold ended with the connection) or
-// ErrPaused (PauseOnDisconnect: the hold is paused); had the write landed,
-// it landed while the fence held. The responses returned are those of ops,
-// in order (the fence's are dropped): a Set's Stat holds the node's new
-// version, a Create's String the created path. When one of ops fails on its
-// own, none lands, and the error is that op's (fence.ErrBadVersion,
-// fence.ErrNodeExists, fence.ErrNoNode). A hold that has ended (lost or
-// released) refuses with ErrLost.
-func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	if h.ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s has ended", ErrLost, h.nodes[0])
-	}
-	all := append(make([]any, 0, len(h.fence)+len(ops)), h.fence...)
-	for _, op := range ops {
-		switch o := op.(type) {
-		case fence.Op:
-			r, err := o.Request(h.sess)
-			if err != nil {
-				return nil, err
-			}
-			op = r
-		case *fence.Op:
-			if o == nil {
-				return nil, fmt.Errorf("%w: a nil *fence.Op", ErrInvalidArgument)
-			}
-			r, err := o.Request(h.sess)
-			if err != nil {
-				return nil, err
-			}
-			op = r
-		case *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest:
-		default:
-			return nil, fmt.Errorf("%w: fenced op of type %T (want a fence.Op or a go-zookeeper request)", ErrInvalidArgument, op)
-		}
-		all = append(all, op)
-	}
-	ep, err := h.gate(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fenced write not sent: %w", err)
-	}
-	type multi struct {
-		res []zk.MultiResponse
-		err error
-	}
-	// A write the caller gave up on may still land (while the hold is
-	// valid): it cannot be undone, as it is the caller's.
-	m, err := Call(ctx, ep, func(c *zk.Conn) (multi, error) {
-		res, err := c.Multi(all...)
-		return multi{res, err}, nil
-	}, nil)
-	if err != nil {
-		return nil, h.lostOr(err, "fenced write")
-	}
-	res, err := m.res, m.err
-	k := len(h.fence)
-	for i := 0; i < k && i < len(res); i++ {
-		if errors.Is(res[i].Error, zk.ErrNoNode) || errors.Is(res[i].Error, zk.ErrBadVersion) {
-			return nil, fmt.Errorf("%w: fenced write refused, the hold on %s is gone", ErrLost, h.nodes[0])
-		}
-	}
-	if len(res) < k {
-		// No answer per op: the request itself failed.
-		return nil, h.lostOr(err, "fenced write")
-	}
-	return res[k:], err
-}
-
-// Validate asks the server (after a sync, so the answer is current) whether
-// the hold's node still exists and belongs to this session. Use it before a
-// critical step; between checks, watch Lost (and Paused). While the hold is
-// paused it waits at the gate (see Gate).
-func (h *Hold) Validate(ctx context.Context) error {
-	ep, err := h.gate(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-		if _, err := c.Sync(h.nodes[0]); err != nil {
-			return nil, err
-		}
-		ok, st, err := c.Exists(h.nodes[0])
-		if err == nil && !ok {
-			st = nil
-		}
-		return st, err
-	}, nil)
-	if err != nil {
-		return h.lostOr(err, "validating")
-	}
-	if st == nil || st.EphemeralOwner != h.sid || h.ctx.Err() != nil {
-		return fmt.Errorf("%w: node %s is gone", ErrLost, h.nodes[0])
-	}
-	return nil
-}
-
-// lostOr returns err, or an error matching both ErrLost and err when err
-// means the hold cannot be valid any more: the connection failed under
-// StopOnDisconnect (which ends the epoch, and so the hold), the session
-// expired or the manager closed, or the hold was lost meanwhile. Under
-// PauseOnDisconnect a failed connection pauses the hold: the error then
-// matches ErrPaused and err.
-func (h *Hold) lostOr(err error, what string) error {
-	if err == nil || errors.Is(err, ErrLost) {
-		return err
-	}
-	switch {
-	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrClosed) || h.ctx.Err() != nil:
-	case h.policy == session.PauseOnDisconnect && session.OutcomeUnknown(err):
-		return fmt.Errorf("%w: %s on %s: %w", ErrPaused, what, h.nodes[0], err)
-	case !session.OutcomeUnknown(err):
-		return err
-	}
-	return fmt.Errorf("%w: %s on %s: %w", ErrLost, what, h.nodes[0], err)
-}
 
 // Release ends the hold, whatever ctx: Context ends at once (Lost stays
 // open: a release is no loss) and the delete of its nodes starts, and goes on
@@ -522,7 +343,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	if !wasLost {
 		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
-	h.cancel()
+	h.cancel(ErrReleased)
 	// Without a bound on the wait, the first try may as well run here.
 	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes)
 	if wasLost {

@@ -133,7 +133,7 @@ func (h *Hold) resume(from *session.Epoch) {
 			return // closed: the session's end loses the hold
 		}
 		if ep.SessionID() != h.sid {
-			h.lose() // a new session: ours is gone (its end loses the hold too)
+			h.lose(fmt.Errorf("%w: hold on %s: a new session", ErrLost, h.nodes[0])) // ours is gone (its end loses the hold too)
 			return
 		}
 		// A pause that begins while the node is read is seen by this hook
@@ -151,7 +151,7 @@ func (h *Hold) resume(from *session.Epoch) {
 		}
 		if !ok {
 			stop()
-			h.lose()
+			h.lose(fmt.Errorf("%w: hold on %s: its node is gone", ErrLost, h.nodes[0]))
 			return
 		}
 		h.mu.Lock()
@@ -182,13 +182,7 @@ func (h *Hold) resume(from *session.Epoch) {
 // hold's (its session's, and the same node: a fixed-name node has the
 // token's creation zxid when the token is known).
 func (h *Hold) confirm(ep *session.Epoch) (bool, error) {
-	st, err := Call(h.ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-		ok, st, err := c.Exists(h.nodes[0])
-		if err == nil && !ok {
-			st = nil
-		}
-		return st, err
-	}, nil)
+	st, err := h.stat(h.ctx, ep)
 	if err != nil {
 		return false, err
 	}
@@ -223,7 +217,7 @@ func (h *Hold) watchOwn(ep *session.Epoch) {
 		case h.ctx.Err() != nil:
 			return
 		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(st)):
-			h.lose()
+			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, h.nodes[0]))
 			return
 		case err != nil:
 			// A connection problem (or the session's end, which loses the
@@ -237,7 +231,7 @@ func (h *Hold) watchOwn(ep *session.Epoch) {
 		case ev := <-w:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
-				h.lose()
+				h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, h.nodes[0]))
 				return
 			case zk.EventNotWatching:
 				return // the session ended: its end loses the hold

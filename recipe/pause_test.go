@@ -435,3 +435,111 @@ func requireWatched(t *testing.T, s *session.Session, node string) {
 }
 
 var _ = gozk.ErrNoNode
+
+// TestPauseLostAnswers: under the ride-through, a fenced write and a release
+// whose answers are lost with the connection: the write's error says the
+// hold is paused (its outcome unknown, never a loss), the hold resumes, and
+// the write landed at most once; the release lets go all the same and its
+// delete is made once the session is back.
+func TestPauseLostAnswers(t *testing.T) {
+	path := testutil.UniquePath(t, "pause-answers")
+	ctx := testutil.Ctx(t, 60*time.Second)
+	hs, p := proxiedSession(t, 4*time.Second, pause)
+	m, err := mutex.New(hs, path+"/lock")
+	require.NoError(t, err)
+	require.NoError(t, fence.Ensure(ctx, hs, path+"/state", nil))
+	require.NoError(t, m.Lock(ctx))
+	node, h := m.Node(), m.Hold()
+
+	p.MuteReplies() // the write reaches the server; its answer never comes back
+	_, err = m.Fenced(ctx, fence.Set(path+"/state", []byte("muted"), fence.AnyVersion))
+	require.ErrorIs(t, err, recipe.ErrPaused, "a fenced write whose answer was lost")
+	require.NotErrorIs(t, err, recipe.ErrLost)
+	require.True(t, m.IsHeld(), "the hold ended with the connection")
+	p.Heal()
+	require.NoError(t, m.Gate(ctx), "resumed")
+	require.Equal(t, int32(1), testutil.Version(t, hs, hs.Path(path+"/state")), "the write landed once")
+
+	p.MuteReplies()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = m.Unlock(short)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "an unlock whose answer was lost")
+	require.False(t, m.IsHeld())
+	p.Heal()
+	require.Eventually(t, func() bool {
+		ep, ok := hs.Current()
+		if !ok {
+			return false
+		}
+		there, _, err := ep.Conn().Exists(node)
+		return err == nil && !there
+	}, 10*time.Second, 5*time.Millisecond, "the released node is gone once the session is back")
+	require.False(t, closed(h.Lost()), "a release is no loss")
+}
+
+// TestHoldContextCause: a hold's Context says why it ended: a release, a
+// lost connection (the default policy), a session lost by the local clock,
+// a node deleted from outside, the session manager's Close.
+func TestHoldContextCause(t *testing.T) {
+	ctx := testutil.Ctx(t, 60*time.Second)
+	lock := func(t *testing.T, s *session.Session) *mutex.Mutex {
+		m, err := mutex.New(s, testutil.UniquePath(t, "cause"))
+		require.NoError(t, err)
+		require.NoError(t, m.Lock(ctx))
+		return m
+	}
+	t.Run("released", func(t *testing.T) {
+		m := lock(t, testutil.Open(t, zk.Servers()))
+		hctx := m.Context()
+		require.NoError(t, m.Unlock(ctx))
+		require.ErrorIs(t, context.Cause(hctx), recipe.ErrReleased)
+		require.NotErrorIs(t, context.Cause(hctx), recipe.ErrLost)
+	})
+	t.Run("disconnected", func(t *testing.T) {
+		s, p := proxiedSession(t, 4*time.Second)
+		m := lock(t, s)
+		p.Sever()
+		waitClosed(t, m.Lost(), 5*time.Second, "lost")
+		require.ErrorIs(t, context.Cause(m.Context()), session.ErrDisconnected)
+		require.ErrorIs(t, context.Cause(m.Context()), recipe.ErrLost)
+	})
+	t.Run("deleted", func(t *testing.T) {
+		s := testutil.Open(t, zk.Servers(), pause)
+		m := lock(t, s)
+		requireWatched(t, s, m.Node())
+		ep, err := testutil.Open(t, zk.Servers()).Wait(ctx)
+		require.NoError(t, err)
+		require.NoError(t, ep.Conn().Delete(m.Node(), -1))
+		waitClosed(t, m.Lost(), 5*time.Second, "lost")
+		require.ErrorIs(t, context.Cause(m.Context()), recipe.ErrLost)
+		require.Contains(t, context.Cause(m.Context()).Error(), "deleted")
+	})
+	t.Run("closed", func(t *testing.T) {
+		s := testutil.Open(t, zk.Servers(), pause)
+		m := lock(t, s)
+		hctx := m.Context()
+		require.NoError(t, s.Close())
+		require.ErrorIs(t, context.Cause(hctx), recipe.ErrClosed)
+	})
+	t.Run("election", func(t *testing.T) {
+		s := testutil.Open(t, zk.Servers())
+		e, err := election.New(s, testutil.UniquePath(t, "cause"), "a")
+		require.NoError(t, err)
+		rctx, stop := context.WithCancel(ctx)
+		causes := make(chan error, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- e.Run(rctx, election.Callbacks{OnElected: func(c context.Context, _ election.Term) {
+				<-c.Done()
+				causes <- context.Cause(c)
+			}})
+		}()
+		require.Eventually(t, func() bool { return e.Leadership() != nil }, 10*time.Second, 5*time.Millisecond)
+		stop() // a shutdown, not a loss
+		require.NoError(t, <-done)
+		cause := <-causes
+		require.ErrorIs(t, cause, context.Canceled)
+		require.NotErrorIs(t, cause, recipe.ErrLost)
+	})
+}

@@ -16,9 +16,9 @@ type Epoch struct {
 	h       *handle
 	sid     int64
 	sctx    context.Context // ends with the session (Lost, Closed)
-	scancel context.CancelFunc
+	scancel context.CancelCauseFunc
 	ctx     context.Context // ends with this epoch
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	n       uint64
 	started time.Time
 
@@ -97,13 +97,14 @@ func (e *Epoch) OnEnd(f func()) (stop func() bool) { return e.ends.add(f) }
 // from here: the session outlives its epochs.
 func (e *Epoch) OnSessionEnd(f func()) (stop func() bool) { return e.shooks.add(f) }
 
-// end cancels the epoch's context (and, with session, the session's) and
-// runs the OnEnd hooks (and, with session, the OnSessionEnd hooks), once.
-func (e *Epoch) end(session bool) {
+// end cancels the epoch's context (and, with session, the session's) with
+// cause and runs the OnEnd hooks (and, with session, the OnSessionEnd hooks),
+// once.
+func (e *Epoch) end(cause error, session bool) {
 	if session {
-		e.scancel()
+		e.scancel(cause)
 	} else if e.cancel != nil {
-		e.cancel()
+		e.cancel(cause)
 	}
 	e.ends.end()
 	if session {

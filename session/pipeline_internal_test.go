@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"testing"
 )
 
@@ -67,7 +68,7 @@ func TestWriteTapSeesOnlyTheExpectedCreate(t *testing.T) {
 // context is cancelled; a stopped hook never runs; a hook added after the
 // end runs at once.
 func TestEpochOnEnd(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	e := &Epoch{ctx: ctx, cancel: cancel}
 	var ran []string
 	e.OnEnd(func() {
@@ -80,8 +81,11 @@ func TestEpochOnEnd(t *testing.T) {
 	if !stopB() {
 		t.Fatal("stop before the end did not report it unhooked the hook")
 	}
-	e.end(false)
-	e.end(false) // once
+	e.end(ErrDisconnected, false)
+	e.end(ErrDisconnected, false) // once
+	if !errors.Is(context.Cause(ctx), ErrLost) {
+		t.Errorf("the epoch's cause %v does not match ErrLost", context.Cause(ctx))
+	}
 	if len(ran) != 1 || ran[0] != "a" {
 		t.Fatalf("hooks run: %v, want [a]", ran)
 	}

@@ -41,19 +41,38 @@ type Session struct {
 	once    sync.Once
 }
 
+// DefaultPort is the port of a server given without one, as zkCli and
+// Curator default it.
+const DefaultPort = "2181"
+
 // SplitServers parses a connect string "host:port,host:port" into a server
-// list, checking each address.
+// list, checking each address. A host without a port gets DefaultPort.
 func SplitServers(connect string) ([]string, error) {
 	var out []string
 	for _, s := range strings.Split(connect, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+			out = append(out, withPort(s))
 		}
 	}
 	if err := checkServers(out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// withPort adds DefaultPort to an address that has no port: "zk1",
+// "127.0.0.1", "[::1]".
+func withPort(s string) string {
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return s
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		return s + ":" + DefaultPort
+	}
+	if !strings.Contains(s, ":") {
+		return net.JoinHostPort(s, DefaultPort)
+	}
+	return s // not an address: checkServers says so
 }
 
 func checkServers(servers []string) error {
@@ -94,6 +113,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	cfg.namespace = cfg.chroot + cfg.namespace
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
@@ -241,7 +261,7 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 // adoptLocked makes h the current connection: a new session begins.
 func (s *Session) adoptLocked(h *handle, now time.Time) {
 	s.cur = h
-	sctx, scancel := context.WithCancel(context.Background())
+	sctx, scancel := context.WithCancelCause(context.Background())
 	s.epoch = &Epoch{sid: h.sid, sctx: sctx, scancel: scancel, shooks: &hookSet{}}
 	s.beginEpochLocked(Connected, now, "")
 	switch {
@@ -255,7 +275,7 @@ func (s *Session) adoptLocked(h *handle, now time.Time) {
 // beginEpochLocked starts a connected stretch of the current session.
 func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 	prev := s.epoch
-	ctx, cancel := context.WithCancel(prev.sctx)
+	ctx, cancel := context.WithCancelCause(prev.sctx)
 	s.epochs++
 	e := &Epoch{conn: s.cur.conn, h: s.cur, sid: s.cur.sid, sctx: prev.sctx, scancel: prev.scancel,
 		shooks: prev.shooks, ctx: ctx, cancel: cancel, n: s.epochs, started: now}
@@ -265,14 +285,14 @@ func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 }
 
 func (s *Session) suspendLocked(now time.Time, reason string) {
-	s.epoch.end(false) // the loss signal: synchronous
+	s.epoch.end(fmt.Errorf("%w: %s", ErrDisconnected, reason), false) // the loss signal: synchronous
 	s.ready = make(chan struct{})
 	s.setStateLocked(Suspended, now, reason)
 	s.kick()
 }
 
 func (s *Session) loseLocked(now time.Time, reason string) {
-	s.epoch.end(true) // cancels the epoch's context too
+	s.epoch.end(fmt.Errorf("%w: %s", ErrLost, reason), true) // cancels the epoch's context too
 	if s.state.Live() {
 		s.ready = make(chan struct{})
 	}
@@ -536,7 +556,7 @@ func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		s.epoch.end(true)
+		s.epoch.end(ErrClosed, true)
 		if s.state.Live() {
 			s.ready = make(chan struct{})
 		}

@@ -63,6 +63,12 @@ var (
 	ErrClosed = errors.New("session: closed")
 	// ErrLost: the ZooKeeper session an operation was bound to is gone.
 	ErrLost = errors.New("session: lost")
+	// ErrDisconnected is the cause (context.Cause) of an epoch's context
+	// ending at Suspended: the connection was lost, and with it, for a hold
+	// that does not ride through disconnects, the hold, which may be lost.
+	// It matches ErrLost. An epoch ended by the session's loss has a cause
+	// matching ErrLost (with the reason), one ended by Close ErrClosed.
+	ErrDisconnected error = disconnected{}
 	// ErrInvalidArgument: bad input to Open or an option.
 	ErrInvalidArgument = errors.New("session: invalid argument")
 	// ErrTimeoutRejected: the server raised the requested session timeout.
@@ -70,3 +76,8 @@ var (
 	// ErrAuthFailed: the server rejected the credentials.
 	ErrAuthFailed = errors.New("session: authentication failed")
 )
+
+type disconnected struct{}
+
+func (disconnected) Error() string        { return "session: connection lost" }
+func (disconnected) Is(target error) bool { return target == ErrLost }

@@ -5,6 +5,14 @@
 //	go run ./bench/cmd/zkbench [-quick] [-ensemble] [-disk] [-repeat 3]
 //	    [-json out.jsonl] [-only W1,W2] [-peers raw,curator]
 //
+// W8 (a rolling restart) needs an ensemble: without -ensemble it runs on a
+// 3-node one of its own, started once the standalone server is closed. It
+// runs once whatever -repeat says (with -quick: one round of restarts, else
+// two), with shepherd twice: "shepherd" (the default, StopOnDisconnect) and
+// "shepherd-pause" (session.PauseOnDisconnect). W8 alone:
+//
+//	go run ./bench/cmd/zkbench -only W8
+//
 // Peers run one at a time, interleaved: in every repetition each workload
 // runs on each peer in turn. Server requests and watch notifications per
 // operation come from ZooKeeper's own counters (mntr) around each run. The
@@ -40,6 +48,7 @@ func goLibraries() []gopeers.Library {
 		gopeers.Shepherd(),
 		gopeers.ShepherdRun(),
 		gopeers.ShepherdReturn(),
+		gopeers.ShepherdPause(),
 		gopeers.Raw(),
 		gopeers.GoZookeeper(),
 	}
@@ -65,7 +74,7 @@ func run(ctx context.Context) error {
 	disk := flag.Bool("disk", false, "keep ZooKeeper's data on disk (a directory under $TMPDIR) instead of tmpfs")
 	repeat := flag.Int("repeat", 0, "repetitions (default 3, or 1 with -quick)")
 	jsonOut := flag.String("json", "", "write one JSON line per run to this file")
-	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5,W6,W7-10,W7-1000,W7-10000)")
+	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5,W6,W7-10,W7-1000,W7-10000,W8)")
 	peerList := flag.String("peers", "", "comma-separated peers to run (default all available)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runner (the Go peers run in it) to this file")
 	flag.Parse()
@@ -160,59 +169,146 @@ func run(ctx context.Context) error {
 	}
 
 	opts := []zktest.Option{zktest.WithFullJIT(), zktest.WithHeapMB(256)}
-	label := "standalone"
-	size := 1
-	if *ensemble {
-		label, size = "3-node ensemble", 3
-	}
+	var dataDir string
 	if *disk {
 		dir, err := os.MkdirTemp("", "zkbench-data-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
+		dataDir = dir
 		opts = append(opts, zktest.WithDataDir(dir))
-		label += ", data on disk with fsync (" + dir + ")"
-	} else {
-		label += ", data on tmpfs"
 	}
-	fmt.Fprintf(os.Stderr, "zkbench: starting ZooKeeper (%s) ...\n", label)
-	cluster, err := zktest.StartCluster(ctx, size, opts...)
-	if err != nil {
-		return err
-	}
-	defer cluster.Close()
-	if *disk {
-		if err := forceSync(ctx, cluster); err != nil {
-			return err
+	describe := func(size int) string {
+		label := "standalone"
+		if size > 1 {
+			label = fmt.Sprintf("%d-node ensemble", size)
 		}
+		if *disk {
+			return label + ", data on disk with fsync (" + dataDir + ")"
+		}
+		return label + ", data on tmpfs"
+	}
+	startCluster := func(size int) (*zktest.Cluster, error) {
+		fmt.Fprintf(os.Stderr, "zkbench: starting ZooKeeper (%s) ...\n", describe(size))
+		o := opts
+		if *disk && size != mainSize(*ensemble) {
+			// A second cluster gets a data directory of its own.
+			dir, err := os.MkdirTemp(dataDir, "roll-")
+			if err != nil {
+				return nil, err
+			}
+			o = append(slices.Clone(opts), zktest.WithDataDir(dir))
+		}
+		cluster, err := zktest.StartCluster(ctx, size, o...)
+		if err != nil {
+			return nil, err
+		}
+		if *disk {
+			if err := forceSync(ctx, cluster); err != nil {
+				cluster.Close()
+				return nil, err
+			}
+		}
+		return cluster, nil
 	}
 
 	var jsonFile *os.File
 	if *jsonOut != "" {
+		var err error
 		if jsonFile, err = os.Create(*jsonOut); err != nil {
 			return err
 		}
 		defer jsonFile.Close()
 	}
-	cfg := bench.Config{
-		Repeat:    *repeat,
-		Workloads: workloads,
-		Params:    bench.Params(*quick),
-		Warmup:    true,
-		Label:     label,
-		Progress:  os.Stderr,
+	config := func(label string, workloads []string) bench.Config {
+		cfg := bench.Config{
+			Repeat:    *repeat,
+			Workloads: workloads,
+			Params:    bench.Params(*quick),
+			Warmup:    true,
+			Label:     label,
+			Progress:  os.Stderr,
+		}
+		if jsonFile != nil {
+			cfg.JSON = jsonFile
+		}
+		return cfg
 	}
-	if jsonFile != nil {
-		cfg.JSON = jsonFile
+
+	// W8 (a rolling restart) needs an ensemble: without -ensemble it runs
+	// on a 3-node one of its own, started once the standalone server is
+	// gone; once in any case (a roll takes about 15 s per peer, and what
+	// it measures is counted per run, not a latency to take medians of).
+	var rest []string
+	roll := false
+	for _, w := range workloads {
+		if w == bench.W8 {
+			roll = true
+		} else {
+			rest = append(rest, w)
+		}
 	}
-	runner, err := bench.NewRunner(ctx, cluster, cfg)
-	if err != nil {
-		return err
+	var (
+		recs     []bench.Record
+		runErr   error
+		setups   []string
+		failedOn []*zktest.Cluster
+	)
+	runOn := func(cluster *zktest.Cluster, cfg bench.Config) error {
+		runner, err := bench.NewRunner(ctx, cluster, cfg)
+		if err != nil {
+			return err
+		}
+		rs, err := runner.Run(ctx, peers)
+		recs = append(recs, rs...)
+		setups = append(setups, fmt.Sprintf("%s at %s: %s, %d repetition(s)",
+			strings.Join(cfg.Workloads, ","), cluster.ConnectString(), cfg.Label, cfg.Repeat))
+		for _, r := range rs {
+			if r.Error != "" {
+				keepServerLogs(cluster)
+				failedOn = append(failedOn, cluster)
+				break
+			}
+		}
+		if err != nil && len(rs) == 0 {
+			return err
+		}
+		runErr = errors.Join(runErr, err)
+		return nil
 	}
-	recs, err := runner.Run(ctx, peers)
-	if err != nil && len(recs) == 0 {
-		return err
+	var ens *zktest.Cluster // the ensemble, kept for W8 with -ensemble
+	if len(rest) > 0 {
+		size := mainSize(*ensemble)
+		cluster, err := startCluster(size)
+		if err != nil {
+			return err
+		}
+		err = runOn(cluster, config(describe(size), rest))
+		if *ensemble && roll {
+			ens = cluster
+			defer cluster.Close()
+		} else {
+			cluster.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if roll && ctx.Err() == nil {
+		if ens == nil {
+			cluster, err := startCluster(3)
+			if err != nil {
+				return err
+			}
+			defer cluster.Close()
+			ens = cluster
+		}
+		cfg := config(describe(3), []string{bench.W8})
+		cfg.Repeat, cfg.Warmup = 1, false
+		if err := runOn(ens, cfg); err != nil {
+			return err
+		}
 	}
 
 	names := make([]string, len(peers))
@@ -227,8 +323,10 @@ func run(ctx context.Context) error {
 	if *quick {
 		mode = "quick"
 	}
-	fmt.Printf("zkbench (%s): ZooKeeper 3.8 %s at %s; %d repetition(s); %s, %d CPUs\n",
-		mode, label, cluster.ConnectString(), *repeat, runtime.Version(), runtime.NumCPU())
+	fmt.Printf("zkbench (%s): ZooKeeper 3.8; %s, %d CPUs\n", mode, runtime.Version(), runtime.NumCPU())
+	for _, s := range setups {
+		fmt.Printf("  %s\n", s)
+	}
 	for _, n := range notes {
 		fmt.Printf("  %s\n", n)
 	}
@@ -241,16 +339,21 @@ func run(ctx context.Context) error {
 		fmt.Printf("; raw results: %s", *jsonOut)
 	}
 	fmt.Println()
-	if err != nil {
-		return err
+	if runErr != nil {
+		return runErr
 	}
-	for _, r := range recs {
-		if r.Error != "" {
-			keepServerLogs(cluster)
-			return errors.New("some runs failed (see the table)")
-		}
+	if len(failedOn) > 0 {
+		return errors.New("some runs failed (see the table)")
 	}
 	return nil
+}
+
+// mainSize is the size of the cluster every workload but W8 runs on.
+func mainSize(ensemble bool) int {
+	if ensemble {
+		return 3
+	}
+	return 1
 }
 
 // keepServerLogs copies each server's log out of its directory (removed

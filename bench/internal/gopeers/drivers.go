@@ -93,6 +93,9 @@ type Library struct {
 	Workloads []string
 	// Connect opens one session and returns once it is usable.
 	Connect func(ctx context.Context, spec bench.Spec) (Client, error)
+	// Roll opens one session for W8 (a rolling restart), its loss signals
+	// reported to st; nil if the library does not run W8.
+	Roll func(ctx context.Context, spec bench.Spec, st *RollStats) (RollClient, error)
 }
 
 // Peer turns a Library into a bench.Peer that runs in-process.
@@ -123,6 +126,7 @@ type run struct {
 	closeMu sync.Mutex // held while closing, so Close returns after they are closed
 	clients []Client
 	goFn    func() (bench.Result, error)
+	startFn func() error   // W8: the measured part begins
 	bg      sync.WaitGroup // goroutines started in Prepare
 }
 
@@ -150,6 +154,8 @@ func (p *peer) Prepare(ctx context.Context, spec bench.Spec) (bench.Run, error) 
 		err = r.prepareW5(pctx, p.lib)
 	case bench.W6:
 		err = r.prepareW6(pctx, p.lib)
+	case bench.W8:
+		err = r.prepareW8(pctx, p.lib)
 	default:
 		err = fmt.Errorf("gopeers: unknown workload %q", spec.Workload)
 	}
@@ -164,6 +170,14 @@ func (r *run) Go(ctx context.Context) (bench.Result, error) {
 	stop := context.AfterFunc(ctx, r.cancel) // the caller giving up ends the run
 	defer stop()
 	return r.goFn()
+}
+
+// Start implements bench.Starter (W8).
+func (r *run) Start(context.Context) error {
+	if r.startFn == nil {
+		return fmt.Errorf("gopeers: %s has no start", r.spec.Workload)
+	}
+	return r.startFn()
 }
 
 func (r *run) Close(context.Context) error {

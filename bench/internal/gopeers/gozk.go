@@ -39,7 +39,7 @@ func (c *zkClient) Close() { c.conn.Close() }
 func GoZookeeper() Library {
 	return Library{
 		Name:      "go-zk",
-		Workloads: []string{bench.W1, bench.W2, bench.W4, bench.W5, bench.W7s, bench.W7l, bench.W7x}, // not W6: see doc.go
+		Workloads: []string{bench.W1, bench.W2, bench.W4, bench.W5, bench.W7s, bench.W7l, bench.W7x, bench.W8}, // not W6: see doc.go
 		Connect: func(ctx context.Context, spec bench.Spec) (Client, error) {
 			c, err := dialZK(ctx, spec)
 			if err != nil {
@@ -47,6 +47,7 @@ func GoZookeeper() Library {
 			}
 			return gozkClient{c}, nil
 		},
+		Roll: gozkRoll,
 	}
 }
 
@@ -101,7 +102,7 @@ func (c lockCandidate) Resign(ctx context.Context) error   { return c.l.Unlock(c
 func Raw() Library {
 	return Library{
 		Name:      "raw",
-		Workloads: bench.Workloads,
+		Workloads: rawWorkloads, // not W8: a floor has no loss handling to compare
 		Connect: func(ctx context.Context, spec bench.Spec) (Client, error) {
 			c, err := dialZK(ctx, spec)
 			if err != nil {
@@ -111,6 +112,9 @@ func Raw() Library {
 		},
 	}
 }
+
+// rawWorkloads is every workload but W8.
+var rawWorkloads = slices.DeleteFunc(slices.Clone(bench.Workloads), func(w string) bool { return w == bench.W8 })
 
 type rawClient struct{ *zkClient }
 

@@ -23,6 +23,7 @@ func Shepherd() Library {
 			}
 			return shepherdClient{s}, nil
 		},
+		Roll: shepherdRoll(session.StopOnDisconnect),
 	}
 }
 

@@ -5,8 +5,8 @@
 //
 //   java -cp <dir>:<curator classpath> Bench --serve
 //       speaks the runner's JSON-lines protocol on stdin/stdout (see
-//       bench/subprocess.go): prepare (a spec) -> ready, go -> result,
-//       close -> closed, quit.
+//       bench/subprocess.go): prepare (a spec) -> ready, start -> started
+//       (W8 only), go -> result, close -> closed, quit.
 //   java ... Bench --workload W2 --connect 127.0.0.1:2181 --path /b/w2 [--sessions 16 ...]
 //       runs once and prints one JSON result line (for trying it by hand;
 //       the path must exist).
@@ -14,7 +14,9 @@
 // The workloads and metrics are the same as the Go and Python drivers'
 // (bench/spec.go): W1 uncontended InterProcessMutex, W2 contended mutex with
 // an in-process exclusion check, W3 InterProcessSemaphoreV2, W4 LeaderLatch
-// handoffs, W5 a chain of handoffs through 50 queued waiters.
+// handoffs, W5 a chain of handoffs through 50 queued waiters, W6 a stalled
+// leader, W8 a rolling restart (InterProcessMutex holders and LeaderLatch
+// candidates riding through it).
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -39,6 +41,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class Bench {
@@ -96,6 +99,13 @@ public final class Bench {
                         w = Workload.create(new Spec(m));
                         w.prepare();
                         OUT.println(obj("event", "ready"));
+                        break;
+                    case "start":
+                        if (w == null) {
+                            throw new IllegalStateException("start without a prepared run");
+                        }
+                        w.start();
+                        OUT.println(obj("event", "started"));
                         break;
                     case "go":
                         if (w == null) {
@@ -297,6 +307,8 @@ public final class Bench {
                     return new W4(s);
                 case "W6":
                     return new W6(s);
+                case "W8":
+                    return new W8(s);
                 case "W5":
                 case "W7-10":
                     // W7 is W5's chain with a short line (see external.go
@@ -310,6 +322,11 @@ public final class Bench {
         abstract void prepare() throws Exception;
 
         abstract Result run() throws Exception;
+
+        /** W8: the measured part begins (the runner then restarts the servers). */
+        void start() throws Exception {
+            throw new IllegalStateException("start: " + s.workload + " has no start");
+        }
 
         /** Opens n sessions (one CuratorFramework each), connecting concurrently. */
         List<CuratorFramework> connect(int n) throws Exception {
@@ -871,6 +888,303 @@ public final class Bench {
             r.metrics.put("violations", (double) violations.get());
             r.latencies(lat);
             return r;
+        }
+    }
+
+    /**
+     * W8: a rolling restart. `sessions` lock holders, each on its own session
+     * holding an InterProcessMutex of its own, and `sessions` LeaderLatch
+     * candidates on one path, each on its own session. A holder treats
+     * SUSPENDED and LOST as the loss of its lock, as Curator asks of
+     * InterProcessMutex users: it releases it (the node's delete is
+     * guaranteed, in the background) and acquires it again. A candidate's
+     * loss signal is its latch's notLeader (at SUSPENDED; the latch resets
+     * on RECONNECTED). "start" begins counting; the runner restarts the
+     * servers one by one; "go" waits until every holder holds and a leader
+     * leads again (twice, a second apart) and reports.
+     */
+    static final class W8 extends Workload {
+        static final long NONE = Long.MIN_VALUE;
+        final Object mon = new Object();
+        final int n;
+        final boolean[] hHas, hFree;
+        final long[] hOffAt, lossSeq;
+        int leaderWho = -1, last = -1;
+        boolean lHas, lFree;
+        long lOffAt = NONE;
+        boolean measuring;
+        long startNs;
+        int holdsLost, changes, moves, leaderLosses, sessionsLost;
+        long lockPausedNs, leaderPausedNs;
+        volatile boolean stopping;
+        final List<LeaderLatch> latches = new ArrayList<>();
+        static final boolean TRACE = "1".equals(System.getenv("SHEPHERD_BENCH_TRACE"));
+
+        static void trace(String what) {
+            if (TRACE) {
+                System.err.println(java.time.LocalTime.now() + " W8 " + what);
+            }
+        }
+
+        W8(Spec s) {
+            super(s);
+            n = s.sessions;
+            hHas = new boolean[n];
+            hFree = new boolean[n];
+            hOffAt = new long[n];
+            lossSeq = new long[n];
+            Arrays.fill(hOffAt, NONE);
+        }
+
+        void holderOn(int h) {
+            synchronized (mon) {
+                if (hFree[h]) {
+                    return;
+                }
+                if (measuring && hOffAt[h] != NONE) {
+                    lockPausedNs += System.nanoTime() - hOffAt[h];
+                }
+                if (hOffAt[h] != NONE) {
+                    trace("holder " + h + " on after " + (System.nanoTime() - hOffAt[h]) / 1_000_000 + " ms");
+                }
+                hHas[h] = hFree[h] = true;
+                hOffAt[h] = NONE;
+                mon.notifyAll();
+            }
+        }
+
+        void holderOff(int h) {
+            synchronized (mon) {
+                if (hFree[h]) {
+                    hFree[h] = false;
+                    hOffAt[h] = System.nanoTime();
+                    trace("holder " + h + " off");
+                }
+                if (hHas[h]) {
+                    hHas[h] = false;
+                    if (measuring) {
+                        holdsLost++;
+                    }
+                }
+                lossSeq[h]++;
+                mon.notifyAll();
+            }
+        }
+
+        void leaderOn(int c) {
+            synchronized (mon) {
+                if (measuring) {
+                    changes++;
+                    if (c != last) {
+                        moves++;
+                    }
+                    if (lOffAt != NONE) {
+                        leaderPausedNs += System.nanoTime() - lOffAt;
+                    }
+                }
+                last = leaderWho = c;
+                lHas = lFree = true;
+                lOffAt = NONE;
+                mon.notifyAll();
+            }
+        }
+
+        void leaderOff(int c) {
+            synchronized (mon) {
+                if (leaderWho != c) {
+                    return;
+                }
+                if (lFree) {
+                    lFree = false;
+                    lOffAt = System.nanoTime();
+                }
+                if (lHas) {
+                    lHas = false;
+                    if (measuring) {
+                        leaderLosses++;
+                    }
+                }
+                mon.notifyAll();
+            }
+        }
+
+        void sessionLost() {
+            synchronized (mon) {
+                if (measuring) {
+                    sessionsLost++;
+                }
+            }
+        }
+
+        /** Holds mon. */
+        boolean settled() {
+            for (int h = 0; h < n; h++) {
+                if (!hFree[h]) {
+                    return false;
+                }
+            }
+            return lFree;
+        }
+
+        void awaitSettled(String what) throws Exception {
+            long until = System.nanoTime() + s.graceMs() * 1_000_000;
+            synchronized (mon) {
+                while (!settled()) {
+                    check();
+                    long left = (until - System.nanoTime()) / 1_000_000;
+                    if (left <= 0) {
+                        throw new IllegalStateException(what + ": holders and a leader not settled within the grace");
+                    }
+                    mon.wait(Math.min(left, 100));
+                }
+            }
+        }
+
+        void prepare() throws Exception {
+            List<CuratorFramework> hs = connect(n);
+            List<CuratorFramework> cs = connect(n);
+            for (int i = 0; i < n; i++) {
+                final int h = i;
+                hs.get(h).getConnectionStateListenable().addListener((client, state) -> {
+                    if (state == ConnectionState.LOST) {
+                        sessionLost();
+                    }
+                    if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
+                        holderOff(h);
+                    }
+                });
+                cs.get(h).getConnectionStateListenable().addListener((client, state) -> {
+                    if (state == ConnectionState.LOST) {
+                        sessionLost();
+                    }
+                });
+            }
+            for (int i = 0; i < n; i++) {
+                final int h = i;
+                final CuratorFramework c = hs.get(h);
+                spawn("holder-" + h, () -> hold(c, h));
+            }
+            for (int i = 0; i < n; i++) {
+                final int c = i;
+                LeaderLatch l = new LeaderLatch(cs.get(c), s.path + "/election", "candidate-" + c);
+                l.addListener(new LeaderLatchListener() {
+                    @Override
+                    public void isLeader() {
+                        leaderOn(c);
+                    }
+
+                    @Override
+                    public void notLeader() {
+                        leaderOff(c);
+                    }
+                });
+                latches.add(l);
+                l.start();
+            }
+            awaitSettled("prepare");
+        }
+
+        /** Holder h: acquire; hold until SUSPENDED or LOST; release; again. */
+        void hold(CuratorFramework c, int h) {
+            InterProcessMutex m = new InterProcessMutex(c, s.path + "/lock-" + h);
+            while (!stopping) {
+                boolean got;
+                try {
+                    got = m.acquire(s.graceMs(), TimeUnit.MILLISECONDS);
+                } catch (Exception e) {
+                    got = false;
+                }
+                if (!got) {
+                    if (sleep(50)) {
+                        return;
+                    }
+                    continue;
+                }
+                long seq;
+                synchronized (mon) {
+                    seq = lossSeq[h];
+                }
+                holderOn(h);
+                synchronized (mon) {
+                    // Not connected now: a SUSPENDED may have come before
+                    // seq was read; the lock is in doubt.
+                    while (!stopping && lossSeq[h] == seq && c.getZookeeperClient().isConnected()) {
+                        try {
+                            mon.wait(100);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                }
+                holderOff(h); // counted once, by whichever of the two comes first
+                try {
+                    m.release(); // the delete goes on in the background if it fails
+                } catch (Exception ignored) {
+                    // the lock is released as far as this holder goes
+                }
+            }
+        }
+
+        /** Sleeps ms; returns true if interrupted (the run closes). */
+        static boolean sleep(long ms) {
+            try {
+                Thread.sleep(ms);
+                return false;
+            } catch (InterruptedException e) {
+                return true;
+            }
+        }
+
+        @Override
+        void start() {
+            synchronized (mon) {
+                measuring = true;
+                startNs = System.nanoTime();
+            }
+        }
+
+        Result run() throws Exception {
+            if (startNs == 0) {
+                throw new IllegalStateException("go before start");
+            }
+            for (int k = 0; k < 2; k++) {
+                awaitSettled("after the roll");
+                Thread.sleep(1000);
+            }
+            awaitSettled("after the roll");
+            Result r = new Result();
+            synchronized (mon) {
+                measuring = false;
+                r.ops = 1;
+                r.elapsedS = (System.nanoTime() - startNs) / 1e9;
+                r.metrics.put("holds_lost", (double) holdsLost);
+                r.metrics.put("leader_changes", (double) changes);
+                r.metrics.put("leader_moves", (double) moves);
+                r.metrics.put("leader_losses", (double) leaderLosses);
+                r.metrics.put("sessions_lost", (double) sessionsLost);
+                r.metrics.put("lock_paused_s", lockPausedNs / 1e9);
+                r.metrics.put("leader_paused_s", leaderPausedNs / 1e9);
+            }
+            return r;
+        }
+
+        @Override
+        void close() {
+            stopping = true;
+            synchronized (mon) {
+                measuring = false;
+                mon.notifyAll();
+            }
+            for (LeaderLatch l : latches) {
+                try {
+                    if (l.getState() == LeaderLatch.State.STARTED) {
+                        l.close();
+                    }
+                } catch (Throwable ignored) {
+                    // closing anyway
+                }
+            }
+            super.close();
         }
     }
 

@@ -5,15 +5,16 @@ a pyenv python3 earlier on PATH cannot import Debian's packages. Two ways:
 
     python3 bench.py --serve
         speaks the runner's JSON-lines protocol on stdin/stdout (see
-        bench/subprocess.go): prepare (a spec) -> ready, go -> result,
-        close -> closed, quit.
+        bench/subprocess.go): prepare (a spec) -> ready, start -> started
+        (W8 only), go -> result, close -> closed, quit.
     python3 bench.py --workload W2 --connect 127.0.0.1:2181 --path /b/w2 [--sessions 16 ...]
         runs once and prints one JSON result line (the path must exist).
 
 The workloads and metrics are the same as the Go and Java drivers'
 (bench/spec.go): W1 uncontended Lock, W2 contended Lock with an in-process
 exclusion check, W3 Semaphore(max_leases), W4 Election handoffs, W5 a chain
-of handoffs through 50 queued waiters. One KazooClient (one session) per
+of handoffs through 50 queued waiters, W6 a stalled leader, W8 a rolling
+restart (Lock holders and Election candidates riding through it). One KazooClient (one session) per
 contender, one thread per contender.
 """
 
@@ -65,6 +66,7 @@ class Spec(object):
         self.hold_ms = float(m.get("hold_ms", 10))
         self.term_ms = float(m.get("term_ms", 20))
         self.grace_s = float(m.get("grace_s", 30))
+        self.down_ms = float(m.get("down_ms", 0))
 
     def deadline(self, start):
         return start + int(self.seconds * 1e9)
@@ -121,10 +123,14 @@ class Workload(object):
         """Opens n sessions (one KazooClient each), concurrently."""
         return self.connect_to([self.s.connect] * n)
 
+    # How a client reconnects: Kazoo's connection thread gives up (and the
+    # client stops for good) once these tries are spent.
+    connection_retry = {"max_tries": 3, "delay": 0.1, "backoff": 2}
+
     def connect_to(self, hosts):
         """Opens one session per connect string, concurrently."""
         cs = [KazooClient(hosts=h, timeout=self.s.session_timeout_ms / 1000.0,
-                          connection_retry={"max_tries": 3, "delay": 0.1, "backoff": 2},
+                          connection_retry=dict(self.connection_retry),
                           command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2})
               for h in hosts]
         self.clients.extend(cs)
@@ -209,6 +215,10 @@ class Workload(object):
 
     def stop_workers(self):
         pass
+
+    def start(self):
+        """W8: the measured part begins (the runner then restarts the servers)."""
+        raise RuntimeError("start: %s has no start" % self.s.workload)
 
 
 class W1(Workload):
@@ -529,8 +539,229 @@ class W5(Workload):
                                           "violations": self.violations}, list(self.lat))
 
 
+class W8(Workload):
+    """A rolling restart. `sessions` lock holders, each on its own session
+    holding a Lock of its own, and `sessions` Election candidates on one path,
+    each on its own session. A holder treats SUSPENDED and LOST as the loss of
+    its lock (its listener): it releases it (retried until the delete goes
+    through) and acquires it again. A leader's loss signal is its client
+    leaving CONNECTED (as in W6): its leadership function returns, and the
+    candidate runs the election again. "start" begins counting; the runner
+    restarts the servers one by one; "go" waits until every holder holds and
+    a leader leads again (twice, a second apart) and reports.
+
+    Kazoo's connection thread stops the client for good once its
+    connection_retry is spent; a client that must ride through a rolling
+    restart needs more tries than the other workloads use (here up to 60,
+    at most 1 s apart)."""
+
+    connection_retry = {"max_tries": 60, "delay": 0.1, "backoff": 2, "max_delay": 1}
+
+    def prepare(self):
+        n = self.s.sessions
+        self.n = n
+        self.cond = threading.Condition()
+        self.stopping = False
+        self.measuring = False
+        self.start_ns = 0
+        self.h_has = [False] * n
+        self.h_free = [False] * n
+        self.h_off_at = [None] * n
+        self.loss_seq = [0] * n
+        self.leader_who = -1
+        self.last = -1
+        self.l_has = self.l_free = False
+        self.l_off_at = None
+        self.holds_lost = self.changes = self.moves = self.leader_losses = self.sessions_lost = 0
+        self.lock_paused_ns = self.leader_paused_ns = 0
+        self.resign = [threading.Event() for _ in range(n)]
+        self.locks = []
+        hs = self.connect(n)
+        cs = self.connect(n)
+        self.hs, self.cs = hs, cs
+        for h, c in enumerate(hs):
+            c.add_listener(lambda state, h=h: self.on_holder_state(h, state))
+        for i, c in enumerate(cs):
+            c.add_listener(lambda state, i=i: self.on_candidate_state(i, state))
+        self.elections_objs = [c.Election(self.s.path + "/election", "candidate-%d" % i)
+                               for i, c in enumerate(cs)]
+        for h in range(n):
+            self.spawn("holder-%d" % h, lambda h=h: self.hold(h))
+        for i in range(n):
+            self.spawn("candidate-%d" % i, lambda i=i: self.candidate(i))
+        self.await_settled("prepare")
+
+    # Called on Kazoo's connection thread: no blocking here.
+    def on_holder_state(self, h, state):
+        if state == KazooState.LOST:
+            self.session_lost()
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self.holder_off(h)
+        return False  # stay registered
+
+    def on_candidate_state(self, i, state):
+        if state == KazooState.LOST:
+            self.session_lost()
+        if state != KazooState.CONNECTED:
+            self.resign[i].set()
+        return False
+
+    def session_lost(self):
+        with self.cond:
+            if self.measuring:
+                self.sessions_lost += 1
+
+    def holder_on(self, h):
+        with self.cond:
+            if self.h_free[h]:
+                return
+            if self.measuring and self.h_off_at[h] is not None:
+                self.lock_paused_ns += now() - self.h_off_at[h]
+            self.h_has[h] = self.h_free[h] = True
+            self.h_off_at[h] = None
+            self.cond.notify_all()
+
+    def holder_off(self, h):
+        with self.cond:
+            if self.h_free[h]:
+                self.h_free[h] = False
+                self.h_off_at[h] = now()
+            if self.h_has[h]:
+                self.h_has[h] = False
+                if self.measuring:
+                    self.holds_lost += 1
+            self.loss_seq[h] += 1
+            self.cond.notify_all()
+
+    def leader_on(self, i):
+        with self.cond:
+            if self.measuring:
+                self.changes += 1
+                if i != self.last:
+                    self.moves += 1
+                if self.l_off_at is not None:
+                    self.leader_paused_ns += now() - self.l_off_at
+            self.last = self.leader_who = i
+            self.l_has = self.l_free = True
+            self.l_off_at = None
+            self.cond.notify_all()
+
+    def leader_off(self, i):
+        with self.cond:
+            if self.leader_who != i:
+                return
+            if self.l_free:
+                self.l_free = False
+                self.l_off_at = now()
+            if self.l_has:
+                self.l_has = False
+                if self.measuring:
+                    self.leader_losses += 1
+            self.cond.notify_all()
+
+    def settled(self):
+        return all(self.h_free) and self.l_free
+
+    def await_settled(self, what):
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.settled() or self.failure is not None, self.s.grace_s):
+                raise RuntimeError(what + ": holders and a leader not settled within the grace")
+        self.check()
+
+    def release(self, lock):
+        """Releases lock, retrying until the delete goes through (bounded)."""
+        until = time.monotonic() + self.s.grace_s
+        while not self.stopping and time.monotonic() < until:
+            try:
+                lock.release()
+                return
+            except Exception:  # noqa: BLE001 - disconnected: try again
+                time.sleep(0.1)
+
+    def hold(self, h):
+        client = self.hs[h]
+        lock = client.Lock("%s/lock-%d" % (self.s.path, h), "holder-%d" % h)
+        self.locks.append(lock)
+        while not self.stopping:
+            try:
+                got = lock.acquire(timeout=self.s.grace_s)
+            except Exception:  # noqa: BLE001 - disconnected: try again
+                got = False
+            if not got:
+                time.sleep(0.05)
+                continue
+            with self.cond:
+                seq = self.loss_seq[h]
+            self.holder_on(h)
+            with self.cond:
+                # Not connected now: a SUSPENDED may have come before seq was
+                # read; the lock is in doubt.
+                while (not self.stopping and self.loss_seq[h] == seq
+                       and client.state == KazooState.CONNECTED):
+                    self.cond.wait(0.1)
+            self.holder_off(h)  # counted once, whichever of the two comes first
+            self.release(lock)
+
+    def candidate(self, i):
+        client = self.cs[i]
+        election = self.elections_objs[i]
+
+        def lead():
+            self.resign[i].clear()
+            if client.state == KazooState.CONNECTED:
+                self.leader_on(i)
+                # Lead until the connection is in doubt (bounded).
+                self.resign[i].wait(self.s.seconds + 3 * self.s.grace_s)
+                self.leader_off(i)
+
+        while not self.stopping:
+            try:
+                election.run(lead)
+            except Exception:  # noqa: BLE001 - the release failed while disconnected
+                self.release(election.lock)
+                time.sleep(0.05)
+
+    def start(self):
+        with self.cond:
+            self.measuring = True
+            self.start_ns = now()
+
+    def run(self):
+        if not self.start_ns:
+            raise RuntimeError("go before start")
+        for _ in range(2):
+            self.await_settled("after the roll")
+            time.sleep(1)
+        self.await_settled("after the roll")
+        with self.cond:
+            self.measuring = False
+            el = (now() - self.start_ns) / 1e9
+            m = {"holds_lost": self.holds_lost, "leader_changes": self.changes,
+                 "leader_moves": self.moves, "leader_losses": self.leader_losses,
+                 "sessions_lost": self.sessions_lost,
+                 "lock_paused_s": self.lock_paused_ns / 1e9,
+                 "leader_paused_s": self.leader_paused_ns / 1e9}
+        return result(1, el, m)
+
+    def stop_workers(self):
+        self.stopping = True
+        cond = getattr(self, "cond", None)
+        if cond is not None:
+            with cond:
+                self.measuring = False
+                cond.notify_all()
+        for lock in getattr(self, "locks", []):
+            lock.cancel()
+        for e in getattr(self, "elections_objs", []):
+            e.cancel()
+        for ev in getattr(self, "resign", []):
+            ev.set()
+        for t in self.threads:
+            t.join(5)
+
 # W7 is W5's chain with a short and a long line.
-WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5, "W6": W6, "W7-10": W5, "W7-1000": W5}
+WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5, "W6": W6, "W7-10": W5, "W7-1000": W5,
+             "W8": W8}
 
 
 def create(spec):
@@ -557,6 +788,11 @@ def serve():
                 w = create(Spec(m))
                 w.prepare()
                 emit({"event": "ready"})
+            elif cmd == "start":
+                if w is None:
+                    raise RuntimeError("start without a prepared run")
+                w.start()
+                emit({"event": "started"})
             elif cmd == "go":
                 if w is None:
                     raise RuntimeError("go without a prepared run")
