@@ -113,12 +113,20 @@ func (f fileString) String() string {
 func stopped(p proc) bool { return p.state == "T" || p.state == "t" }
 
 // TestCLIPauseInitFreeze drives the init (`shepherd __init`) over its
-// control pipe as shepherd does, in both tree modes: "freeze" stops every
+// control pipe as shepherd does, in both tree modes (and, as root, in a
+// user namespace as an unprivileged user, as shepherd does when not root):
+// "freeze" stops every
 // process of CMD's (a grandchild too) before the init answers, and nothing
 // is written while frozen; "thaw" continues them; "stop 9 0" while frozen
 // kills them all without letting any run again.
 func TestCLIPauseInitFreeze(t *testing.T) {
-	for _, mode := range []string{"pidns", "subreaper"} {
+	modes := []string{"pidns", "subreaper"}
+	if os.Geteuid() == 0 {
+		// Also as an unprivileged user, in a user namespace as shepherd
+		// starts it then.
+		modes = append(modes, "userns")
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			testInitFreeze(t, mode)
@@ -132,7 +140,11 @@ func testInitFreeze(t *testing.T, mode string) {
 	require.NoError(t, err)
 	ansR, ansW, err := os.Pipe()
 	require.NoError(t, err)
-	cmd := exec.Command(bin, "__init", "-mode", mode, "-grace", "1s", "--", "sh", "-c", writerScript(dir))
+	initMode := mode
+	if mode == "userns" {
+		initMode = "pidns"
+	}
+	cmd := exec.Command(bin, "__init", "-mode", initMode, "-grace", "1s", "--", "sh", "-c", writerScript(dir))
 	cmd.Args[0] = "shepherd"
 	cmd.ExtraFiles = []*os.File{ctlR, ansW}
 	// A file, not a pipe: Wait must not wait for a leftover process that
@@ -143,11 +155,22 @@ func testInitFreeze(t *testing.T, mode string) {
 	errb := fileString(errf.Name())
 	cmd.Stderr = errf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if mode == "pidns" {
+	switch mode {
+	case "pidns":
 		if os.Geteuid() != 0 {
 			t.Skip("a PID namespace for the init needs root here (shepherd adds a user namespace; TestProcessTree covers it)")
 		}
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
+	case "userns":
+		// As shepherd starts the init when not root (see child.go).
+		for _, d := range []string{dir, filepath.Dir(dir), filepath.Dir(bin)} {
+			require.NoError(t, os.Chmod(d, 0o777))
+		}
+		const nobody = 65534
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: nobody, HostID: nobody, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: nobody, HostID: nobody, Size: 1}}
 	}
 	require.NoError(t, cmd.Start())
 	ctlR.Close()
@@ -192,6 +215,14 @@ func testInitFreeze(t *testing.T, mode string) {
 	}
 
 	gc := grandchild(t, dir)
+	if mode == "subreaper" {
+		require.Len(t, strings.Fields(statusField(t, gc.pid, "NSpid")), 1, "no PID namespace")
+	} else {
+		require.Len(t, strings.Fields(statusField(t, gc.pid, "NSpid")), 2, "in a PID namespace")
+	}
+	if mode == "userns" {
+		require.Equal(t, "65534", strings.Fields(statusField(t, gc.pid, "Uid"))[0])
+	}
 	require.Eventually(t, func() bool { return len(logLines(t, dir)) >= 5 }, 10*time.Second, 5*time.Millisecond)
 
 	for round := 1; round <= 3; round++ {
