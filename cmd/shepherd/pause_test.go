@@ -115,10 +115,9 @@ func stopped(p proc) bool { return p.state == "T" || p.state == "t" }
 // TestCLIPauseInitFreeze drives the init (`shepherd __init`) over its
 // control pipe as shepherd does, in both tree modes (and, as root, in a
 // user namespace as an unprivileged user, as shepherd does when not root):
-// "freeze" stops every
-// process of CMD's (a grandchild too) before the init answers, and nothing
-// is written while frozen; "thaw" continues them; "stop 9 0" while frozen
-// kills them all without letting any run again.
+// "freeze" stops every process of CMD's (a grandchild too) before the init
+// answers, and nothing is written while frozen; "thaw" continues them;
+// "stop 9 0" while frozen kills them all without letting any run again.
 func TestCLIPauseInitFreeze(t *testing.T) {
 	modes := []string{"pidns", "subreaper"}
 	if os.Geteuid() == 0 {
