@@ -22,12 +22,10 @@ build:
 
 ## test: install what is missing, then run the whole suite with the race detector
 ## (against upstream go-zookeeper; see scripts/test.sh), the fast tests with the
-## oldest Go release go.mod allows, and the fuzzers briefly.
+## oldest Go release go.mod allows, the consumer check and the fuzzers briefly;
+## the chaos package runs beside the rest (see scripts/test.sh).
 test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' scripts/test.sh
-	@$(MAKE) --no-print-directory test-mingo
-	@$(MAKE) --no-print-directory consumercheck
-	@$(MAKE) --no-print-directory fuzz
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz' scripts/test.sh
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper
 ## (vet compiles every package and test; interop's peer processes, which do not
@@ -70,11 +68,13 @@ INTEROP_DURATION ?= 30s
 interop: setup-bench
 	$(GO) test -race -count=1 -timeout 20m -v -run 'Kazoo|Curator|GoZookeeper' ./interop -args -interop.duration=$(INTEROP_DURATION)
 
-## chaos: randomized soak of every recipe under random faults (SEED= to replay).
+## chaos: randomized soak of every recipe under random faults (SEED= to replay),
+## each client's disconnect policy drawn too; then the fault matrix's whole
+## pause column (make test runs a subset of it).
 CHAOS_DURATION ?= 10m
 SEED ?= 0
 chaos: setup
-	GOWORK=$(CURDIR)/third_party/go.work $(GO) test -race -count=1 -timeout 60m -run TestChaosSoak -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED)
+	GOWORK=$(CURDIR)/third_party/go.work $(GO) test -race -count=1 -timeout 60m -run 'TestChaosSoak|TestFaultMatrix/pause/' -v ./chaos -args -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(SEED) -chaos.pause=all
 
 ## fuzz: the name parser and path validation, briefly. A count, not a
 ## duration: Go 1.26's fuzz coordinator can fail a duration-bounded run with a

@@ -26,6 +26,7 @@ var (
 
 	reps         = flag.Int("chaos.reps", 2, "faults injected per matrix cell")
 	soakDuration = flag.Duration("chaos.duration", 40*time.Second, "length of the randomized soak")
+	pauseCells   = flag.String("chaos.pause", "short", "the matrix's pause column: short (a subset, one rep each), all (every cell, -chaos.reps), none")
 	soakSeed     = flag.Int64("chaos.seed", 0, "seed of the randomized soak (0: from the clock; printed)")
 )
 
@@ -79,7 +80,7 @@ func runChild() int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	c, err := spec.make(s, args[2], 0) // index 0: a writer in the rw lock
+	c, err := spec.make(s, args[2], 0, session.StopOnDisconnect) // index 0: a writer in the rw lock
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,18 +33,28 @@ type harness struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	holdFor time.Duration
-	errs    chan error
+	// linger, while set, keeps every hold past holdFor (a fault's holder
+	// must still hold when the fault lands).
+	linger atomic.Bool
+	errs   chan error
 }
 
 type clientRun struct {
-	id    string
-	sess  *session.Session
-	proxy *zktest.Proxy
+	id     string
+	policy session.DisconnectPolicy
+	sess   *session.Session
+	proxy  *zktest.Proxy
 	// doneRelease: the client releases with a ctx that has already ended
 	// (a release must let go all the same).
 	doneRelease bool
 	mu          sync.Mutex
 	cur         *grant
+}
+
+func (c *clientRun) set(g *grant) {
+	c.mu.Lock()
+	c.cur = g
+	c.mu.Unlock()
 }
 
 func (c *clientRun) holding() bool {
@@ -52,7 +63,16 @@ func (c *clientRun) holding() bool {
 	return c.cur != nil
 }
 
-func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *harness {
+// stopAll is the default policy of every client.
+func stopAll(int) session.DisconnectPolicy { return session.StopOnDisconnect }
+
+// pauseAll rides every client's holds through disconnects.
+func pauseAll(int) session.DisconnectPolicy { return session.PauseOnDisconnect }
+
+// newHarness starts n clients of spec on cluster, client i's recipe value
+// under policy(i).
+func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int,
+	policy func(int) session.DisconnectPolicy) *harness {
 	h := &harness{t: t, spec: spec, cluster: cluster, path: uniquePath(spec.name),
 		chk: newChecker(spec.max, spec.rw), stop: make(chan struct{}), holdFor: 15 * time.Millisecond,
 		errs: make(chan error, 100)}
@@ -67,7 +87,7 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *
 	_, err = ep.Conn().Create(h.res, []byte("0"), 0, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	for i := range n {
-		cr := &clientRun{id: fmt.Sprint("c", i)}
+		cr := &clientRun{id: fmt.Sprint("c", i), policy: policy(i)}
 		if i == n-1 && n >= 3 {
 			// The last two clients are two values of the recipe on one
 			// session (as an application shares one session among its
@@ -80,7 +100,7 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int) *
 			t.Cleanup(func() { p.Close() })
 			cr.sess, cr.proxy = open(t, p.Addrs()), p
 		}
-		cl, err := spec.make(cr.sess, h.path, i)
+		cl, err := spec.make(cr.sess, h.path, i, cr.policy)
 		require.NoError(t, err)
 		h.clients = append(h.clients, cr)
 		h.wg.Add(1)
@@ -216,7 +236,10 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 // loop acquires, holds briefly (or until the hold is lost), releases; until
-// the harness stops. Bounded in count.
+// the harness stops. Bounded in count. A paused hold (PauseOnDisconnect)
+// is not acted on: the client tells the checker, waits at the gate, and
+// tells it again when the hold resumes (then holds briefly again) or is
+// lost.
 func (h *harness) loop(c *clientRun, cl client) {
 	defer h.wg.Done()
 	for n := 0; n < 100000; n++ {
@@ -244,27 +267,11 @@ func (h *harness) loop(c *clientRun, cl client) {
 			continue
 		}
 		g := h.chk.granted(c.id, hd.writer, hd.lost)
-		c.mu.Lock()
-		c.cur = g
-		c.mu.Unlock()
-		if hd.fence != nil {
-			fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			prev, tok, err := hd.fence(fctx, c.sess, h.res)
-			fcancel()
-			if err == nil {
-				h.chk.fenced(c.id, prev, tok)
-			}
-		}
-		select {
-		case <-hd.lost:
-			h.chk.lost(g, time.Now())
-		case <-time.After(h.holdFor):
-		case <-h.stop:
-		}
+		c.set(g)
+		h.fenceWrite(actx, c, hd)
+		h.keep(actx, c, hd, g)
 		h.chk.released(g)
-		c.mu.Lock()
-		c.cur = nil
-		c.mu.Unlock()
+		c.set(nil)
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if c.doneRelease {
 			rcancel()
@@ -272,6 +279,79 @@ func (h *harness) loop(c *clientRun, cl client) {
 		_ = hd.release(rctx)
 		rcancel()
 		cancel()
+	}
+}
+
+// fenceWrite makes the hold's fenced write, if it has one: under a pause, only
+// once the gate has opened (stop ends the wait).
+func (h *harness) fenceWrite(stop context.Context, c *clientRun, hd *hold) {
+	if hd.fence == nil {
+		return
+	}
+	fctx, fcancel := context.WithTimeout(stop, 5*time.Second)
+	defer fcancel()
+	if hd.gate(fctx) != nil {
+		return
+	}
+	prev, tok, err := hd.fence(fctx, c.sess, h.res)
+	if err == nil {
+		h.chk.fenced(c.id, prev, tok)
+	}
+}
+
+// keep holds g for holdFor, or until it is lost or the harness stops,
+// following its pauses: a paused hold waits at the gate, and a resumed one
+// holds for holdFor again.
+func (h *harness) keep(stop context.Context, c *clientRun, hd *hold, g *grant) {
+	timer := time.NewTimer(h.holdFor)
+	defer timer.Stop()
+	for {
+		select {
+		case <-hd.lost:
+			h.chk.lost(g, time.Now())
+			h.lostForGood(c, hd)
+			return
+		case <-hd.paused():
+			c.set(nil)
+			lostBefore := fired(hd.lost)
+			h.chk.paused(g)
+			at := time.Now()
+			err := hd.gate(stop)
+			h.t.Logf("%s: paused for %v: %v", c.id, time.Since(at).Round(time.Millisecond), err)
+			switch {
+			case err == nil:
+				h.chk.resumed(g, lostBefore)
+				c.set(g)
+				h.fenceWrite(stop, c, hd)
+				timer.Reset(h.holdFor)
+			case errors.Is(err, recipe.ErrLost):
+				if !fired(hd.lost) {
+					h.chk.violate(fmt.Sprintf("%s: the gate said lost (%v), Lost() is open", c.id, err))
+				}
+				h.chk.lost(g, time.Now())
+				h.lostForGood(c, hd)
+				return
+			default: // the harness stops
+				return
+			}
+		case <-timer.C:
+			if h.linger.Load() {
+				timer.Reset(h.holdFor)
+				continue
+			}
+			return
+		case <-h.stop:
+			return
+		}
+	}
+}
+
+// lostForGood checks that a lost hold stays lost: its gate says so at once.
+func (h *harness) lostForGood(c *clientRun, hd *hold) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := hd.gate(ctx); !errors.Is(err, recipe.ErrLost) {
+		h.chk.violate(fmt.Sprintf("%s: a lost hold's gate returned %v, not ErrLost", c.id, err))
 	}
 }
 
@@ -350,14 +430,21 @@ func (h *harness) finish() {
 		return true
 	}, 2*sessionTimeout+5*time.Second, 20*time.Millisecond, "no orphaned nodes once every client has closed")
 	grants, gap, gaps, fences, violations := h.chk.summary()
+	pauses, resumes, beside := h.chk.pauseSummary()
 	require.Empty(h.t, violations)
-	h.t.Logf("%s: %d grants, %d fenced writes, min gap loss→next grant %v over %d losses", h.spec.name, grants, fences, gap, gaps)
+	h.t.Logf("%s: %d grants, %d fenced writes, min gap loss→next grant %v over %d losses; %d pauses, %d resumes, %d grants beside a paused hold",
+		h.spec.name, grants, fences, gap, gaps, pauses, resumes, beside)
 }
 
 // fault is one column of the matrix.
 type fault struct {
 	name       string
 	standalone bool
+	pauseOnly  bool // only in the pause column
+	// toldPaused: a paused hold is lost on the local clock, before the
+	// server expires its session: a grant beside it is a violation too
+	// (see checker.toldPaused).
+	toldPaused bool
 	inject     func(h *harness)
 }
 
@@ -385,12 +472,14 @@ var faults = []fault{
 		require.NoError(h.t, h.cluster.Restart(ctx, 0))
 	}},
 	{name: "stall-short", inject: func(h *harness) {
+		defer h.lingerIfPause()()
 		c := h.holder()
 		c.proxy.Stall()
 		time.Sleep(sessionTimeout * 3 / 4) // the fault's length: Suspended, not expired
 		c.proxy.Heal()
 	}},
-	{name: "stall-long", inject: func(h *harness) {
+	{name: "stall-long", toldPaused: true, inject: func(h *harness) {
+		defer h.lingerIfPause()()
 		c := h.holder()
 		sid := c.sess.SessionID()
 		c.proxy.Stall()
@@ -411,6 +500,7 @@ var faults = []fault{
 		c.proxy.Heal()
 	}},
 	{name: "session-expired", inject: func(h *harness) {
+		defer h.lingerIfPause()()
 		c := h.holder()
 		_ = c.proxy.ExpireSession(ctxFor(h.t, 20*time.Second), c.sess.SessionID())
 	}},
@@ -424,6 +514,81 @@ var faults = []fault{
 	{name: "ensemble-restarted", inject: func(h *harness) {
 		require.NoError(h.t, h.cluster.RestartAll(ctxFor(h.t, 90*time.Second)))
 	}},
+	{name: "severed", pauseOnly: true, inject: func(h *harness) {
+		// A holder's connections drop, and it cannot reconnect for a while
+		// well within the session timeout: its hold pauses at once (a
+		// stall is only noticed after a read timeout, by when the holder has
+		// let go) and resumes with the same session, while the others
+		// wait. (Under StopOnDisconnect the drop ends the hold, as
+		// server-restarted does.)
+		c := h.holder()
+		c.proxy.Refuse(true)
+		c.proxy.Sever()
+		time.Sleep(sessionTimeout / 4)
+		c.proxy.Refuse(false)
+	}},
+	{name: "paused-node-revoked", pauseOnly: true, inject: func(h *harness) {
+		// A holder is cut off (its session lives: it pauses), an operator
+		// deletes its node, another client is granted, and the holder comes
+		// back with the same session: its hold must be lost, never resumed.
+		// (Under StopOnDisconnect the cut ends the hold: nothing new.)
+		h.linger.Store(true)
+		defer h.linger.Store(false)
+		c := h.holder()
+		sid := c.sess.SessionID()
+		c.proxy.Refuse(true)
+		c.proxy.Sever()
+		defer c.proxy.Refuse(false)
+		waitFor(sessionTimeout/4, func() bool { return !c.holding() })
+		g0, _, _, _, _ := h.chk.summary()
+		if h.revoke(sid) > 0 {
+			waitFor(sessionTimeout/4, func() bool { g, _, _, _, _ := h.chk.summary(); return g > g0 })
+		}
+	}},
+}
+
+// lingerIfPause sets linger if a client rides through disconnects (a
+// holder cut off is then still holding when its hold pauses: a stall is
+// noticed after a read timeout, long after holdFor), and returns what
+// unsets it. The default policy's cells are left as they were.
+func (h *harness) lingerIfPause() func() {
+	for _, c := range h.clients {
+		if c.policy == session.PauseOnDisconnect {
+			h.linger.Store(true)
+			return func() { h.linger.Store(false) }
+		}
+	}
+	return func() {}
+}
+
+// revoke deletes, as an operator would, the holder nodes of session sid at
+// the harness's path (checked to be that session's), and returns how many.
+func (h *harness) revoke(sid int64) int {
+	admin := open(h.t, h.cluster.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ep, err := admin.Wait(ctx)
+	require.NoError(h.t, err)
+	snap, err := recipe.Inspect(ctx, admin, h.path)
+	require.NoError(h.t, err)
+	n := 0
+	for _, e := range snap.Holders {
+		if e.SessionID != sid {
+			continue
+		}
+		p := e.Node
+		if !strings.HasPrefix(p, "/") {
+			p = h.path + "/" + p
+		}
+		ok, st, err := ep.Conn().Exists(p)
+		if err != nil || !ok || st.EphemeralOwner != sid {
+			continue
+		}
+		if ep.Conn().Delete(p, st.Version) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // waitGrants waits for n more grants (any client), bounded.
@@ -437,31 +602,84 @@ func (h *harness) waitGrants(n int, d time.Duration) {
 	}
 }
 
-// TestFaultMatrix: every recipe under every fault; invariants checked on one
-// clock; after each fault every client is granted again; no orphans; no
-// leaks (TestMain).
+// TestFaultMatrix: every recipe under every fault, with the default policy
+// (a disconnect ends a hold: <fault>/<recipe>) and riding through it
+// (PauseOnDisconnect: pause/<fault>/<recipe>, a resumed hold counted as held
+// again); invariants checked on one clock; after each fault every client is
+// granted again; no orphans; no leaks (TestMain). The pause column runs in
+// full with -chaos.pause=all; by default (make test) only pauseShort, once.
 func TestFaultMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault matrix takes minutes; run without -short")
 	}
 	for _, f := range faults {
+		if f.pauseOnly {
+			continue
+		}
 		for _, spec := range recipes {
-			t.Run(f.name+"/"+spec.name, func(t *testing.T) {
-				cl := ensemble
-				if f.standalone {
-					cl = standalone
-				}
-				h := newHarness(t, spec, cl, 4)
-				h.waitGrants(4, 20*time.Second)
-				for range *reps {
-					before := h.counts()
-					f.inject(h)
-					h.progressed(before, 45*time.Second)
-				}
-				h.finish()
-			})
+			t.Run(f.name+"/"+spec.name, func(t *testing.T) { runCell(t, f, spec, stopAll, *reps) })
 		}
 	}
+	t.Run("pause", func(t *testing.T) {
+		for _, f := range faults {
+			for _, spec := range recipes {
+				n := *reps
+				switch *pauseCells {
+				case "all":
+				case "short":
+					if !pauseShort[f.name+"/"+spec.name] {
+						continue
+					}
+					n = 1
+				default:
+					continue
+				}
+				t.Run(f.name+"/"+spec.name, func(t *testing.T) { runCell(t, f, spec, pauseAll, n) })
+			}
+		}
+	})
+}
+
+// pauseShort is the pause column of the default run: the faults that pause
+// holds and resume them (a dropped connection, a stall shorter than the
+// session timeout, a server's restart, a leader's or a follower's death) or
+// lose them paused (a stall past the timeout, an expiry, an operator's
+// delete), spread over the recipes.
+var pauseShort = map[string]bool{
+	"leader-killed/mutex-fair":          true,
+	"follower-killed/rwlock":            true,
+	"server-restarted/mutex-nonfair":    true,
+	"stall-short/mutex-fair":            true,
+	"stall-long/mutex-nonfair":          true,
+	"session-expired/semaphore":         true,
+	"severed/mutex-fair":                true,
+	"severed/mutex-nonfair":             true,
+	"severed/rwlock":                    true,
+	"severed/semaphore":                 true,
+	"severed/election-fair":             true,
+	"severed/election-nonfair":          true,
+	"paused-node-revoked/mutex-fair":    true,
+	"paused-node-revoked/mutex-nonfair": true,
+	"paused-node-revoked/semaphore":     true,
+	"paused-node-revoked/election-fair": true,
+}
+
+func runCell(t *testing.T, f fault, spec recipeSpec, policy func(int) session.DisconnectPolicy, reps int) {
+	cl := ensemble
+	if f.standalone {
+		cl = standalone
+	}
+	h := newHarness(t, spec, cl, 4, policy)
+	h.chk.mu.Lock()
+	h.chk.toldPaused = f.toldPaused
+	h.chk.mu.Unlock()
+	h.waitGrants(4, 20*time.Second)
+	for range reps {
+		before := h.counts()
+		f.inject(h)
+		h.progressed(before, 45*time.Second)
+	}
+	h.finish()
 }
 
 // waitFor polls cond until it holds or d passes.

@@ -15,7 +15,13 @@ import (
 
 // hold is one granted hold, whatever the recipe.
 type hold struct {
-	lost    <-chan struct{}
+	lost <-chan struct{}
+	// paused returns the hold's pause signal (renewed at each resume: call
+	// it again each time round); gate waits while the hold is paused (nil:
+	// resumed; an error matching recipe.ErrLost: lost). Under
+	// StopOnDisconnect paused never closes.
+	paused  func() <-chan struct{}
+	gate    func(context.Context) error
 	writer  bool
 	release func(context.Context) error
 	// fence, if not nil, does a fenced write of the hold's token to res
@@ -37,7 +43,7 @@ type recipeSpec struct {
 	// dirs are the children of the path that hold contender nodes ("" for
 	// the path itself), for the orphan check.
 	dirs []string
-	make func(s *session.Session, path string, i int) (client, error)
+	make func(s *session.Session, path string, i int, p session.DisconnectPolicy) (client, error)
 	// foreign, when set, is the kind of a contender like Curator's that
 	// the line gets: it enters, waits a little and gives up, over and over,
 	// and never marks its node (see recipe.AwaitOptions.Mark): the waiters
@@ -67,9 +73,9 @@ func recipeByName(name string) (recipeSpec, bool) {
 
 type mutexClient struct{ m *mutex.Mutex }
 
-func newMutexClient(fair bool) func(*session.Session, string, int) (client, error) {
-	return func(s *session.Session, path string, i int) (client, error) {
-		opts := []mutex.Option{mutex.WithData([]byte(fmt.Sprint("c", i)))}
+func newMutexClient(fair bool) func(*session.Session, string, int, session.DisconnectPolicy) (client, error) {
+	return func(s *session.Session, path string, i int, p session.DisconnectPolicy) (client, error) {
+		opts := []mutex.Option{mutex.WithData([]byte(fmt.Sprint("c", i))), mutex.WithDisconnectPolicy(p)}
 		if !fair {
 			opts = append(opts, mutex.NonFair())
 		}
@@ -83,7 +89,7 @@ func (c *mutexClient) acquire(ctx context.Context) (*hold, error) {
 		return nil, err
 	}
 	h := c.m.Hold()
-	return &hold{lost: h.Lost(), writer: true,
+	return &hold{lost: h.Lost(), paused: h.Paused, gate: h.Gate, writer: true,
 		release: func(ctx context.Context) error { return c.m.Unlock(ctx) },
 		fence:   fenceWith(h)}, nil
 }
@@ -122,8 +128,8 @@ type rwClient struct {
 	writer bool
 }
 
-func newRWClient(s *session.Session, path string, i int) (client, error) {
-	rw, err := mutex.NewRW(s, path, mutex.WithData([]byte(fmt.Sprint("c", i))))
+func newRWClient(s *session.Session, path string, i int, p session.DisconnectPolicy) (client, error) {
+	rw, err := mutex.NewRW(s, path, mutex.WithData([]byte(fmt.Sprint("c", i))), mutex.WithDisconnectPolicy(p))
 	return &rwClient{rw: rw, writer: i%2 == 0}, err
 }
 
@@ -132,18 +138,20 @@ func (c *rwClient) acquire(ctx context.Context) (*hold, error) {
 		if err := c.rw.Lock(ctx); err != nil {
 			return nil, err
 		}
-		return &hold{lost: c.rw.Writer().Lost(), writer: true, release: c.rw.Unlock}, nil
+		h := c.rw.Writer().Hold()
+		return &hold{lost: h.Lost(), paused: h.Paused, gate: h.Gate, writer: true, release: c.rw.Unlock}, nil
 	}
 	if err := c.rw.RLock(ctx); err != nil {
 		return nil, err
 	}
-	return &hold{lost: c.rw.Reader().Lost(), release: c.rw.RUnlock}, nil
+	h := c.rw.Reader().Hold()
+	return &hold{lost: h.Lost(), paused: h.Paused, gate: h.Gate, release: c.rw.RUnlock}, nil
 }
 
 type semClient struct{ sem *semaphore.Semaphore }
 
-func newSemClient(s *session.Session, path string, i int) (client, error) {
-	sem, err := semaphore.New(s, path, 2, semaphore.WithData([]byte(fmt.Sprint("c", i))))
+func newSemClient(s *session.Session, path string, i int, p session.DisconnectPolicy) (client, error) {
+	sem, err := semaphore.New(s, path, 2, semaphore.WithData([]byte(fmt.Sprint("c", i))), semaphore.WithDisconnectPolicy(p))
 	return &semClient{sem}, err
 }
 
@@ -152,14 +160,14 @@ func (c *semClient) acquire(ctx context.Context) (*hold, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hold{lost: l.Lost(), release: l.Release}, nil
+	return &hold{lost: l.Lost(), paused: l.Paused, gate: l.Gate, release: l.Release}, nil
 }
 
 type electionClient struct{ e *election.Election }
 
-func newElectionClient(fair bool) func(*session.Session, string, int) (client, error) {
-	return func(s *session.Session, path string, i int) (client, error) {
-		var opts []election.Option
+func newElectionClient(fair bool) func(*session.Session, string, int, session.DisconnectPolicy) (client, error) {
+	return func(s *session.Session, path string, i int, p session.DisconnectPolicy) (client, error) {
+		opts := []election.Option{election.WithDisconnectPolicy(p)}
 		if !fair {
 			opts = append(opts, election.NonFair())
 		}
@@ -173,5 +181,5 @@ func (c *electionClient) acquire(ctx context.Context) (*hold, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hold{lost: l.Lost(), writer: true, release: l.Resign}, nil
+	return &hold{lost: l.Lost(), paused: l.Paused, gate: l.Gate, writer: true, release: l.Resign}, nil
 }

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/session"
 )
 
 // soakFaults are the faults the soak draws from (the client SIGKILL and the
 // standalone restart are the matrix's: they need a harness of their own).
 var soakFaults = []string{"leader-killed", "follower-killed", "stall-short", "stall-long", "release-answer-lost",
-	"session-expired", "ensemble-restarted"}
+	"session-expired", "ensemble-restarted", "paused-node-revoked"}
 
 func faultByName(name string) fault {
 	for _, f := range faults {
@@ -44,7 +46,19 @@ func TestChaosSoak(t *testing.T) {
 	var hs []*harness
 	total := 0
 	for _, spec := range recipes {
-		h := newHarness(t, spec, ensemble, clients[spec.name])
+		// Each client's policy is drawn too: holds that end at a
+		// disconnect and holds that ride through it, side by side.
+		var drawn []string
+		policy := func(i int) session.DisconnectPolicy {
+			p := session.StopOnDisconnect
+			if rng.IntN(2) == 0 {
+				p = session.PauseOnDisconnect
+			}
+			drawn = append(drawn, fmt.Sprintf("c%d=%v", i, p))
+			return p
+		}
+		h := newHarness(t, spec, ensemble, clients[spec.name], policy)
+		t.Logf("%s: %s", spec.name, strings.Join(drawn, " "))
 		hs = append(hs, h)
 		total += clients[spec.name]
 	}
@@ -72,9 +86,10 @@ func TestChaosSoak(t *testing.T) {
 	var lines []string
 	for _, h := range hs {
 		g, gap, gaps, fences, v := h.chk.summary()
+		pauses, resumes, beside := h.chk.pauseSummary()
 		ops += g
-		lines = append(lines, fmt.Sprintf("%s: %d grants, %d fenced writes, %d violations, min loss→grant gap %v over %d losses",
-			h.spec.name, g, fences, len(v), gap, gaps))
+		lines = append(lines, fmt.Sprintf("%s: %d grants, %d fenced writes, %d violations, min loss→grant gap %v over %d losses, %d pauses, %d resumes, %d grants beside a paused hold",
+			h.spec.name, g, fences, len(v), gap, gaps, pauses, resumes, beside))
 	}
 	for _, h := range hs {
 		h.finish()

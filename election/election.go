@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -39,7 +40,9 @@ const MaxIDLen = 1024
 // grow strictly from one leadership to the next; use them as fencing tokens.
 type Term int64
 
-func (t Term) String() string { return fmt.Sprintf("0x%x", int64(t)) }
+// String is the term in decimal, as the CLI's SHEPHERD_TOKEN and `shepherd
+// status` print it.
+func (t Term) String() string { return strconv.FormatInt(int64(t), 10) }
 
 // Leader describes the current leader.
 type Leader struct {

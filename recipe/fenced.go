@@ -41,13 +41,7 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if err != nil {
 		return 0, err
 	}
-	st, err := Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-		ok, st, err := c.Exists(h.nodes[0])
-		if err == nil && !ok {
-			st = nil
-		}
-		return st, err
-	}, nil)
+	st, err := h.stat(ctx, ep)
 	if err != nil {
 		return 0, h.lostOr(err, "reading the token")
 	}
@@ -203,4 +197,15 @@ func (h *Hold) lostOr(err error, what string) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s on %s: %w", ErrLost, what, h.nodes[0], err)
+}
+
+// stat reads the Stat of the hold's node in ep (nil: there is none).
+func (h *Hold) stat(ctx context.Context, ep *session.Epoch) (*zk.Stat, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+		ok, st, err := c.Exists(h.nodes[0])
+		if err == nil && !ok {
+			st = nil
+		}
+		return st, err
+	}, nil)
 }

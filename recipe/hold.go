@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 // grows with every grant across the whole ensemble.
 type Token int64
 
-func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
+// String is the token in decimal, as the CLI's SHEPHERD_TOKEN and `shepherd
+// status` print it.
+func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 
 // Hold is one granted lock, lease or leadership. Every recipe's hold (a
 // Mutex's, a semaphore's Lease, an election's Leadership) is one of these and
@@ -34,13 +37,18 @@ func (t Token) String() string { return fmt.Sprintf("0x%x", int64(t)) }
 //     same session (which proves the session, and so the hold's ephemeral
 //     node, lived through the disconnect) once one read confirms the node
 //     is still this hold's.
-//   - Lost: Lost() is closed and Context() ends, before any other client
-//     can be granted the hold: under StopOnDisconnect (the default) at the
-//     connection's loss; under either policy at the session's loss (expiry
-//     seen on reconnect; silence for the session timeout on the local clock,
-//     see session), at the manager's Close, or, under PauseOnDisconnect,
-//     when the hold's node is deleted by someone else (an operator: such a
-//     hold watches its own node). A lost hold never resumes.
+//   - Lost: Lost() is closed and Context() ends: under StopOnDisconnect
+//     (the default) at the connection's loss, before any other client can
+//     be granted the hold; under either policy at the session's loss
+//     (silence for the session timeout on the local clock, see session,
+//     again before any other grant; or an expiry heard on reconnect), at
+//     the manager's Close, or, under PauseOnDisconnect, when the hold's
+//     node is deleted by someone else (an operator: such a hold watches its
+//     own node). A paused hold whose session the server ends early (an
+//     operator's kill) or whose node is deleted while it is disconnected
+//     learns of it only when it reaches a server again, after others may
+//     have been granted the hold: it is paused meanwhile, and must not act.
+//     A lost hold never resumes.
 //
 // Release ends the hold without closing Lost: a select on Lost tells a loss
 // from a release, and Context() ends on either. Pass Context() to the work

@@ -182,13 +182,7 @@ func (h *Hold) resume(from *session.Epoch) {
 // hold's (its session's, and the same node: a fixed-name node has the
 // token's creation zxid when the token is known).
 func (h *Hold) confirm(ep *session.Epoch) (bool, error) {
-	st, err := Call(h.ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-		ok, st, err := c.Exists(h.nodes[0])
-		if err == nil && !ok {
-			st = nil
-		}
-		return st, err
-	}, nil)
+	st, err := h.stat(h.ctx, ep)
 	if err != nil {
 		return false, err
 	}

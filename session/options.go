@@ -30,6 +30,7 @@ type config struct {
 	tls            *tls.Config
 	observer       Observer
 	policy         DisconnectPolicy
+	chroot         string // Connect's: prefixed to namespace
 	err            error
 }
 
@@ -80,9 +81,13 @@ func WithBackoff(policy func() backoff.BackOff) Option {
 }
 
 // WithNamespace puts every recipe path under ns (e.g. "/myapp"). Its nodes are
-// created on demand.
+// created on demand. WithNamespace("") adds none. Under Connect, ns is under
+// the connect string's chroot.
 func WithNamespace(ns string) Option {
 	return func(c *config) {
+		if ns == "" {
+			return // none: a no-op, so that a parsed connect string's "" needs no if
+		}
 		if err := zkpath.Validate(ns); err != nil {
 			c.setErr(fmt.Errorf("%w: namespace: %w", ErrInvalidArgument, err))
 		}

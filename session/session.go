@@ -41,19 +41,38 @@ type Session struct {
 	once    sync.Once
 }
 
+// DefaultPort is the port of a server given without one, as zkCli and
+// Curator default it.
+const DefaultPort = "2181"
+
 // SplitServers parses a connect string "host:port,host:port" into a server
-// list, checking each address.
+// list, checking each address. A host without a port gets DefaultPort.
 func SplitServers(connect string) ([]string, error) {
 	var out []string
 	for _, s := range strings.Split(connect, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+			out = append(out, withPort(s))
 		}
 	}
 	if err := checkServers(out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// withPort adds DefaultPort to an address that has no port: "zk1",
+// "127.0.0.1", "[::1]".
+func withPort(s string) string {
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return s
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		return s + ":" + DefaultPort
+	}
+	if !strings.Contains(s, ":") {
+		return net.JoinHostPort(s, DefaultPort)
+	}
+	return s // not an address: checkServers says so
 }
 
 func checkServers(servers []string) error {
@@ -94,6 +113,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	cfg.namespace = cfg.chroot + cfg.namespace
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}

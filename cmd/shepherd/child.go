@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +21,10 @@ import (
 // which starts CMD, reaps every process that ends up as its child, and on
 // request signals them all and exits only when none is left. shepherd talks
 // to it over a pipe: "stop SIG GRACE" lines; end of file means shepherd died.
+// With -on-disconnect=pause, "freeze SEQ" stops (SIGSTOP) every process of
+// CMD's and "thaw" continues them (SIGCONT); the init answers a freeze on a
+// second pipe ("frozen SEQ N", N processes still running) once it has seen
+// them all stopped.
 //
 //   - pidns mode: the init is PID 1 of a new PID namespace (CLONE_NEWPID, with
 //     CLONE_NEWUSER when not root) and dies with shepherd (Pdeathsig SIGKILL):
@@ -63,12 +70,17 @@ func newLauncher() *launcher {
 
 // child is CMD's process tree, under its init.
 type child struct {
-	mode treeMode
-	cmd  *exec.Cmd
-	ctl  *os.File // the write end of the init's control pipe
-	done chan struct{}
-	err  error
-	mu   sync.Mutex // serialises writes to ctl
+	mode    treeMode
+	cmd     *exec.Cmd
+	ctl     *os.File // the write end of the init's control pipe
+	answers chan string
+	done    chan struct{}
+	err     error
+
+	mu       sync.Mutex // serialises writes to ctl; guards what follows
+	frozen   bool
+	stopping bool // a stop was requested: CMD is never frozen again
+	seq      int  // of the last freeze
 }
 
 // start starts CMD under an init. pidns asks for a PID namespace; where the
@@ -116,13 +128,19 @@ func (l *launcher) startMode(mode treeMode, argv, env []string, grace time.Durat
 		return nil, err
 	}
 	defer r.Close()
+	ar, aw, err := os.Pipe() // the init's answers
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	defer aw.Close()
 	args := append([]string{initCommand, "-mode", string(mode), "-grace", grace.String(), "--"}, argv...)
 	// /proc/self/exe is this very binary, even if its file was replaced.
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Args[0] = "shepherd"
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
-	cmd.ExtraFiles = []*os.File{r}
+	cmd.ExtraFiles = []*os.File{r, aw}
 	attr := &syscall.SysProcAttr{}
 	if mode == modePIDNS {
 		attr.Cloneflags = syscall.CLONE_NEWPID
@@ -141,9 +159,21 @@ func (l *launcher) startMode(mode treeMode, argv, env []string, grace time.Durat
 	l.reqs <- func() { errc <- cmd.Start() }
 	if err := <-errc; err != nil {
 		w.Close()
+		ar.Close()
 		return nil, fmt.Errorf("starting CMD's init (%s): %w", mode, err)
 	}
-	c := &child{mode: mode, cmd: cmd, ctl: w, done: make(chan struct{})}
+	c := &child{mode: mode, cmd: cmd, ctl: w, answers: make(chan string, 4), done: make(chan struct{})}
+	go func() {
+		// Until the init is gone (end of file).
+		defer ar.Close()
+		sc := bufio.NewScanner(ar)
+		for sc.Scan() {
+			select {
+			case c.answers <- sc.Text():
+			default: // an answer nobody waits for any more
+			}
+		}
+	}()
 	go func() {
 		c.err = cmd.Wait()
 		c.mu.Lock()
@@ -156,16 +186,99 @@ func (l *launcher) startMode(mode treeMode, argv, env []string, grace time.Durat
 
 // requestStop asks the init to send sig to every process of CMD's and to
 // SIGKILL them after grace (or sooner, if an earlier request said so). It
-// does not wait.
+// does not wait. A frozen CMD is thawed after sig (unless sig is SIGKILL),
+// so that its processes can act on it; a stopping CMD is never frozen again.
 func (c *child) requestStop(sig syscall.Signal, grace time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.requestStopLocked(sig, grace)
+}
+
+func (c *child) requestStopLocked(sig syscall.Signal, grace time.Duration) {
 	select {
 	case <-c.done:
 		return
 	default:
 	}
+	c.stopping = true
 	_, _ = fmt.Fprintf(c.ctl, "stop %d %d\n", int(sig), grace.Nanoseconds())
+	if c.frozen && sig != syscall.SIGKILL {
+		_, _ = fmt.Fprintln(c.ctl, "thaw")
+		c.frozen = false
+	}
+}
+
+// requestLostStop is requestStop after a hold loss: SIGTERM, SIGKILL after
+// grace; but a frozen CMD is SIGKILLed at once (after a loss none of its
+// processes may run again, not even to handle SIGTERM). It reports whether
+// CMD was frozen, and the grace to await.
+func (c *child) requestLostStop(grace time.Duration) (frozen bool, g time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		c.requestStopLocked(syscall.SIGKILL, 0)
+		return true, 0
+	}
+	c.requestStopLocked(syscall.SIGTERM, grace)
+	return false, grace
+}
+
+// freeze stops (SIGSTOP) every process of CMD's and returns once the init
+// has seen them all stopped. It returns how many still run (a process in
+// uninterruptible sleep stops only when it wakes), and false if it did not
+// freeze: CMD is stopping or has ended, or the init did not answer. One
+// goroutine calls it (ride).
+func (c *child) freeze() (running int, ok bool) {
+	c.mu.Lock()
+	select {
+	case <-c.done:
+		c.mu.Unlock()
+		return 0, false
+	default:
+	}
+	if c.stopping {
+		c.mu.Unlock()
+		return 0, false
+	}
+	c.seq++
+	seq := strconv.Itoa(c.seq)
+	_, _ = fmt.Fprintf(c.ctl, "freeze %s\n", seq)
+	c.frozen = true
+	c.mu.Unlock()
+	t := time.NewTimer(freezeLimit + backstop)
+	defer t.Stop()
+	for {
+		select {
+		case a := <-c.answers:
+			f := strings.Fields(a)
+			if len(f) == 3 && f[0] == "frozen" && f[1] == seq {
+				n, _ := strconv.Atoi(f[2])
+				return n, true
+			}
+		case <-c.done:
+			return 0, false
+		case <-t.C:
+			return 0, false
+		}
+	}
+}
+
+// thaw continues (SIGCONT) CMD's frozen processes. It reports whether they
+// were frozen (a stop thaws them itself).
+func (c *child) thaw() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.frozen {
+		return false
+	}
+	c.frozen = false
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	_, _ = fmt.Fprintln(c.ctl, "thaw")
+	return true
 }
 
 // stop stops CMD's processes (requestStop) and waits until none is left. If

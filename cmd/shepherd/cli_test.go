@@ -129,6 +129,8 @@ func TestBadUsage(t *testing.T) {
 		{"lock", "/p", "-timeout"},
 		{"lock", "-timeout=", "/p", "--", "true"},
 		{"lock", "/p", "-nonfair=maybe", "--", "true"},
+		{"lock", "-on-disconnect", "maybe", "/p", "--", "true"},
+		{"elect", "-on-disconnect=", "/p", "--", "true"},
 		{"lock", "/p", "/q", "--", "true"},
 		{"elect", "-once", "-http", "127.0.0.1:0", "/p"},
 		{"-zk", "127.0.0.1:2181/zookeeper", "status", "/p"},

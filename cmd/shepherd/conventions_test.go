@@ -20,7 +20,7 @@ import (
 // flag of the subcommand with an example; so does `shepherd help SUB`.
 func TestHelp(t *testing.T) {
 	conn := []string{"zk", "namespace", "session-timeout", "connect-timeout", "v"}
-	hold := append([]string{"timeout", "grace", "pidns", "id"}, conn...)
+	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id"}, conn...)
 	flags := map[string][]string{
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),
@@ -42,7 +42,8 @@ func TestHelp(t *testing.T) {
 	r := shepherd(t, nil, "help")
 	require.Equal(t, 0, r.code)
 	for _, s := range []string{"SHEPHERD_PATH", "SHEPHERD_NODE", "SHEPHERD_TOKEN", "SHEPHERD_SESSION",
-		"SHEPHERD_ID", "SHEPHERD_TERM", "shepherd dev", "PID namespace", "subreaper", "Exit status"} {
+		"SHEPHERD_ID", "SHEPHERD_TERM", "shepherd dev", "PID namespace", "subreaper", "Exit status",
+		"-on-disconnect=pause", "fenced"} {
 		require.Contains(t, r.stdout, s)
 	}
 }

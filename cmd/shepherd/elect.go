@@ -32,6 +32,9 @@ Go (a Kubernetes sidecar, a load balancer's health check):
   /readyz, /healthz  200 while this process is the leader, else 503; the JSON
                      body names this candidate and the leader:
                      {"leading":false,"id":"b","leader":"a","term":123}
+                     With -on-disconnect=pause, /readyz answers 503 (and the
+                     body "paused":true) while leadership is paused; /healthz
+                     stays 200
   /livez             200 unless a leader's CMD cannot be stopped
   /metrics           Prometheus metrics (the observe/prometheus adapter)
 With -http and no CMD, shepherd only campaigns and serves, until SIGTERM
@@ -143,6 +146,15 @@ environment, the exit statuses and what happens to CMD's processes: see
 				st.setLeading(false)
 				return
 			}
+			var lp pausable = neverPaused{}
+			if l := e.Leadership(); l != nil {
+				lp = l
+			}
+			// CMD does not start on a paused leadership.
+			if lp.Gate(lctx) != nil {
+				st.setLeading(false)
+				return
+			}
 			h := hold{path: path, id: *id, token: int64(term), elect: true}
 			h.node, h.session = st.leaderNode(lctx, term, sess)
 			ch, err := c.procs.start(argv, h.env(), o.pidns, o.grace, c.stderr)
@@ -152,12 +164,11 @@ environment, the exit statuses and what happens to CMD's processes: see
 				cancel(errFinished)
 				return
 			}
-			select {
-			case <-ch.done:
+			if !c.ride(lp, ch, lctx.Done(), "leadership at "+path, argv[0]) {
 				st.setLeading(false)
 				result = exitCode{code: ch.status()}
 				cancel(errFinished)
-			case <-lctx.Done():
+			} else {
 				st.setLeading(false)
 				if sig, ok := signalOf(runCtx); ok {
 					// Leadership is kept while CMD stops (it is given up
@@ -178,14 +189,26 @@ environment, the exit statuses and what happens to CMD's processes: see
 					result = exitCode{code: ch.status()}
 					return
 				}
-				fmt.Fprintf(c.stderr, "shepherd: leadership at %s lost (term %d): stopping %s\n", path, int64(term), argv[0])
-				ch.stop(syscall.SIGTERM, lostGrace(o, sess))
+				c.stopLost(ch, lostGrace(o, sess), fmt.Sprintf("leadership at %s lost (term %d)", path, int64(term)), argv[0])
 				if *once {
 					result = exitCode{exitLost, fmt.Errorf("leadership at %s lost while %s ran", path, argv[0])}
 					cancel(errFinished)
 				}
 			}
 		},
+		OnPaused: func() {
+			st.setPaused(true)
+			if len(argv) == 0 {
+				fmt.Fprintf(c.stderr, "shepherd: connection to ZooKeeper lost: /readyz answers 503 (the leadership at %s is kept while the session lives)\n", path)
+			}
+		},
+		OnResumed: func() {
+			st.setPaused(false)
+			if len(argv) == 0 {
+				fmt.Fprintf(c.stderr, "shepherd: the leadership at %s resumed\n", path)
+			}
+		},
+		OnRevoked: func() { st.setPaused(false) },
 		OnLeader: func(l election.Leader) {
 			st.setLeader(l)
 			if o.verbose {
@@ -234,6 +257,7 @@ type leaderState struct {
 
 	mu      sync.Mutex
 	leading bool
+	paused  bool // leading, but the connection is lost (-on-disconnect=pause)
 	leader  election.Leader
 }
 
@@ -249,6 +273,14 @@ func (st *leaderState) setLeading(v bool) {
 	st.mu.Unlock()
 }
 
+// setPaused records a pause of leadership (OnPaused, OnResumed; OnRevoked,
+// which comes after both, clears it).
+func (st *leaderState) setPaused(v bool) {
+	st.mu.Lock()
+	st.paused = v
+	st.mu.Unlock()
+}
+
 func (st *leaderState) setLeader(l election.Leader) {
 	st.mu.Lock()
 	st.leader = l
@@ -258,6 +290,7 @@ func (st *leaderState) setLeader(l election.Leader) {
 // probe is the body of /readyz and /healthz.
 type probe struct {
 	Leading bool   `json:"leading"`
+	Paused  bool   `json:"paused,omitempty"` // leading, but the connection is lost (-on-disconnect=pause)
 	ID      string `json:"id"`
 	Leader  string `json:"leader"` // the leader's id ("" when none is known)
 	Term    int64  `json:"term"`   // the leader's term, decimal
@@ -266,7 +299,7 @@ type probe struct {
 func (st *leaderState) probe() probe {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return probe{Leading: st.leading, ID: st.id, Leader: st.leader.ID, Term: int64(st.leader.Term)}
+	return probe{Leading: st.leading, Paused: st.leading && st.paused, ID: st.id, Leader: st.leader.ID, Term: int64(st.leader.Term)}
 }
 
 func (st *leaderState) healthy() error {
@@ -279,8 +312,19 @@ func (st *leaderState) healthy() error {
 	return e.Healthy(0)
 }
 
-// serveProbe answers a readiness probe.
-func (st *leaderState) serveProbe(w http.ResponseWriter, _ *http.Request) {
+// serveReady answers /readyz: 200 while leading and not paused (traffic
+// moves away from a leader whose connection is lost).
+func (st *leaderState) serveReady(w http.ResponseWriter, _ *http.Request) {
+	p := st.probe()
+	code := http.StatusOK
+	if !p.Leading || p.Paused {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, p)
+}
+
+// serveHealth answers /healthz: 200 while leading, paused or not.
+func (st *leaderState) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	p := st.probe()
 	code := http.StatusOK
 	if !p.Leading {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/shepherdzk/shepherd/session"
 )
 
 // errHelp: -h or --help was given; the help has been printed to stdout.
@@ -134,15 +136,17 @@ type options struct {
 	connectWait    time.Duration
 	verbose        bool
 
-	timeout time.Duration
-	grace   time.Duration
-	pidns   bool
+	timeout      time.Duration
+	grace        time.Duration
+	pidns        bool
+	onDisconnect session.DisconnectPolicy
 }
 
 // defaultOptions are the flags' defaults.
 func defaultOptions() options {
 	return options{zk: envOr("SHEPHERD_ZK", "127.0.0.1:2181"), sessionTimeout: 10 * time.Second,
-		connectWait: 15 * time.Second, grace: 10 * time.Second, pidns: true}
+		connectWait: 15 * time.Second, grace: 10 * time.Second, pidns: true,
+		onDisconnect: session.StopOnDisconnect}
 }
 
 // registerConn defines the connection flags on fs, with o's current values
@@ -163,6 +167,31 @@ func (o *options) registerHold(fs *flag.FlagSet) {
 		"(after a hold loss, at most a sixth of the session timeout)")
 	fs.BoolVar(&o.pidns, "pidns", o.pidns, "run CMD in a new PID namespace where the kernel allows it\n"+
 		"(false: always use the subreaper fallback; see 'shepherd help')")
+	fs.Var((*policyFlag)(&o.onDisconnect), "on-disconnect", "what a lost connection to ZooKeeper does to CMD (`stop|pause`): stop it\n"+
+		"as on a hold loss (exit 5), or pause: freeze its processes while the session\n"+
+		"may live, thaw them if it comes back, kill them if it is lost (see 'shepherd help')")
+}
+
+// policyFlag is -on-disconnect: stop or pause.
+type policyFlag session.DisconnectPolicy
+
+func (p *policyFlag) String() string {
+	if p == nil || *p == 0 {
+		return ""
+	}
+	return session.DisconnectPolicy(*p).String()
+}
+
+func (p *policyFlag) Set(s string) error {
+	switch s {
+	case "stop":
+		*p = policyFlag(session.StopOnDisconnect)
+	case "pause":
+		*p = policyFlag(session.PauseOnDisconnect)
+	default:
+		return errors.New("want stop or pause")
+	}
+	return nil
 }
 
 // check validates the shared flags.

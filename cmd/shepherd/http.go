@@ -14,7 +14,8 @@ import (
 )
 
 // newProbeServer serves elect -http: /readyz and /healthz (200 while
-// leading, else 503), /livez and /metrics. The observer feeds /metrics.
+// leading, else 503; /readyz 503 too while leadership is paused), /livez
+// and /metrics. The observer feeds /metrics.
 func newProbeServer(st *leaderState) (*http.Server, *promobs.Observer, error) {
 	reg := prometheus.NewRegistry()
 	obs, err := promobs.New(reg)
@@ -28,8 +29,8 @@ func newProbeServer(st *leaderState) (*http.Server, *promobs.Observer, error) {
 		return nil, nil, fmt.Errorf("elect: metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /readyz", st.serveProbe)
-	mux.HandleFunc("GET /healthz", st.serveProbe)
+	mux.HandleFunc("GET /readyz", st.serveReady)
+	mux.HandleFunc("GET /healthz", st.serveHealth)
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		if err := st.healthy(); err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})

@@ -25,9 +25,18 @@ const initCommand = "__init"
 // process forked while the previous round was being sent).
 const rekill = 20 * time.Millisecond
 
-type stopRequest struct {
+// freezeLimit bounds a freeze: a process in uninterruptible sleep (a hung
+// NFS mount) stops only when it wakes; the init then reports how many still
+// run.
+const freezeLimit = 3 * time.Second
+
+// request is a line of the control pipe: "stop SIG GRACE_NS", "freeze SEQ"
+// or "thaw".
+type request struct {
+	op    string // "stop", "freeze" or "thaw"
 	sig   syscall.Signal
 	grace time.Duration
+	seq   string // freeze: echoed in the answer
 }
 
 // runInit is the init's main: it returns its exit status, CMD's own.
@@ -51,7 +60,9 @@ func runInit(args []string) int {
 
 	ctl := os.NewFile(3, "control")
 	syscall.CloseOnExec(3)
-	reqs := make(chan stopRequest)
+	answers := os.NewFile(4, "answers")
+	syscall.CloseOnExec(4)
+	reqs := make(chan request)
 	parentGone := make(chan struct{})
 	go readControl(ctl, reqs, parentGone)
 
@@ -141,7 +152,16 @@ func runInit(args []string) int {
 				stop(syscall.SIGTERM, *grace)
 			}
 		case r := <-reqs:
-			stop(r.sig, r.grace)
+			switch r.op {
+			case "stop":
+				stop(r.sig, r.grace)
+			case "freeze":
+				// Answered only once every process is stopped: shepherd
+				// says "frozen" after this answer.
+				_, _ = fmt.Fprintf(answers, "frozen %s %d\n", r.seq, tree.freeze(freezeLimit))
+			case "thaw":
+				tree.signal(syscall.SIGCONT)
+			}
 		case <-killAt:
 			killAll()
 		case <-ticker:
@@ -156,21 +176,25 @@ func runInit(args []string) int {
 	}
 }
 
-// readControl reads "stop SIG GRACE_NS" lines until end of file, which it
-// reports by closing gone.
-func readControl(r io.Reader, reqs chan<- stopRequest, gone chan<- struct{}) {
+// readControl reads control lines ("stop SIG GRACE_NS", "freeze SEQ",
+// "thaw") until end of file, which it reports by closing gone.
+func readControl(r io.Reader, reqs chan<- request, gone chan<- struct{}) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[0] != "stop" {
-			continue
+		switch {
+		case len(f) == 3 && f[0] == "stop":
+			sig, err1 := strconv.Atoi(f[1])
+			ns, err2 := strconv.ParseInt(f[2], 10, 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			reqs <- request{op: "stop", sig: syscall.Signal(sig), grace: time.Duration(ns)}
+		case len(f) == 2 && f[0] == "freeze":
+			reqs <- request{op: "freeze", seq: f[1]}
+		case len(f) == 1 && f[0] == "thaw":
+			reqs <- request{op: "thaw"}
 		}
-		sig, err1 := strconv.Atoi(f[1])
-		ns, err2 := strconv.ParseInt(f[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		reqs <- stopRequest{syscall.Signal(sig), time.Duration(ns)}
 	}
 	close(gone)
 }
@@ -226,6 +250,59 @@ func (t processTree) signal(sig syscall.Signal) {
 	}
 }
 
+// freeze stops (SIGSTOP) every process of the tree and returns when it
+// sees them all stopped, or after limit; it returns how many still run.
+// In the PID namespace kill(-1) reaches every process, one being forked
+// too. Below a subreaper each process is signalled by PID, and a process
+// may fork between a listing and its signal: freeze is done only when two
+// listings in a row show the same processes, all stopped (a stopped
+// process forks no more, and a child forked before its parent stopped is
+// in the second listing).
+func (t processTree) freeze(limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	var prev map[int]bool
+	for {
+		procs := t.list()
+		cur := make(map[int]bool, len(procs))
+		var running []int
+		for _, p := range procs {
+			cur[p.pid] = true
+			if p.state != "T" && p.state != "t" {
+				running = append(running, p.pid)
+			}
+		}
+		if len(running) == 0 && sameSet(prev, cur) {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			return len(running)
+		}
+		prev = cur
+		if t.mode == modePIDNS {
+			_ = syscall.Kill(-1, syscall.SIGSTOP)
+		} else {
+			for _, pid := range running {
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+			}
+		}
+		if len(running) > 0 {
+			time.Sleep(time.Millisecond) // let the signals land before the next listing
+		}
+	}
+}
+
+func sameSet(a, b map[int]bool) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for k := range b {
+		if !a[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // count is the number of processes in the tree.
 func (t processTree) count() int { return len(t.descendants()) }
 
@@ -233,6 +310,22 @@ func (t processTree) count() int { return len(t.descendants()) }
 // ended already, aside), read from /proc. In the PID namespace /proc is
 // still the host's: PIDs there are the host's, the init's too.
 func (t processTree) descendants() []int {
+	procs := t.list()
+	out := make([]int, len(procs))
+	for i, p := range procs {
+		out[i] = p.pid
+	}
+	return out
+}
+
+// treeProc is a process of the tree and its state (/proc/PID/stat's letter).
+type treeProc struct {
+	pid   int
+	state string
+}
+
+// list lists the live processes below the init, as descendants.
+func (t processTree) list() []treeProc {
 	self := t.self
 	if t.mode == modePIDNS {
 		if p, err := os.Readlink("/proc/self"); err == nil {
@@ -243,24 +336,24 @@ func (t processTree) descendants() []int {
 	if err != nil {
 		return nil
 	}
-	children := map[int][]int{}
+	children := map[int][]treeProc{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		if ppid, state, ok := parentOf(pid); ok && state != "Z" {
-			children[ppid] = append(children[ppid], pid)
+			children[ppid] = append(children[ppid], treeProc{pid, state})
 		}
 	}
-	var out []int
+	var out []treeProc
 	queue := []int{self}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		for _, c := range children[p] {
 			out = append(out, c)
-			queue = append(queue, c)
+			queue = append(queue, c.pid)
 		}
 	}
 	return out

@@ -75,7 +75,7 @@ loss or a signal: see 'shepherd help'.`,
 	if o.verbose {
 		fmt.Fprintf(c.stderr, "shepherd: locked %s (token %d, node %s)\n", path, h.token, h.node)
 	}
-	err = c.supervise(ctx, o, argv, h, m.Lost(), "lock", lostGrace(o, sess))
+	err = c.supervise(ctx, o, argv, h, m.Hold(), "lock", lostGrace(o, sess))
 	uctx, ucancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ucancel()
 	if uerr := m.Unlock(uctx); uerr != nil && !errors.Is(uerr, mutex.ErrLost) && o.verbose {
@@ -134,7 +134,7 @@ CMD's processes: see 'shepherd help'.`,
 		_ = l.Release(context.Background())
 		return exitCode{exitLost, fmt.Errorf("lease on %s lost at once: %w", path, err)}
 	}
-	err = c.supervise(ctx, o, argv, h, l.Lost(), "lease", lostGrace(o, sess))
+	err = c.supervise(ctx, o, argv, h, l.Hold(), "lease", lostGrace(o, sess))
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
 	_ = l.Release(rctx)
@@ -185,11 +185,19 @@ func holdOf(sess *session.Session, path, id string, rh *recipe.Hold,
 
 // supervise runs CMD while a hold lasts. SIGINT and SIGTERM to shepherd stop
 // CMD's processes (that signal, SIGKILL after -grace) and supervise returns
-// CMD's status. When lost closes, they are stopped the same way (SIGTERM,
-// SIGKILL after lostG) and supervise returns exit status 5. Either way it
-// returns only when none of them is left.
+// CMD's status. When the hold is lost, they are stopped the same way
+// (SIGTERM, SIGKILL after lostG; at once if they are frozen) and supervise
+// returns exit status 5. Either way it returns only when none of them is
+// left. While the hold is paused (-on-disconnect=pause), CMD's processes
+// are frozen; CMD does not start on a paused hold.
 func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
-	lost <-chan struct{}, what string, lostG time.Duration) error {
+	rh *recipe.Hold, what string, lostG time.Duration) error {
+	if err := rh.Gate(ctx); err != nil {
+		if ctx.Err() != nil {
+			return interruptedWaiting(ctx, "paused, before CMD started")
+		}
+		return exitCode{exitLost, fmt.Errorf("%s on %s lost before %s started: %w", what, h.path, argv[0], err)}
+	}
 	var ch *child
 	restore, err := c.sigs.route(func() (func(syscall.Signal), error) {
 		if ctx.Err() != nil {
@@ -209,14 +217,12 @@ func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
 		return err
 	}
 	defer restore()
-	select {
-	case <-lost:
-		fmt.Fprintf(c.stderr, "shepherd: %s on %s lost: stopping %s\n", what, h.path, argv[0])
-		ch.stop(syscall.SIGTERM, lostG)
-		return exitCode{exitLost, fmt.Errorf("%s on %s lost while %s ran", what, h.path, argv[0])}
-	case <-ch.done:
+	desc := what + " on " + h.path
+	if !c.ride(rh, ch, rh.Lost(), desc, argv[0]) {
 		return exitCode{code: ch.status()}
 	}
+	c.stopLost(ch, lostG, desc+" lost", argv[0])
+	return exitCode{exitLost, fmt.Errorf("%s lost while %s ran", desc, argv[0])}
 }
 
 // acquireError maps a failed acquisition to an exit status.

@@ -103,6 +103,19 @@ PID file written there means nothing outside (use -pidns=false for that);
 when shepherd is not root, $$ is the same small number for every CMD (name
 temporary files with mktemp, not $$).
 
+With -on-disconnect=pause (lock, semaphore, elect), a lost connection to
+ZooKeeper pauses the hold instead of ending it while the session may still
+live: shepherd freezes every process of CMD's (SIGSTOP, the whole tree),
+thaws them (SIGCONT) if the same session comes back, its node intact (the
+hold was never lost), and kills them at once (SIGKILL: a frozen process
+never runs again) if the session is lost, then exits 5. A signal to shepherd
+thaws CMD after passing the signal on. elect -http answers /readyz with 503
+while paused. A ZooKeeper restart or a network blip then costs CMD a pause,
+not its run. The trade-off: a frozen CMD performs no side effect, but one
+already in flight when the connection dropped may still land after the
+session expired and another holder was granted the hold; only writes fenced
+with SHEPHERD_TOKEN are safe across a session expiry.
+
 Exit status:
   CMD's own   CMD ran to its end (128+N when it was killed by signal N)
   0           status found something there; elect -http without CMD stopped
@@ -310,6 +323,9 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 		}
 	}
 	opts := append([]session.Option{session.WithSessionTimeout(o.sessionTimeout)}, extra...)
+	if o.onDisconnect == session.PauseOnDisconnect {
+		opts = append(opts, session.WithDisconnectPolicy(session.PauseOnDisconnect))
+	}
 	if ns := chroot + o.namespace; ns != "" {
 		opts = append(opts, session.WithNamespace(ns))
 	}

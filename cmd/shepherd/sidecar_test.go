@@ -15,6 +15,7 @@ import (
 
 type probeBody struct {
 	Leading bool   `json:"leading"`
+	Paused  bool   `json:"paused"`
 	ID      string `json:"id"`
 	Leader  string `json:"leader"`
 	Term    int64  `json:"term"`

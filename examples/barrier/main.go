@@ -53,13 +53,9 @@ func envOr(k, def string) string {
 }
 
 func run(ctx context.Context, zk, path, id string, n int, work time.Duration, log *slog.Logger) error {
-	servers, err := session.SplitServers(zk)
-	if err != nil {
-		return err
-	}
 	// Open keeps trying until a session is usable: bound it.
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := session.Open(octx, servers, session.WithSessionTimeout(4*time.Second))
+	sess, err := session.Connect(octx, zk, session.WithSessionTimeout(4*time.Second))
 	cancel()
 	if err != nil {
 		return err

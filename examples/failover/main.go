@@ -88,10 +88,6 @@ func run(id, listen, zk, path string, timeout time.Duration, log *slog.Logger) e
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	servers, err := session.SplitServers(zk)
-	if err != nil {
-		return err
-	}
 	// Metrics: the session and the election report to a private registry,
 	// served at /metrics.
 	reg := prometheus.NewRegistry()
@@ -101,7 +97,7 @@ func run(id, listen, zk, path string, timeout time.Duration, log *slog.Logger) e
 		return err
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := session.Open(octx, servers, session.WithSessionTimeout(timeout), session.WithObserver(obs))
+	sess, err := session.Connect(octx, zk, session.WithSessionTimeout(timeout), session.WithObserver(obs))
 	cancel()
 	if err != nil {
 		return err

@@ -53,12 +53,8 @@ func envOr(k, def string) string {
 }
 
 func run(ctx context.Context, zk, path, state, id string, every, work time.Duration, maxRuns int, log *slog.Logger) error {
-	servers, err := session.SplitServers(zk)
-	if err != nil {
-		return err
-	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := session.Open(octx, servers, session.WithSessionTimeout(4*time.Second))
+	sess, err := session.Connect(octx, zk, session.WithSessionTimeout(4*time.Second))
 	cancel()
 	if err != nil {
 		return err

@@ -137,12 +137,8 @@ func worker(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	servers, err := session.SplitServers(*zk)
-	if err != nil {
-		return err
-	}
 	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	sess, err := session.Open(octx, servers)
+	sess, err := session.Connect(octx, *zk)
 	cancel()
 	if err != nil {
 		return err
