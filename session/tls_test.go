@@ -77,6 +77,8 @@ func openErr(t *testing.T, servers []string, opts ...session.Option) error {
 	return err
 }
 
+// Each misconfiguration gives an error that names the server and the cause.
+// The cases run in parallel: each waits for Open to give up.
 func TestTLSMisconfigurationErrors(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
@@ -86,16 +88,19 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 	addr := c.Addr(0)
 
 	t.Run("plaintext client, TLS port", func(t *testing.T) {
+		t.Parallel()
 		err := openErr(t, c.Servers())
 		require.ErrorContains(t, err, "server "+addr+": no ZooKeeper answer")
 		require.ErrorContains(t, err, "is it a TLS port? (use session.WithTLS)")
 	})
 	t.Run("TLS client, plaintext port", func(t *testing.T) {
+		t.Parallel()
 		err := openErr(t, plain.Servers(), session.WithTLS(c.ClientTLS()))
 		require.ErrorContains(t, err, "server "+plain.Addr(0)+": TLS handshake failed")
 		require.ErrorContains(t, err, "a plaintext port?")
 	})
 	t.Run("wrong CA", func(t *testing.T) {
+		t.Parallel()
 		cfg := c.ClientTLS()
 		cfg.RootCAs = other.Pool()
 		err := openErr(t, c.Servers(), session.WithTLS(cfg))
@@ -105,6 +110,7 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 		require.ErrorContains(t, err, "certificate signed by unknown authority")
 	})
 	t.Run("wrong server name", func(t *testing.T) {
+		t.Parallel()
 		cfg := c.ClientTLS()
 		cfg.ServerName = "zk.example.com"
 		err := openErr(t, c.Servers(), session.WithTLS(cfg))
@@ -113,6 +119,7 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 		require.ErrorContains(t, err, "server "+addr+": TLS handshake failed")
 	})
 	t.Run("expired client certificate", func(t *testing.T) {
+		t.Parallel()
 		cert, err := c.CA().ExpiredClientCert("late")
 		require.NoError(t, err)
 		cfg := c.ClientTLS()
@@ -122,6 +129,7 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 		require.ErrorContains(t, err, "client certificate")
 	})
 	t.Run("client certificate of another CA", func(t *testing.T) {
+		t.Parallel()
 		cert, err := other.ClientCert("stranger")
 		require.NoError(t, err)
 		cfg := c.ClientTLS()
@@ -131,6 +139,7 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 		require.ErrorContains(t, err, "client certificate")
 	})
 	t.Run("no client certificate", func(t *testing.T) {
+		t.Parallel()
 		cfg := c.ClientTLS()
 		cfg.Certificates = nil
 		err := openErr(t, c.Servers(), session.WithTLS(cfg))
@@ -138,6 +147,7 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 		require.ErrorContains(t, err, "client certificate")
 	})
 	t.Run("expired server certificate", func(t *testing.T) {
+		t.Parallel()
 		exp := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{CA: c.CA(), ExpiredServerCert: true}))
 		err := openErr(t, exp.Servers(), session.WithTLS(c.ClientTLS()))
 		require.ErrorContains(t, err, "server "+exp.Addr(0)+": TLS handshake failed")
