@@ -224,3 +224,28 @@ func TestTLSWithoutClientAuth(t *testing.T) {
 	_, _, err := e.Conn().Exists("/")
 	require.NoError(t, err)
 }
+
+// A plaintext client whose server answers with a TLS record (a TLS
+// terminator's alert, say) is told so, without go-zookeeper taking the
+// record's header for the length of a frame.
+func TestTLSAnswerToPlaintextClient(t *testing.T) {
+	noLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28}) // alert: handshake failure
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	err = openErr(t, []string{ln.Addr().String()})
+	require.ErrorContains(t, err, "server "+ln.Addr().String()+": answered in TLS")
+	require.ErrorContains(t, err, "(use session.WithTLS)")
+}

@@ -8,6 +8,10 @@
 // expiry on demand (ExpireSession), a stolen connection (DisconnectSession), and
 // a fault Proxy that severs, refuses and stalls client connections.
 //
+// WithTLS starts servers that serve clients over TLS only, with a throw-away
+// CA (NewCA) whose certificates a test can issue to clients: other
+// principals, expired ones, or from a wrong CA.
+//
 // ZooKeeper is found through the ZOOKEEPER_CLASSPATH environment variable, else
 // Debian's /usr/share/java/zookeeper.jar (package "zookeeper"). Every process
 // started here is killed when the test (or TestMain's Close) ends, and, on
