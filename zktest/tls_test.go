@@ -2,6 +2,7 @@ package zktest_test
 
 import (
 	"context"
+	"crypto/tls"
 	"testing"
 	"time"
 
@@ -110,4 +111,38 @@ func TestMutexOverTLS(t *testing.T) {
 	require.NoError(t, m1.Unlock(ctx))
 	require.NoError(t, m2.Lock(ctx))
 	require.NoError(t, m2.Unlock(ctx))
+}
+
+// The servers authenticate each client as the subject of its certificate:
+// a node whose ACL names one principal is closed to another.
+func TestTLSClientPrincipals(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	openAs := func(cert *tls.Certificate) *session.Session {
+		cfg := c.ClientTLS()
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		s, err := session.Open(ctx, c.Servers(), session.WithTLS(cfg))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	owner := openAs(nil) // CN=zktest-client
+	acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: "CN=" + zktest.ClientCN}}
+	e, _ := owner.Current()
+	_, err := e.Conn().Create("/principal", []byte("mine"), 0, acl)
+	require.NoError(t, err)
+	_, _, err = e.Conn().Get("/principal")
+	require.NoError(t, err)
+
+	cert, err := c.CA().ClientCert("someone-else")
+	require.NoError(t, err)
+	other := openAs(&cert)
+	e, _ = other.Current()
+	_, _, err = e.Conn().Get("/principal")
+	require.ErrorIs(t, err, zk.ErrNoAuth)
 }
