@@ -32,9 +32,13 @@ func NewCA(cn string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zktest: CA key: %w", err)
 	}
+	sn, err := serial()
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: cn, Organization: []string{"zktest"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(24 * time.Hour),
@@ -53,12 +57,12 @@ func NewCA(cn string) (*CA, error) {
 	return &CA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 
-func serial() *big.Int {
+func serial() (*big.Int, error) {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
+		return nil, fmt.Errorf("zktest: serial number: %w", err)
 	}
-	return n
+	return n, nil
 }
 
 // Pool returns a pool holding the CA's certificate, for tls.Config's
@@ -94,8 +98,12 @@ func (ca *CA) Issue(cn string, notBefore, notAfter time.Time) (tls.Certificate, 
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("zktest: key: %w", err)
 	}
+	sn, err := serial()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
+		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    notBefore,
 		NotAfter:     notAfter,
