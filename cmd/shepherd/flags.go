@@ -29,7 +29,7 @@ func isBool(f *flag.Flag) bool {
 //
 // With stopAtArg, parsing stops at the first positional argument, which is
 // returned with everything after it, unparsed, in pos (the flags before a
-// subcommand).
+// subcommand); there -version and --version return errVersion.
 func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -48,6 +48,10 @@ func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []stri
 		switch name {
 		case "h", "help":
 			return nil, nil, errHelp
+		case "version":
+			if stopAtArg && fs.Lookup(name) == nil {
+				return nil, nil, errVersion // before the subcommand
+			}
 		case "":
 			return nil, nil, fmt.Errorf("bad flag syntax %q", a)
 		}
@@ -94,10 +98,15 @@ func newSub(name, synopsis, about string, examples ...string) *sub {
 
 // help prints the subcommand's usage, every flag and the examples.
 func (s *sub) help(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", s.synopsis, strings.TrimSpace(s.about))
-	s.fs.SetOutput(w)
-	s.fs.PrintDefaults()
-	s.fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", s.synopsis, strings.TrimSpace(s.about))
+	flags := 0
+	s.fs.VisitAll(func(*flag.Flag) { flags++ })
+	if flags > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		s.fs.SetOutput(w)
+		s.fs.PrintDefaults()
+		s.fs.SetOutput(io.Discard)
+	}
 	if s.notes != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(s.notes))
 	}

@@ -6,6 +6,7 @@
 //	shepherd semaphore -n N PATH -- CMD...  run CMD while holding one of N leases
 //	shepherd elect -id ID PATH -- CMD...    run CMD while leader; -http serves /readyz
 //	shepherd status PATH                    show holders, waiters, leader, tokens
+//	shepherd version                        the module version, VCS revision and Go version
 //
 // Every process CMD starts is part of the hold: on Linux CMD runs in a new
 // PID namespace under a small init (this binary, re-executed), so that a hold
@@ -52,6 +53,7 @@ Usage:
   shepherd semaphore [flags] -n N PATH -- CMD [ARG...]  run CMD while holding one of N leases
   shepherd elect     [flags] PATH [-- CMD [ARG...]]     run CMD while leader; -http for probes
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
+  shepherd version                                      shepherd's version (also --version)
   shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
 
 Flags may come before or after PATH; only "--" ends them. 'shepherd
@@ -243,6 +245,9 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	case errors.Is(err, errHelp):
 		printUsage(c.stdout)
 		return 0
+	case errors.Is(err, errVersion):
+		printVersion(c.stdout)
+		return 0
 	case err != nil:
 		return c.report(usagef("%v", err))
 	case len(rest) == 0:
@@ -268,8 +273,10 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdStatus(ctx, &o, rest)
 	case "dev":
 		err = c.cmdDev(ctx, rest)
+	case "version":
+		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect or status)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, status or version)", name)
 	}
 	return c.report(err)
 }
