@@ -158,7 +158,7 @@ func (h hold) env() []string {
 		"SHEPHERD_PATH=" + h.path,
 		"SHEPHERD_NODE=" + h.node,
 		fmt.Sprintf("SHEPHERD_TOKEN=%d", h.token),
-		fmt.Sprintf("SHEPHERD_SESSION=0x%x", h.session),
+		"SHEPHERD_SESSION=" + sessionHex(h.session),
 		"SHEPHERD_ID=" + h.id,
 	}
 	if h.elect {

@@ -17,7 +17,10 @@ func (c *cli) cmdStatus(ctx context.Context, o *options, args []string) error {
 Show what is at PATH: the kind of recipe (lock, read-write lock, semaphore,
 election; shepherd's, Curator's, Kazoo's or go-zookeeper's), its holders or
 leader and its waiters in line order, each with its id, ZooKeeper session,
-age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). With nothing at PATH
+age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). Sessions are
+0x-hex, as ZooKeeper prints them and as CMD's SHEPHERD_SESSION; in -json each
+entry has them as "session": "0x…" (and as the number "session_id", which
+passes 2^53: jq rounds it). With nothing at PATH
 it says so and exits 7, so that a mistyped PATH shows.`,
 		"shepherd status /services/cron/leader",
 		"shepherd status -json /jobs/backup | jq .holders",
@@ -68,7 +71,7 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 			}
 		}
 		if *asJSON {
-			b, _ := json.Marshal(snap)
+			b, _ := json.Marshal(jsonSnapshot(snap))
 			fmt.Fprintln(c.stdout, string(b))
 		} else {
 			if i > 0 {
@@ -89,6 +92,35 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 		}
 	}
 }
+
+// snapshotJSON is status -json's object: the snapshot, each entry with its
+// session also as "0x…" ("session"), as the text view, SHEPHERD_SESSION and
+// ZooKeeper's own tools print it. "session_id" stays the number it was:
+// above 2^53, which jq and JavaScript round.
+type snapshotJSON struct {
+	*recipe.Snapshot
+	Holders []entryJSON `json:"holders"`
+	Waiters []entryJSON `json:"waiters"`
+}
+
+type entryJSON struct {
+	recipe.Entry
+	Session string `json:"session"`
+}
+
+func jsonSnapshot(s *recipe.Snapshot) snapshotJSON {
+	conv := func(es []recipe.Entry) []entryJSON {
+		out := make([]entryJSON, len(es))
+		for i, e := range es {
+			out[i] = entryJSON{Entry: e, Session: sessionHex(e.SessionID)}
+		}
+		return out
+	}
+	return snapshotJSON{Snapshot: s, Holders: conv(s.Holders), Waiters: conv(s.Waiters)}
+}
+
+// sessionHex formats a session id as ZooKeeper prints it: 0x-hex.
+func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
 
 func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	mode := "fair"
@@ -151,5 +183,5 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time) {
 	}
 	age := now.Sub(e.Created).Round(100 * time.Millisecond)
 	node := e.Node[strings.LastIndex(e.Node, "/")+1:]
-	fmt.Fprintf(w, "%s\t%s\t0x%x\t%v\t%d\t%s\t%s\n", role, id, e.SessionID, age, int64(e.Token), node, e.Library)
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", role, id, sessionHex(e.SessionID), age, int64(e.Token), node, e.Library)
 }
