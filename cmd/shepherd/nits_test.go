@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,8 +9,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/semaphore"
 )
 
 // TestVersion: `shepherd version`, --version and -version print the module
@@ -51,4 +57,28 @@ func TestStatusJSONSession(t *testing.T) {
 	require.Equal(t, env, fmt.Sprintf("0x%x", sid))
 	r = shepherd(t, nil, "status", path)
 	require.Regexp(t, `holder\s+j\s+`+regexp.QuoteMeta(env)+`\s`, r.stdout)
+}
+
+// TestStatusSemaphoreLabels: a semaphore's waiters are labelled as lease
+// waiters (their nodes are named lock-, as Curator's
+// InterProcessSemaphoreV2 names them, but they wait for a lease, not a
+// lock); a library semaphore's holder shows its WithData in the ID column,
+// as the CLI's -id does.
+func TestStatusSemaphoreLabels(t *testing.T) {
+	path := uniquePath(t)
+	sess := testutil.Open(t, zk.Servers())
+	sem, err := semaphore.New(sess, path, 1, semaphore.WithData([]byte("lib-holder")))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	defer l.Release(context.Background())
+	start(t, nil, "semaphore", "-n", "1", "-id", "cli-waiter", path, "--", "true")
+	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Waiters) == 1 })
+	r := shepherd(t, nil, "status", path)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^holder\s+lib-holder\s.*curator lease- \(InterProcessSemaphoreV2\)$`, r.stdout)
+	require.Regexp(t, `(?m)^waiter 1\s+cli-waiter\s.*curator lock- \(InterProcessSemaphoreV2 lease waiters\)$`, r.stdout)
+	require.NotContains(t, r.stdout, "InterProcessMutex")
 }
