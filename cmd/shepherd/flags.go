@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,16 @@ var errHelp = errors.New("help requested")
 func isBool(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// isDuration reports whether f is a time.Duration flag.
+func isDuration(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	_, ok = g.Get().(time.Duration)
+	return ok
 }
 
 // parseArgs parses fs's flags wherever they are among args: Go's flag package
@@ -74,6 +85,12 @@ func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []stri
 			}
 		}
 		if err := fs.Set(name, value); err != nil {
+			if isDuration(f) {
+				if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
+					return nil, nil, fmt.Errorf("-%s %s: missing unit (e.g. %ss)", name, value, value)
+				}
+				return nil, nil, fmt.Errorf("-%s %q: want a duration with a unit, e.g. 300ms, 30s, 1m30s", name, value)
+			}
 			return nil, nil, fmt.Errorf("flag -%s: invalid value %q", name, value)
 		}
 	}
@@ -163,8 +180,10 @@ func defaultOptions() options {
 func (o *options) registerConn(fs *flag.FlagSet) {
 	fs.StringVar(&o.zk, "zk", o.zk, "ZooKeeper connect string `host:port,...[/chroot]` (env SHEPHERD_ZK)")
 	fs.StringVar(&o.namespace, "namespace", o.namespace, "path `prefix` for PATH, under the connect string's chroot (e.g. /myapp)")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, "ZooKeeper session timeout")
-	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long (exit 3)")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, "ZooKeeper session timeout (the server must grant it: at least its\n"+
+		"minSessionTimeout, by default 2 ticks; exit 2 if not)")
+	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long (exit 3; sooner when\n"+
+		"every server has refused the connection for 2s: nothing listens there)")
 	fs.BoolVar(&o.verbose, "v", o.verbose, "log the session's events to stderr")
 }
 
@@ -203,10 +222,24 @@ func (p *policyFlag) Set(s string) error {
 	return nil
 }
 
-// check validates the shared flags.
+// check validates the shared flags; the error names the flag.
 func (o *options) check(name string) error {
-	if o.timeout < 0 || o.grace < 0 || o.sessionTimeout <= 0 || o.connectWait <= 0 {
-		return usagef("%s: durations must be positive", name)
+	for _, d := range []struct {
+		flag   string
+		v      time.Duration
+		zeroOK string // what 0 means, if it is allowed
+	}{
+		{"session-timeout", o.sessionTimeout, ""},
+		{"connect-timeout", o.connectWait, ""},
+		{"timeout", o.timeout, "wait forever"},
+		{"grace", o.grace, "SIGKILL at once"},
+	} {
+		switch {
+		case d.zeroOK == "" && d.v <= 0:
+			return usagef("%s: -%s %v: must be positive", name, d.flag, d.v)
+		case d.v < 0:
+			return usagef("%s: -%s %v: must not be negative (0: %s)", name, d.flag, d.v, d.zeroOK)
+		}
 	}
 	return nil
 }

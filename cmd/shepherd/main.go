@@ -122,8 +122,9 @@ Exit status:
   CMD's own   CMD ran to its end (128+N when it was killed by signal N)
   0           status found something there; elect -http without CMD stopped
   1           other errors
-  2           bad usage
-  3           ZooKeeper unreachable
+  2           bad usage (a -session-timeout below the server's minimum too)
+  3           ZooKeeper unreachable: not connected within -connect-timeout,
+              or every server refused the connection for 2s
   4           not acquired within -timeout
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
@@ -302,7 +303,17 @@ func (c *cli) report(err error) int {
 	}
 }
 
-// onePath checks that pos is exactly one valid PATH.
+// onlyPath checks that pos is exactly one valid PATH, for a subcommand
+// that takes no CMD.
+func onlyPath(name string, pos []string) (string, error) {
+	if len(pos) > 1 {
+		return "", usagef("%s takes one PATH, not %d (%s)", name, len(pos), strings.Join(pos, " "))
+	}
+	return onePath(name, pos)
+}
+
+// onePath checks that pos is exactly one valid PATH, for a subcommand
+// whose CMD follows "--".
 func onePath(name string, pos []string) (string, error) {
 	switch {
 	case len(pos) == 0:
@@ -339,14 +350,27 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	if o.verbose {
 		opts = append(opts, session.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.connectWait)
-	defer cancel()
+	tctx, tcancel := context.WithTimeout(ctx, o.connectWait)
+	defer tcancel()
+	cctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	refused := &refusals{servers: len(servers), giveUp: func() { cancel(errAllRefused) }}
+	opts = append(opts, session.WithDialer(refused.dial))
 	s, err := session.Open(cctx, servers, opts...)
+	refused.stop()
 	switch {
 	case errors.Is(err, session.ErrInvalidArgument):
 		return nil, usagef("%v", err)
+	case errors.Is(err, session.ErrTimeoutRejected):
+		// ZooKeeper was reached: the flag is wrong for this server.
+		return nil, usagef("-session-timeout %v is less than ZooKeeper at %s grants (from its minSessionTimeout, "+
+			"by default 2 ticks, to its maxSessionTimeout, by default 20 ticks): %v", o.sessionTimeout, o.zk, err)
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedWaiting(ctx, "connecting to ZooKeeper")
+	case err != nil && errors.Is(context.Cause(cctx), errAllRefused):
+		d, n := refused.span()
+		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
+			"(%d attempts in %v): is ZooKeeper running there?", o.zk, n, d)}
 	case err != nil:
 		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: %w", o.zk, err)}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,4 +83,85 @@ func TestStatusSemaphoreLabels(t *testing.T) {
 	require.Regexp(t, `(?m)^holder\s+lib-holder\s.*curator lease- \(InterProcessSemaphoreV2\)$`, r.stdout)
 	require.Regexp(t, `(?m)^waiter 1\s+cli-waiter\s.*curator lock- \(InterProcessSemaphoreV2 lease waiters\)$`, r.stdout)
 	require.NotContains(t, r.stdout, "InterProcessMutex")
+}
+
+// TestFlagErrors: bad durations and arguments are usage errors (exit 2)
+// whose message names the flag and says what to write.
+func TestFlagErrors(t *testing.T) {
+	for _, f := range []string{"timeout", "grace", "session-timeout", "connect-timeout"} {
+		r := shepherd(t, nil, "lock", "-"+f, "5", "/p", "--", "true")
+		require.Equal(t, 2, r.code, "-%s 5: %s", f, r.stderr)
+		require.Contains(t, r.stderr, "-"+f+" 5: missing unit (e.g. 5s)")
+	}
+	for _, args := range [][]string{
+		{"-session-timeout", "0s", "status", "/p"},
+		{"-connect-timeout", "0s", "status", "/p"},
+		{"lock", "-timeout", "-1s", "/p", "--", "true"},
+		{"lock", "-grace", "-1s", "/p", "--", "true"},
+	} {
+		r := shepherd(t, nil, args...)
+		require.Equal(t, 2, r.code, "%q: %s", args, r.stderr)
+		flag := args[0]
+		if flag == "lock" {
+			flag = args[1]
+		}
+		require.Contains(t, r.stderr, flag, "%q names the flag", args)
+	}
+	r := shepherd(t, nil, "status", "/x", "/y")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "status takes one PATH")
+	require.NotContains(t, r.stderr, "CMD")
+}
+
+// TestSessionTimeoutRejected: a session timeout below the server's minimum
+// (2 ticks: 400ms here) is bad usage, not an unreachable ZooKeeper.
+func TestSessionTimeoutRejected(t *testing.T) {
+	r := shepherd(t, nil, "-session-timeout", "100ms", "status", "/p")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "-session-timeout 100ms")
+	require.Contains(t, r.stderr, "minimum is "+(2*zk.TickTime()).String())
+	require.NotContains(t, r.stderr, "cannot reach")
+}
+
+// TestConnectionRefused: when every server refuses the connection, shepherd
+// gives up within seconds (exit 3, "connection refused"), not after the
+// whole -connect-timeout.
+func TestConnectionRefused(t *testing.T) {
+	addr := "127.0.0.1:" + freePort(t)
+	began := time.Now()
+	r := shepherd(t, []string{"SHEPHERD_ZK=" + addr}, "-connect-timeout", "40s", "status", "/p")
+	took := time.Since(began)
+	require.Equal(t, 3, r.code, r.stderr)
+	require.Contains(t, r.stderr, "connection refused")
+	require.Less(t, took, 15*time.Second, "fails fast: %s", r.stderr)
+	t.Logf("gave up after %v: %s", took.Round(time.Millisecond), r.stderr)
+}
+
+// TestConnectionRefusedWhileStarting: a server that refuses connections for
+// its first second (ZooKeeper starting) is waited for.
+func TestConnectionRefusedWhileStarting(t *testing.T) {
+	addr := "127.0.0.1:" + freePort(t)
+	go func() {
+		time.Sleep(time.Second) // the server starts
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return // the test fails on its own
+		}
+		t.Cleanup(func() { ln.Close() })
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", zk.Servers()[0])
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
+		}
+	}()
+	r := shepherd(t, []string{"SHEPHERD_ZK=" + addr}, "-connect-timeout", "20s", "status", uniquePath(t))
+	require.Equal(t, 7, r.code, "connected, found nothing: %s", r.stderr)
 }

@@ -32,7 +32,7 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 	if err != nil {
 		return err
 	}
-	path, err := onePath("status", pos)
+	path, err := onlyPath("status", pos)
 	if err != nil {
 		return err
 	}
