@@ -6,6 +6,7 @@
 //	shepherd semaphore -n N PATH -- CMD...  run CMD while holding one of N leases
 //	shepherd elect -id ID PATH -- CMD...    run CMD while leader; -http serves /readyz
 //	shepherd status PATH                    show holders, waiters, leader, tokens
+//	shepherd ls PREFIX                      list the recipes under PREFIX
 //	shepherd version                        the module version, VCS revision and Go version
 //
 // Every process CMD starts is part of the hold: on Linux CMD runs in a new
@@ -53,6 +54,7 @@ Usage:
   shepherd semaphore [flags] -n N PATH -- CMD [ARG...]  run CMD while holding one of N leases
   shepherd elect     [flags] PATH [-- CMD [ARG...]]     run CMD while leader; -http for probes
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
+  shepherd ls        [flags] PREFIX                     list the recipes under PREFIX ("/": all)
   shepherd version                                      shepherd's version (also --version)
   shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
 
@@ -68,6 +70,7 @@ Examples:
   shepherd elect -id "$(hostname)" /services/cron/leader -- ./scheduler
   shepherd elect -http 127.0.0.1:8080 -id "$POD_NAME" /services/web/leader
   shepherd status -json /services/cron/leader
+  shepherd ls /services
 
 CMD's environment (lock, semaphore and elect set the same variables):
   SHEPHERD_PATH     PATH as given
@@ -120,7 +123,7 @@ with SHEPHERD_TOKEN are safe across a session expiry.
 
 Exit status:
   CMD's own   CMD ran to its end (128+N when it was killed by signal N)
-  0           status found something there; elect -http without CMD stopped
+  0           status or ls found something there; elect -http without CMD stopped
   1           other errors
   2           bad usage (a -session-timeout below the server's minimum too)
   3           ZooKeeper unreachable: not connected within -connect-timeout,
@@ -129,7 +132,7 @@ Exit status:
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
               with another -n (the message says what is there)
-  7           status: nothing at PATH
+  7           status: nothing at PATH; ls: no recipe under PREFIX
   126, 127    CMD cannot be executed, or is not found
   128+N       interrupted by signal N while waiting (SIGINT: 130)
 `
@@ -236,7 +239,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	printUsage := func(w io.Writer) {
 		fmt.Fprint(w, usage)
 		fmt.Fprintln(w, "\nFlags of lock, semaphore and elect, which may also come before the subcommand\n"+
-			"(status takes -zk, -namespace, -session-timeout, -connect-timeout and -v):")
+			"(status and ls take -zk, -namespace, -session-timeout, -connect-timeout and -v):")
 		global.fs.SetOutput(w)
 		global.fs.PrintDefaults()
 		global.fs.SetOutput(io.Discard)
@@ -272,12 +275,14 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdElect(ctx, &o, rest)
 	case "status":
 		err = c.cmdStatus(ctx, &o, rest)
+	case "ls":
+		err = c.cmdLs(ctx, &o, rest)
 	case "dev":
 		err = c.cmdDev(ctx, rest)
 	case "version":
 		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, status or version)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, status, ls or version)", name)
 	}
 	return c.report(err)
 }

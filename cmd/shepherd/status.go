@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
 )
 
 func (c *cli) cmdStatus(ctx context.Context, o *options, args []string) error {
@@ -20,8 +21,9 @@ leader and its waiters in line order, each with its id, ZooKeeper session,
 age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). Sessions are
 0x-hex, as ZooKeeper prints them and as CMD's SHEPHERD_SESSION; in -json each
 entry has them as "session": "0x…" (and as the number "session_id", which
-passes 2^53: jq rounds it). With nothing at PATH
-it says so and exits 7, so that a mistyped PATH shows.`,
+passes 2^53: jq rounds it). With nothing at PATH it says so and exits 7, so
+that a mistyped PATH shows; when there are recipes below PATH, it says to run
+'shepherd ls PATH', which lists them.`,
 		"shepherd status /services/cron/leader",
 		"shepherd status -json /jobs/backup | jq .holders",
 		"shepherd status -watch /limits/api")
@@ -31,6 +33,9 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 1 && pos[0] == "/" {
+		return usagef("status: the root holds no recipe: 'shepherd ls /' lists the recipes under it")
 	}
 	path, err := onlyPath("status", pos)
 	if err != nil {
@@ -81,7 +86,7 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 		}
 		if !*watch {
 			if snap.Kind == "empty" {
-				return exitCode{exitEmpty, fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)}
+				return exitCode{exitEmpty, nothingAt(ctx, sess, path)}
 			}
 			return nil
 		}
@@ -121,6 +126,18 @@ func jsonSnapshot(s *recipe.Snapshot) snapshotJSON {
 
 // sessionHex formats a session id as ZooKeeper prints it: 0x-hex.
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
+
+// nothingAt is status's error for a PATH with no recipe: it looks below
+// PATH (a bounded walk, up to the first recipe) and points at ls if there
+// is something there.
+func nothingAt(ctx context.Context, sess *session.Session, path string) error {
+	w := walk{sess: sess, depth: lsDepth, nodes: 1000, firstOnly: true}
+	if err := w.run(ctx, path); err == nil && len(w.found) > 0 {
+		l := w.found[0]
+		return fmt.Errorf("status: nothing at %s itself, but there are recipes below it (%s, ...): 'shepherd ls %s' lists them", path, l.Path, path)
+	}
+	return fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)
+}
 
 func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	mode := "fair"
