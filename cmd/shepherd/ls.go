@@ -20,9 +20,13 @@ import (
 )
 
 // What marks a recipe's path, as the recipes write it: the semaphore's
-// limit (recipe/inspect.go).
+// limit (recipe/inspect.go), and the mark each grant of a non-fair lock or
+// election writes to its path (mutex.nonFairMark, election.nonFairMark),
+// which stays when the path is idle. TestLsFindsIdleNonFair pins them.
 const (
 	semaphoreMark     = "shepherd:semaphore:v1 maxLeases="
+	nonFairMutexMark  = "shepherd:mutex:nonfair "
+	nonFairElectMark  = "shepherd:election:nonfair "
 	nonFairLeaderNode = "leader" // election's non-fair node (mutex.NonFairNode is the lock's)
 )
 
@@ -39,8 +43,11 @@ read-write locks, semaphores and elections, shepherd's, Curator's, Kazoo's or
 go-zookeeper's, each with its kind, fair or non-fair, the naming of its nodes
 (curator, kazoo), and how many hold and wait ('shepherd status PATH' shows
 them). It walks the tree below PREFIX, at most -depth levels and -max-nodes
-nodes, and says so on stderr when it stops there. With nothing found it says
-so and exits 7.`,
+nodes, and says so on stderr when it stops there. A non-fair lock's or
+election's path stays when no one holds it (its data version fences the
+holds, see the README): ls shows such a path as idle, so that it can be found;
+shepherd never deletes it, 'zkCli.sh delete PATH' does once no process uses
+it. With nothing found it says so and exits 7.`,
 		"shepherd ls /",
 		"shepherd ls -json /services | jq '.recipes[].path'")
 	o.registerConn(s.fs)
@@ -102,6 +109,8 @@ type listed struct {
 	MaxLeases int    `json:"max_leases,omitempty"`
 	Holders   int    `json:"holders"`
 	Waiters   int    `json:"waiters"`
+	// Idle: a non-fair recipe's persistent path that no one holds.
+	Idle bool `json:"idle,omitempty"`
 }
 
 type lsJSON struct {
@@ -118,7 +127,7 @@ func printListing(w io.Writer, found []listed) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tKIND\tMODE\tNAMING\tHOLDERS\tWAITERS\t")
 	for _, l := range found {
-		mode, names, holders := "fair", l.Names, strconv.Itoa(l.Holders)
+		mode, names, holders, note := "fair", l.Names, strconv.Itoa(l.Holders), ""
 		if !l.Fair {
 			mode = "non-fair"
 		}
@@ -128,7 +137,10 @@ func printListing(w io.Writer, found []listed) {
 		if l.Kind == "semaphore" {
 			holders = fmt.Sprintf("%d of %d", l.Holders, l.MaxLeases)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", l.Path, l.Kind, mode, names, holders, l.Waiters)
+		if l.Idle {
+			note = "idle (a persistent path: kept until deleted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.Path, l.Kind, mode, names, holders, l.Waiters, note)
 	}
 	tw.Flush()
 }
@@ -234,7 +246,7 @@ func (w *walk) read(ctx context.Context, p string) (node, error) {
 		}
 		n.data = string(data)
 		semaphore := strings.HasPrefix(n.data, semaphoreMark)
-		n.candidate = semaphore
+		n.candidate = semaphore || strings.HasPrefix(n.data, nonFairMutexMark) || strings.HasPrefix(n.data, nonFairElectMark)
 		for _, name := range names {
 			switch {
 			case semaphore:
@@ -284,7 +296,15 @@ func (w *walk) inspect(ctx context.Context, p string, n node) (listed, bool, err
 		l.Names = "curator" // InterProcessSemaphoreV2's layout, the only one
 	}
 	if snap.Kind == "empty" {
-		return listed{}, false, nil // gone meanwhile
+		switch {
+		case strings.HasPrefix(n.data, nonFairMutexMark):
+			l.Kind = "mutex"
+		case strings.HasPrefix(n.data, nonFairElectMark):
+			l.Kind = "election"
+		default:
+			return listed{}, false, nil // gone meanwhile
+		}
+		l.Fair, l.Idle = false, true
 	}
 	return l, true, nil
 }

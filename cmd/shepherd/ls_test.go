@@ -89,3 +89,41 @@ func TestLs(t *testing.T) {
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "ls takes one PATH")
 }
+
+// TestLsFindsIdleNonFair: a non-fair lock's or election's path stays,
+// persistent, after the last holder (its data version fences the holds);
+// -nonfair -h says so, ls lists such a path as idle, status names it, and
+// nothing deletes it.
+func TestLsFindsIdleNonFair(t *testing.T) {
+	for _, sub := range []string{"lock", "elect"} {
+		r := shepherd(t, nil, sub, "-h")
+		require.Regexp(t, `(?s)-nonfair\n.*persistent`, r.stdout, "%s -h", sub)
+	}
+	p := uniquePath(t)
+	r := shepherd(t, nil, "lock", "-nonfair", p+"/nf", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = shepherd(t, nil, "elect", "-nonfair", "-once", "-id", "x", p+"/nfe", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = shepherd(t, nil, "ls", p)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nf\s+mutex\s+non-fair\s+-\s+0\s+0\s+idle`, r.stdout)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nfe\s+election\s+non-fair\s+-\s+0\s+0\s+idle`, r.stdout)
+	r = shepherd(t, nil, "ls", "-json", p)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out lsOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Recipes, 2)
+	for _, x := range out.Recipes {
+		require.True(t, x.Idle, x.Path)
+		require.False(t, x.Fair, x.Path)
+	}
+	r = shepherd(t, nil, "status", p+"/nf")
+	require.Equal(t, 7, r.code, r.stderr)
+	require.Contains(t, r.stderr, "non-fair lock's path that no one holds")
+	// A held non-fair lock is listed as held, not idle.
+	start(t, nil, "lock", "-nonfair", "-id", "h", p+"/nf", "--", "sleep", "30")
+	waitStatus(t, p+"/nf", func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	r = shepherd(t, nil, "ls", p+"/nf")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nf\s+mutex\s+non-fair\s+-\s+1\s+0\s*$`, r.stdout)
+}

@@ -129,11 +129,18 @@ func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
 
 // nothingAt is status's error for a PATH with no recipe: it looks below
 // PATH (a bounded walk, up to the first recipe) and points at ls if there
-// is something there.
+// is something there, or says PATH is an idle non-fair recipe's path.
 func nothingAt(ctx context.Context, sess *session.Session, path string) error {
 	w := walk{sess: sess, depth: lsDepth, nodes: 1000, firstOnly: true}
 	if err := w.run(ctx, path); err == nil && len(w.found) > 0 {
 		l := w.found[0]
+		if l.Path == path && l.Idle {
+			what := "lock"
+			if l.Kind == "election" {
+				what = "election"
+			}
+			return fmt.Errorf("status: %s is a non-fair %s's path that no one holds (it stays until deleted; see 'shepherd lock -h')", path, what)
+		}
 		return fmt.Errorf("status: nothing at %s itself, but there are recipes below it (%s, ...): 'shepherd ls %s' lists them", path, l.Path, path)
 	}
 	return fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)
