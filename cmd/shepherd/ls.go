@@ -125,7 +125,7 @@ func printListing(w io.Writer, found []listed) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tKIND\tMODE\tNAMING\tHOLDERS\tWAITERS\t")
+	fmt.Fprintln(tw, "PATH\tKIND\tMODE\tNAMING\tHOLDERS\tWAITERS")
 	for _, l := range found {
 		mode, names, holders, note := "fair", l.Names, strconv.Itoa(l.Holders), ""
 		if !l.Fair {
@@ -138,9 +138,9 @@ func printListing(w io.Writer, found []listed) {
 			holders = fmt.Sprintf("%d of %d", l.Holders, l.MaxLeases)
 		}
 		if l.Idle {
-			note = "idle (a persistent path: kept until deleted)"
+			note = "\tidle (a persistent path: kept until deleted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.Path, l.Kind, mode, names, holders, l.Waiters, note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d%s\n", l.Path, l.Kind, mode, names, holders, l.Waiters, note)
 	}
 	tw.Flush()
 }
@@ -178,12 +178,9 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 		depth int
 	}
 	queue := []item{{full, 0}}
-	deeper := 0 // children not visited for -depth
+	deeper := 0 // children not read for -depth
+	unread := 0 // children not read for -max-nodes (the queue stays within it)
 	for len(queue) > 0 {
-		if w.visited >= w.nodes {
-			w.stopped = fmt.Sprintf("stopped after reading %d nodes (-max-nodes), %d more to read", w.visited, len(queue))
-			break
-		}
 		it := queue[0]
 		queue = queue[1:]
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -214,6 +211,10 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 			continue
 		}
 		for _, c := range n.children {
+			if w.visited+len(queue) >= w.nodes {
+				unread++
+				continue
+			}
 			p := it.path + "/" + c
 			if it.path == "/" {
 				p = "/" + c
@@ -222,7 +223,10 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 		}
 	}
 	slices.SortFunc(w.found, func(a, b listed) int { return strings.Compare(a.Path, b.Path) })
-	if deeper > 0 && w.stopped == "" {
+	switch {
+	case unread > 0:
+		w.stopped = fmt.Sprintf("stopped at %d nodes read (-max-nodes); %d more, and what is below them, not read", w.visited, unread)
+	case deeper > 0:
 		w.stopped = fmt.Sprintf("%d nodes below depth %d not read (-depth)", deeper, w.depth)
 	}
 	return nil
@@ -256,9 +260,12 @@ func (w *walk) read(ctx context.Context, p string) (node, error) {
 			case name == mutex.NonFairNode || name == nonFairLeaderNode:
 				// A non-fair holder's node is ephemeral; a persistent
 				// "leader" is a path like any other.
-				_, st, err := c.Exists(p + "/" + name)
+				ok, st, err := c.Exists(p + "/" + name)
 				if err != nil {
 					return err
+				}
+				if !ok {
+					continue // gone meanwhile
 				}
 				if st.EphemeralOwner != 0 {
 					n.candidate = true
