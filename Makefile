@@ -25,7 +25,7 @@ build:
 ## oldest Go release go.mod allows, the consumer check and the fuzzers briefly;
 ## the chaos package runs beside the rest (see scripts/test.sh).
 test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz' scripts/test.sh
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_BG='test-mingo' MAKE_AFTER='consumercheck fuzz' scripts/test.sh
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper
 ## (vet compiles every package and test; interop's peer processes, which do not
