@@ -31,7 +31,7 @@ func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
 // (the nodes are someone else's business now). recipe names the recipe in
 // the events reported to the observer.
 func deleteGuarded(sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
-	return startDelete(true, sess, recipe, ep, guard, paths).done
+	return startDelete(true, sess, recipe, ep, guard, paths, nil).done
 }
 
 // deletion is one guaranteed delete.
@@ -41,16 +41,21 @@ type deletion struct {
 	ep     *session.Epoch // an epoch of the nodes' session
 	guard  *zk.CheckVersionRequest
 	paths  []string
-	done   chan struct{}
-	err    error // an answer that ended it other than success (read after done)
+	// attached are nodes with fixed names that go with paths (see
+	// Hold.Attach): deleted in the same multi-op, or, if some node is
+	// gone already, each only while paths[0] exists.
+	attached []string
+	done     chan struct{}
+	err      error // an answer that ended it other than success (read after done)
 }
 
 // startDelete starts deleting paths. With inline, the first try runs on the
 // caller's goroutine (when connected); the rest, or everything without
 // inline, runs in the background until the nodes are gone or their session
-// is.
-func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths []string) *deletion {
-	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, done: make(chan struct{})}
+// is. attached go with paths (see Hold.Attach).
+func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest,
+	paths, attached []string) *deletion {
+	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, done: make(chan struct{})}
 	if len(paths) == 0 {
 		close(d.done)
 		return d
@@ -134,13 +139,15 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 	switch {
 	case d.guard != nil:
 		ops := []any{d.guard}
-		for _, p := range d.paths {
+		for _, p := range append(d.paths[:len(d.paths):len(d.paths)], d.attached...) {
 			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
 		}
 		_, err = conn.Multi(ops...)
 		if errors.Is(err, zk.ErrBadVersion) {
 			err = nil // the guard failed: a later grant owns the name now
 		}
+	case len(d.attached) > 0:
+		err = d.tryAttached(conn)
 	case len(d.paths) == 1:
 		err = conn.Delete(d.paths[0], -1)
 	default:
@@ -170,4 +177,39 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 	default:
 		return true, err // an answer (no permission, ...): retrying cannot help
 	}
+}
+
+// tryAttached deletes paths and the attached nodes in one multi-op: the
+// delete of paths[0] (a sequential node, never re-created) guards the
+// attached ones, whose fixed names another client may take once they are
+// gone. If something is gone already (an operator's delete, an earlier try
+// whose answer was lost), each attached node is deleted with a check that
+// paths[0] still exists, then paths one by one. An attached node whose
+// paths[0] is gone is left to its session's end: it may be someone else's
+// by now.
+func (d *deletion) tryAttached(conn *zk.Conn) error {
+	all := append(d.paths[:len(d.paths):len(d.paths)], d.attached...)
+	ops := make([]any, len(all))
+	for i, p := range all {
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+	}
+	_, err := conn.Multi(ops...)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	for _, a := range d.attached {
+		res, err := conn.Multi(&zk.CheckVersionRequest{Path: d.paths[0], Version: -1}, &zk.DeleteRequest{Path: a, Version: -1})
+		if errors.Is(err, zk.ErrNoNode) && len(res) > 0 && errors.Is(res[0].Error, zk.ErrNoNode) {
+			break // paths[0] is gone: the attached nodes are not ours to delete
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	for _, p := range d.paths {
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
 }

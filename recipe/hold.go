@@ -86,6 +86,7 @@ type Hold struct {
 	pausedAt  time.Time     // when the current pause began
 	pausedFor time.Duration // how long the last pause lasted
 	onLost    []func()      // run (on a goroutine) at a loss
+	attached  []string      // deleted with the hold's nodes (see Attach)
 	token     Token
 	recipe    string // for the observer
 	path      string
@@ -339,7 +340,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	h.released = true
 	hooks := h.stopHooks
 	h.stopHooks = nil
-	ep, recipe := h.ep, h.recipe
+	ep, recipe, attached := h.ep, h.recipe, h.attached
 	h.mu.Unlock()
 	runLost(fns)
 	for _, stop := range hooks {
@@ -350,7 +351,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	h.cancel(ErrReleased)
 	// Without a bound on the wait, the first try may as well run here.
-	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes)
+	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached)
 	if wasLost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}
@@ -363,4 +364,22 @@ func (h *Hold) Release(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("release of %s not confirmed (it goes on in the background): %w", h.nodes[0], ctx.Err())
 	}
+}
+
+// Attach adds nodes of the hold's session that go with the hold: its
+// release deletes them in the same multi-op as its own nodes, and only
+// while its first node exists, so a node with a fixed name (a semaphore's
+// slot claim) that another client may take once it is gone is never deleted
+// by a retried release. On a loss they go with the session, as the hold's
+// nodes do. They are not among Nodes, and neither the fence nor the token
+// looks at them. Attach returns ErrNotHeld once the hold is released (the
+// caller deletes them itself).
+func (h *Hold) Attach(paths ...string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return fmt.Errorf("%w: hold on %s was released", ErrNotHeld, h.nodes[0])
+	}
+	h.attached = append(h.attached, paths...)
+	return nil
 }

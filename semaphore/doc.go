@@ -26,6 +26,32 @@
 // one round trip), a read of the limit (skipped while a lease of this client
 // pins the path), a look at the leases, the multi-op, and the release.
 //
+// # Slots
+//
+// With WithSlots, each lease also carries a slot (Lease.Slot, Lease.Slots):
+// a number in 0..maxLeases−1 that no other live lease with a slot on the
+// path holds — a worker index, a shard, a port offset. After the grant the
+// holder lists "slots" and creates the lowest free one as an EPHEMERAL claim
+// node ("slots/<n>", its data the name of the lease node it numbers); a
+// create that finds the slot taken tries the next. A free slot always
+// exists: a claim is created after its lease and deleted with it (in the
+// release's one multi-op, only while the lease node exists) or with its
+// session, and a head is granted n leases only when at most maxLeases−n are
+// held. A create whose answer is lost is looked up once the session is back
+// and adopted only if it is this session's and names this lease: never two
+// slots for one lease. A lease keeps its slot through a pause
+// (PauseOnDisconnect: the claim is an ephemeral node of the same session)
+// and frees it at its release or loss.
+//
+// Slots are unique among shepherd clients that use WithSlots. Leases of
+// clients without it, and of Apache Curator's InterProcessSemaphoreV2 on the
+// same path, count toward maxLeases but hold no slot: that leaves more slots
+// free, never fewer. After SetMaxLeases lowers the limit, existing leases
+// keep their slots (even at or above the new limit); leases granted later
+// get slots below it. A slot costs two requests per grant (the listing and
+// the create); the release costs nothing more. Without WithSlots nothing
+// changes: Slot is -1 and no claim is made.
+//
 // # Loss
 //
 // Each Lease has two end signals, with the same meaning on every hold of this

@@ -30,6 +30,12 @@ var (
 	// ErrConflict: SetMaxLeases lost a race with another change of the
 	// limit, or the limit kept changing while an acquire read it.
 	ErrConflict = recipe.NewError("semaphore: the limit was changed concurrently")
+	// ErrNoSlot: with WithSlots, no free slot was found for a granted
+	// lease (the lease was given back). Every claim belongs to a held
+	// lease, so this takes a claim that outlived its lease: its lease node
+	// deleted by hand while its session lives, or claims made by something
+	// other than this package.
+	ErrNoSlot = recipe.NewError("semaphore: no free slot")
 )
 
 const (
@@ -47,6 +53,7 @@ type Option func(*config)
 type config struct {
 	data   []byte
 	policy session.DisconnectPolicy
+	slots  bool
 	err    error // the first invalid option
 }
 
@@ -95,6 +102,7 @@ type Semaphore struct {
 	data   []byte
 	locks  recipe.Line
 	leases string
+	slots  bool // WithSlots
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -132,7 +140,7 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	}
 	full := sess.Path(path)
 	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
-		log: sess.Logger().With("semaphore", full)}
+		slots: c.slots, log: sess.Logger().With("semaphore", full)}
 	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
 		OnDisconnect: c.policy}
 	return s, nil
@@ -429,11 +437,20 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 			continue
 		}
+		position := own.Position
 		l, err := s.take(ctx, ep, own, n)
 		if err == nil {
-			s.pin(l.hold)
-			l.hold.Observe("semaphore", s.path, time.Since(start), max(own.Position, 0))
 			own = nil // consumed by the multi-op
+			s.pin(l.hold)
+			if s.slots {
+				if err := s.claimSlots(ctx, ep, l); err != nil {
+					if err := retry(err); err != nil {
+						return nil, err
+					}
+					continue // the lease was given back: enter the line again
+				}
+			}
+			l.hold.Observe("semaphore", s.path, time.Since(start), max(position, 0))
 			return l, nil
 		}
 		if errors.Is(err, errRecheck) {
@@ -606,6 +623,30 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 	}
 }
 
+// claimSlots takes the slots of l, a lease just granted with the limit read
+// (see claim), and attaches the claims to its hold: its release deletes them
+// with its lease nodes. On failure the lease is given back (its release goes
+// on in the background) and a claim that may have landed unseen is swept.
+func (s *Semaphore) claimSlots(ctx context.Context, ep *session.Epoch, l *Lease) error {
+	r, err := s.claim(ctx, ep, l.hold, s.MaxLeases())
+	if err == nil {
+		err = l.hold.Attach(r.claims...)
+	}
+	if err != nil {
+		// Given back at once: nothing waits for the server.
+		rctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = l.hold.Release(rctx)
+		go s.sweepClaims(r.ep, l.hold.Nodes(), nil)
+		return err
+	}
+	if r.unknown {
+		go s.sweepClaims(r.ep, l.hold.Nodes(), r.claims)
+	}
+	l.slots = r.slots
+	return nil
+}
+
 func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
 	return &Lease{s: s, hold: s.locks.NewHold(ep, 0, paths...)}
 }
@@ -670,11 +711,36 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 
 // Lease is one or more held leases.
 type Lease struct {
-	s    *Semaphore
-	hold *recipe.Hold
-	once sync.Once
-	err  error
+	s     *Semaphore
+	hold  *recipe.Hold
+	slots []int // WithSlots: one per lease node, in order
+	once  sync.Once
+	err   error
 }
+
+// Slot is the lease's slot (WithSlots): a number in 0..maxLeases−1 that no
+// other live lease with a slot on this path holds, the same for the lease's
+// whole life (through a pause too: its claim is an ephemeral node of the
+// same session), free for others once the lease is released or lost. For a
+// lease of several (AcquireN), it is the first of Slots. Without
+// WithSlots it is -1.
+//
+// Uniqueness is among shepherd clients that use WithSlots: a client
+// without it (or Curator's InterProcessSemaphoreV2 on the same path) holds
+// leases that count toward maxLeases but no slot, which only leaves more
+// slots free. After SetMaxLeases lowers the limit, a lease keeps the slot it
+// has, even one at or above the new limit; leases granted later get slots
+// below the new limit.
+func (l *Lease) Slot() int {
+	if len(l.slots) == 0 {
+		return -1
+	}
+	return l.slots[0]
+}
+
+// Slots are the slots of each of the lease's leases (WithSlots), distinct,
+// in the order of Nodes; nil without WithSlots. See Slot.
+func (l *Lease) Slots() []int { return append([]int(nil), l.slots...) }
 
 // Release gives the leases back, whatever ctx: Context ends (Lost stays
 // open: a release is no loss) and their delete is under way when Release

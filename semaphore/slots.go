@@ -1,0 +1,312 @@
+package semaphore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Slots (WithSlots). A lease's slot is an ephemeral claim node
+// <path>/slots/<n>, created by the lease's session after the grant, its data
+// the name of the lease node it numbers. The name is the mutual exclusion:
+// a create of a slot that is taken fails with NodeExists, whoever (which
+// session, which Semaphore value) took it. Why a slot is always free: a
+// claim is created after its lease node and deleted with it (in the
+// release's multi-op, see recipe.Hold.Attach) or with its session, so at
+// any moment every claim belongs to a lease that is held. A head is granted
+// n leases only when at most max−n are held, so at most max−n claims exist:
+// n of 0..max−1 are free. (Leases of clients that take no slot, Curator's,
+// count toward max and hold no claim: more are free, never fewer.)
+
+// slotsChild is the container of the slot claims.
+const slotsChild = "slots"
+
+// claimPasses bounds the listings of the slots one lease node's claim
+// makes: each pass tries every slot it saw free, so a pass ends without a
+// slot only when others took those slots meanwhile.
+const claimPasses = 5
+
+// claimTries bounds the creates of one slot whose answers were lost.
+const claimTries = 5
+
+// testHookBeforeClaim, if set (by tests), runs before each claim's create.
+var testHookBeforeClaim atomic.Pointer[func()]
+
+// WithSlots gives each lease a slot: a number in 0..maxLeases−1 that no
+// other live lease of a shepherd client with slots holds, kept for the
+// lease's life (a pause included: see WithDisconnectPolicy), freed by its
+// release or loss. See Lease.Slot. It costs two requests per lease granted
+// (a listing of the slots, and the create of a claim); the release is the
+// same one multi-op.
+func WithSlots() Option {
+	return func(c *config) { c.slots = true }
+}
+
+// claimResult is what a claim made: a slot and its claim for each lease
+// node (in order), and whether a create's outcome was unknown (a claim of
+// ours may then land unseen: see sweepClaims).
+type claimResult struct {
+	slots   []int
+	claims  []string
+	unknown bool
+	ep      *session.Epoch // the epoch the claim ended in
+}
+
+// claim takes a free slot for each of the hold's lease nodes (of a lease
+// granted with limit max), lowest first. It lists the slots, then creates
+// the lowest one seen free; a create that finds it taken tries the next,
+// and a pass that finds all it saw taken lists again (claimPasses). A create
+// whose answer is lost is looked up (after the session is back: the same
+// session, or ErrLost) and adopted only if it is ours: our session owns it
+// and its data names our lease node. Never a second slot for one node.
+func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold, max int) (claimResult, error) {
+	r := claimResult{ep: ep}
+	dir := s.path + "/" + slotsChild
+	taken := map[int]bool{}
+	listed := false
+	for _, lease := range h.Nodes() {
+		data := []byte(path.Base(lease))
+		got := -1
+		for pass := 0; got < 0 && pass < claimPasses; pass++ {
+			if !listed {
+				if err := s.ready(ctx, &r, h); err != nil {
+					return r, err
+				}
+				names, err := recipe.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
+					names, _, err := c.Children(dir)
+					if errors.Is(err, zk.ErrNoNode) {
+						err = nil // created with the first claim
+					}
+					return names, err
+				}, nil)
+				if err != nil {
+					return r, err
+				}
+				for _, n := range names {
+					if k, ok := parseSlot(n); ok {
+						taken[k] = true
+					}
+				}
+			}
+			listed = false // a pass that ends without a slot lists again
+			for k := 0; k < max && got < 0; k++ {
+				if taken[k] {
+					continue
+				}
+				ok, err := s.createClaim(ctx, &r, h, dir, k, data)
+				if err != nil {
+					return r, err
+				}
+				taken[k] = true
+				if ok {
+					got = k
+					listed = true // the next lease node goes on from this listing
+				}
+			}
+		}
+		if got < 0 {
+			return r, fmt.Errorf("semaphore %s: %w (%d passes over slots 0..%d)", s.path, ErrNoSlot, claimPasses, max-1)
+		}
+		r.slots = append(r.slots, got)
+		r.claims = append(r.claims, dir+"/"+strconv.Itoa(got))
+	}
+	return r, nil
+}
+
+// createClaim creates the claim of slot k with data, in r.ep (moved on to
+// the session's next epoch when a lost answer is looked up): true if the
+// slot is ours now, false if it is taken.
+func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.Hold, dir string, k int, data []byte) (bool, error) {
+	p := dir + "/" + strconv.Itoa(k)
+	noNode := 0
+	for try := 0; ; try++ {
+		if err := s.ready(ctx, r, h); err != nil {
+			return false, err
+		}
+		if f := testHookBeforeClaim.Load(); f != nil {
+			(*f)()
+		}
+		err := recipe.Do(ctx, r.ep, func(c *zk.Conn) error {
+			_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
+			return err
+		})
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, zk.ErrNodeExists):
+			return false, nil
+		case errors.Is(err, zk.ErrNoNode) && noNode < 3:
+			// The slots container is missing (not made yet, or removed
+			// when its last claim went): our lease pins the path.
+			noNode++
+			err := recipe.Do(ctx, r.ep, func(c *zk.Conn) error {
+				_, err := c.CreateContainer(dir, nil, zk.FlagContainer, s.sess.ACL())
+				if errors.Is(err, zk.ErrNodeExists) {
+					err = nil
+				}
+				return err
+			})
+			if err != nil {
+				return false, err
+			}
+			continue
+		case !session.OutcomeUnknown(err) || ctx.Err() != nil || try >= claimTries:
+			if session.OutcomeUnknown(err) {
+				r.unknown = true
+			}
+			return false, err
+		}
+		// The answer is lost: did it land? Look once the same session is
+		// usable again.
+		r.unknown = true
+		if err := s.ready(ctx, r, h); err != nil {
+			return false, err
+		}
+		cur := r.ep
+		type found struct {
+			ok   bool
+			data []byte
+			st   *zk.Stat
+		}
+		f, err := recipe.Call(ctx, cur, func(c *zk.Conn) (found, error) {
+			// Sync first: the server we are on now may not have applied yet
+			// a create the one we lost forwarded to the leader.
+			if _, err := c.Sync(dir); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return found{}, err
+			}
+			d, st, err := c.Get(p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return found{}, nil
+			}
+			return found{true, d, st}, err
+		}, nil)
+		switch {
+		case err != nil:
+			if !session.OutcomeUnknown(err) {
+				return false, err
+			}
+			continue // look again (bounded by claimTries)
+		case !f.ok:
+			continue // it did not land: create again
+		case f.st.EphemeralOwner == cur.SessionID() && bytes.Equal(f.data, data):
+			return true, nil // ours: adopted
+		default:
+			return false, nil // someone else's
+		}
+	}
+}
+
+// ready moves r.ep on to the session's current epoch if it has ended
+// (waiting for the same session, see sameSession), and checks that the
+// lease is still held: one lost meanwhile (a lost connection ends a lease
+// under StopOnDisconnect) is given back and the acquire starts again.
+func (s *Semaphore) ready(ctx context.Context, r *claimResult, h *recipe.Hold) error {
+	if r.ep.Context().Err() != nil {
+		cur, err := s.sameSession(ctx, r.ep)
+		if err != nil {
+			return err
+		}
+		r.ep = cur
+	}
+	if !h.Valid() {
+		return fmt.Errorf("semaphore %s: %w: the lease was lost while its slot was claimed", s.path, ErrLost)
+	}
+	return nil
+}
+
+// sameSession waits (at most a session timeout and a second) for ep's
+// session to be usable again: ErrLost if it is gone.
+func (s *Semaphore) sameSession(ctx context.Context, ep *session.Epoch) (*session.Epoch, error) {
+	wctx, cancel := context.WithTimeout(ctx, s.sess.Timeout()+time.Second)
+	defer cancel()
+	cur, err := s.sess.Wait(wctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if cur.SessionID() != ep.SessionID() {
+		return nil, fmt.Errorf("semaphore %s: %w: a new session while a slot was claimed", s.path, ErrLost)
+	}
+	return cur, nil
+}
+
+// sweepClaims removes claims of ep's session whose data names one of
+// leases (the nodes of one grant) and that are not in keep: the claim of a
+// create whose answer was lost and that landed after it was looked up, or
+// of a claim given up on. Such a claim is known to no one else, so only this
+// sweep deletes it (its name cannot have passed to someone else between the
+// read and the delete). It looks a few times over a session timeout and
+// ends with the session.
+func (s *Semaphore) sweepClaims(ep *session.Epoch, leases, keep []string) {
+	dir := s.path + "/" + slotsChild
+	names := map[string]bool{}
+	for _, l := range leases {
+		names[path.Base(l)] = true
+	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	for _, d := range []time.Duration{0, 100 * time.Millisecond, time.Second, s.sess.Timeout()} {
+		t := time.NewTimer(d)
+		select {
+		case <-ep.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		cur, ok := s.sess.Current()
+		if !ok {
+			continue // not connected now: look at the next turn
+		}
+		if cur.SessionID() != ep.SessionID() {
+			return // the session is gone: so are its claims
+		}
+		conn := cur.Conn()
+		if _, err := conn.Sync(dir); err != nil {
+			continue
+		}
+		children, _, err := conn.Children(dir)
+		if err != nil {
+			continue
+		}
+		for _, c := range children {
+			p := dir + "/" + c
+			if _, ok := parseSlot(c); !ok || kept[p] {
+				continue
+			}
+			data, st, err := conn.Get(p)
+			if err != nil || st.EphemeralOwner != ep.SessionID() || !names[string(data)] {
+				continue
+			}
+			s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: p, SessionID: ep.SessionID()})
+			_ = conn.Delete(p, st.Version)
+		}
+	}
+}
+
+// parseSlot reads a claim's name: a slot number in decimal.
+func parseSlot(name string) (int, bool) {
+	if name == "" || len(name) > 5 || (len(name) > 1 && name[0] == '0') {
+		return 0, false
+	}
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	k, err := strconv.Atoi(name)
+	return k, err == nil && k >= 0 && k < MaxLeasesLimit
+}
