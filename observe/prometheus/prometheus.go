@@ -31,6 +31,15 @@
 //
 // Labels are bounded: recipe is one of a handful of names; path appears only
 // on election metrics, one per election a process takes part in.
+//
+// Alerts and a dashboard ship beside this package. alerts.yaml holds
+// Prometheus alerting rules: an election path with no leader or more than one
+// (sum by (path) (shepherd_leader), every candidate exporting 0 while it
+// follows), holds lost, holds lost after a pause, a session suspended for
+// long, a leader callback stuck, a high p99 acquire wait; alerts_test.yaml
+// tests each with promtool (make alerts). dashboard.json is a Grafana
+// dashboard of these metrics. The package's tests check that every metric
+// either file names is one this package exports.
 package prometheus
 
 import (
