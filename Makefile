@@ -46,8 +46,9 @@ test-short: setup
 consumercheck: setup
 	@scripts/consumercheck.sh
 
-## alerts: promtool checks observe/prometheus/alerts.yaml and runs its unit
-## tests (alerts_test.yaml). promtool is Prometheus's, run from the module
+## alerts: promtool checks observe/prometheus/alerts.yaml, runs its unit tests
+## (alerts_test.yaml) and parses every query of dashboard.json (made recording
+## rules by internal/dashrules). promtool is Prometheus's, run from the module
 ## proxy, never a dependency of this module: the first run downloads and
 ## builds it (about 6 minutes on 2 cores), later runs take the executable
 ## from the Go build cache (about a second).
@@ -56,6 +57,9 @@ PROMTOOL ?= GOWORK=off $(GO) run github.com/prometheus/prometheus/cmd/promtool@$
 alerts:
 	$(PROMTOOL) check rules observe/prometheus/alerts.yaml
 	cd observe/prometheus && $(PROMTOOL) test rules alerts_test.yaml
+	@rules=$$(mktemp) && trap 'rm -f '$$rules EXIT && \
+	  GOWORK=off $(GO) run ./internal/dashrules observe/prometheus/dashboard.json >$$rules && \
+	  echo "== the queries of observe/prometheus/dashboard.json" && $(PROMTOOL) check rules $$rules
 
 lint:
 	@grep -Eq '^(replace|exclude)' go.mod && { echo "go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true
