@@ -172,3 +172,31 @@ func Ensure(ctx context.Context, sess *session.Session, path string, data []byte
 		return create(full, data)
 	})
 }
+
+// Get reads the node at path (in the session's namespace, as the ops'
+// paths are): its data and version, the version a Set or Delete can name
+// to change exactly what was read. It retries a read that met a connection
+// problem while the session lives, and returns ctx's error if ctx ends
+// first; a missing node is an error matching ErrNoNode that says to create
+// it with Ensure. A read is not fenced: it tells what the state was, and a
+// fenced write with the version read tells whether it still is.
+func Get(ctx context.Context, sess *session.Session, path string) (data []byte, version int32, err error) {
+	if sess == nil {
+		return nil, 0, errors.New("fence: nil session")
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return nil, 0, fmt.Errorf("fence: %w", err)
+	}
+	err = sess.Do(ctx, func(ep *session.Epoch) error {
+		d, st, err := ep.Conn().Get(sess.Path(path))
+		if err != nil {
+			return err
+		}
+		data, version = d, st.Version
+		return nil
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, 0, fmt.Errorf("fence: %s: %w (create it once with fence.Ensure)", path, err)
+	}
+	return data, version, err
+}

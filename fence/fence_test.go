@@ -101,3 +101,39 @@ func TestFencedOps(t *testing.T) {
 	require.ErrorIs(t, err, recipe.ErrLost, "a released hold's fenced write")
 	require.Equal(t, "2", get("/jobs/state"))
 }
+
+// Get reads a node in the session's namespace (data and version, for a
+// fenced write that changes exactly what was read); a missing node's error
+// says to create it with Ensure, and so does a fenced write's whose target
+// is missing, naming the node.
+func TestGetAndMissingNode(t *testing.T) {
+	ns := testutil.UniquePath(t, "fence-test")
+	s := testutil.Open(t, zk.Servers(), session.WithNamespace(ns))
+	ctx := testutil.Ctx(t, 20*time.Second)
+	_, _, err := fence.Get(ctx, s, "/jobs/state")
+	require.ErrorIs(t, err, fence.ErrNoNode)
+	require.Contains(t, err.Error(), "fence.Ensure")
+	require.NoError(t, fence.Ensure(ctx, s, "/jobs/state", []byte("v1")))
+	data, version, err := fence.Get(ctx, s, "/jobs/state")
+	require.NoError(t, err)
+	require.Equal(t, "v1", string(data))
+	require.EqualValues(t, 0, version)
+
+	m, err := mutex.New(s, "/jobs/lock")
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+	_, err = m.Fenced(ctx, fence.Set("/jobs/state", []byte("v2"), version))
+	require.NoError(t, err)
+	_, err = m.Fenced(ctx, fence.Set("/jobs/missing", []byte("x"), fence.AnyVersion))
+	require.ErrorIs(t, err, fence.ErrNoNode)
+	require.Contains(t, err.Error(), ns+"/jobs/missing")
+	require.Contains(t, err.Error(), "fence.Ensure")
+	_, err = m.Fenced(ctx, fence.Set("/jobs/state", []byte("x"), version))
+	require.ErrorIs(t, err, fence.ErrBadVersion, "a write with a stale version")
+	data, _, err = fence.Get(ctx, s, "/jobs/state")
+	require.NoError(t, err)
+	require.Equal(t, "v2", string(data))
+	require.NoError(t, m.Unlock(ctx))
+	_, _, err = fence.Get(ctx, s, "relative")
+	require.ErrorIs(t, err, fence.ErrInvalidPath)
+}

@@ -148,7 +148,38 @@ func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		// No answer per op: the request itself failed.
 		return nil, h.lostOr(err, "fenced write")
 	}
-	return res[k:], err
+	return res[k:], opError(all[k:], res[k:], err)
+}
+
+// opError names the op of a fenced write that failed on its own (the
+// first with an error), and for a missing node the fix, keeping err's
+// sentinel for errors.Is.
+func opError(ops []any, res []zk.MultiResponse, err error) error {
+	if err == nil {
+		return nil
+	}
+	for i, r := range res {
+		if r.Error == nil || i >= len(ops) {
+			continue
+		}
+		var p string
+		switch o := ops[i].(type) {
+		case *zk.SetDataRequest:
+			p = "setting " + o.Path
+		case *zk.CreateRequest:
+			p = "creating " + o.Path
+		case *zk.DeleteRequest:
+			p = "deleting " + o.Path
+		case *zk.CheckVersionRequest:
+			p = "checking " + o.Path
+		}
+		hint := ""
+		if errors.Is(r.Error, zk.ErrNoNode) {
+			hint = " (create the node, or a Create's parent, once with fence.Ensure)"
+		}
+		return fmt.Errorf("fenced write: %s: %w%s", p, r.Error, hint)
+	}
+	return err
 }
 
 // Validate asks the server (after a sync, so the answer is current) whether

@@ -21,7 +21,9 @@ type Entry struct {
 	Created   time.Time `json:"created"`
 	Token     Token     `json:"token"` // the creation zxid: the fencing token
 	// Library names the library and recipe whose naming the node uses
-	// (Library(Kind)): "Kazoo Lock/WriteLock/Election (__lock__)", ...
+	// (Library(Kind)): "kazoo __lock__ (Lock, WriteLock, Election)", ...; a
+	// semaphore's waiters, named lock- as a mutex's nodes are, are
+	// "curator lock- (InterProcessSemaphoreV2 lease waiters)".
 	Library string `json:"library,omitempty"`
 }
 
@@ -40,6 +42,11 @@ type Snapshot struct {
 	// Watch fires when the snapshot may have changed (set by InspectW).
 	Watch <-chan zk.Event `json:"-"`
 }
+
+// semaphoreWaiters is the Library of a semaphore's waiters: Curator's
+// InterProcessSemaphoreV2 queues them with an InterProcessMutex under
+// "locks", so their nodes are named as a lock's, but they wait for a lease.
+const semaphoreWaiters = "curator lock- (InterProcessSemaphoreV2 lease waiters)"
 
 // Names of the nodes of non-fair recipes and of a semaphore's layout.
 const (
@@ -142,6 +149,9 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 		}
 		if snap.Waiters, err = entries(path+"/locks", Sort(locks)); err != nil {
 			return nil, err
+		}
+		for i := range snap.Waiters {
+			snap.Waiters[i].Library = semaphoreWaiters
 		}
 		snap.Watch = merge(watches)
 		return snap, nil

@@ -72,6 +72,7 @@ var pause = session.WithDisconnectPolicy(session.PauseOnDisconnect)
 // is disconnected at least once (so holds pause and resume); with the
 // default, every lock holder loses its lock at least once.
 func TestPauseRollingRestart(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	c := zktest.Start(t, 3)
 	for _, policy := range []session.DisconnectPolicy{session.PauseOnDisconnect, session.StopOnDisconnect} {
 		t.Run(policy.String(), func(t *testing.T) { rollingRestart(t, c, policy) })
@@ -197,6 +198,7 @@ func rollingRestart(t *testing.T, c *zktest.Cluster, policy session.DisconnectPo
 // than its session timeout is paused, then lost by its own clock, never
 // resumed; the waiter on another session is granted only after the loss.
 func TestPausePartitionLost(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	path := testutil.UniquePath(t, "pause-partition")
 	ctx := testutil.Ctx(t, 60*time.Second)
 	hs, p := proxiedSession(t, 2*time.Second, pause)
@@ -246,6 +248,7 @@ func TestPausePartitionLost(t *testing.T) {
 // client is granted, and the paused holder never resumes: it is lost once it
 // hears of the expiry.
 func TestPauseExpiredElsewhere(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	for _, fair := range []bool{true, false} {
 		t.Run(fmt.Sprint("fair=", fair), func(t *testing.T) {
 			var opts []mutex.Option
@@ -287,6 +290,7 @@ func TestPauseExpiredElsewhere(t *testing.T) {
 // not sent: one whose ctx ends during the pause never reaches the server,
 // one that waits lands after the resume.
 func TestPauseFencedWritesWait(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	path := testutil.UniquePath(t, "pause-fenced")
 	ctx := testutil.Ctx(t, 60*time.Second)
 	hs, p := proxiedSession(t, 8*time.Second, pause)
@@ -334,6 +338,7 @@ func TestPauseFencedWritesWait(t *testing.T) {
 // someone else deletes (an operator, another principal) is lost at once,
 // held or paused; a paused one never resumes.
 func TestHoldDeletedFromOutside(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	type grant struct {
 		h       pausable
 		node    string
@@ -442,6 +447,7 @@ var _ = gozk.ErrNoNode
 // the write landed at most once; the release lets go all the same and its
 // delete is made once the session is back.
 func TestPauseLostAnswers(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	path := testutil.UniquePath(t, "pause-answers")
 	ctx := testutil.Ctx(t, 60*time.Second)
 	hs, p := proxiedSession(t, 4*time.Second, pause)
@@ -482,6 +488,7 @@ func TestPauseLostAnswers(t *testing.T) {
 // lost connection (the default policy), a session lost by the local clock,
 // a node deleted from outside, the session manager's Close.
 func TestHoldContextCause(t *testing.T) {
+	t.Parallel() // its own paths, sessions and proxies
 	ctx := testutil.Ctx(t, 60*time.Second)
 	lock := func(t *testing.T, s *session.Session) *mutex.Mutex {
 		m, err := mutex.New(s, testutil.UniquePath(t, "cause"))

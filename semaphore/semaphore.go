@@ -56,9 +56,11 @@ func (c *config) setErr(err error) {
 	}
 }
 
-// WithData stores data (for example the holder's id) in the lease and
-// waiting nodes, for `shepherd status` and operators. At most
-// recipe.MaxDataLen bytes.
+// WithData stores data in the lease and waiting nodes, for `shepherd
+// status` and operators: it is the holder's id, shown in status's ID
+// column (and in recipe.Entry.Data), as the CLI's `shepherd semaphore -id`
+// stores it. Without it the ID column shows "-". At most recipe.MaxDataLen
+// bytes.
 func WithData(data []byte) Option {
 	return func(c *config) {
 		if len(data) > recipe.MaxDataLen {

@@ -27,6 +27,8 @@ func TestHelp(t *testing.T) {
 		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
 		"dev":       {"port", "data"},
+		"version":   nil,
+		"ls":        append([]string{"json", "depth", "max-nodes"}, conn...),
 	}
 	for sub, names := range flags {
 		for _, args := range [][]string{{sub, "-h"}, {sub, "--help"}, {sub, "-help"}, {"help", sub}, {sub, "/p", "-h"}} {

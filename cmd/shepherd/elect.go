@@ -48,7 +48,10 @@ environment, the exit statuses and what happens to CMD's processes: see
 	o.registerHold(s.fs)
 	id := s.fs.String("id", defaultID(), "candidate `ID` shown to others (status, /readyz; SHEPHERD_ID)")
 	once := s.fs.Bool("once", false, "exit after one term instead of rejoining the election (exit 5 if it is lost)")
-	nonFair := s.fs.Bool("nonfair", false, "race for a single leader node instead of queueing")
+	nonFair := s.fs.Bool("nonfair", false, "race for a single leader node instead of queueing.\n"+
+		"PATH then stays in ZooKeeper, a persistent node, after the last leader:\n"+
+		"its data version fences the terms (see the README). 'shepherd ls' shows\n"+
+		"it idle; shepherd never deletes it: zkCli.sh delete PATH, once no process uses it")
 	httpAddr := s.fs.String("http", "", "serve /readyz, /healthz, /livez and /metrics on `ADDR` (e.g. 127.0.0.1:8080)")
 	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {

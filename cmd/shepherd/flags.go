@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,16 @@ func isBool(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
+// isDuration reports whether f is a time.Duration flag.
+func isDuration(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	_, ok = g.Get().(time.Duration)
+	return ok
+}
+
 // parseArgs parses fs's flags wherever they are among args: Go's flag package
 // stops at the first argument that is not a flag, so "lock /p -timeout 1s"
 // would take "-timeout" for CMD. Here flags may come before or after the
@@ -29,7 +40,7 @@ func isBool(f *flag.Flag) bool {
 //
 // With stopAtArg, parsing stops at the first positional argument, which is
 // returned with everything after it, unparsed, in pos (the flags before a
-// subcommand).
+// subcommand); there -version and --version return errVersion.
 func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -48,6 +59,10 @@ func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []stri
 		switch name {
 		case "h", "help":
 			return nil, nil, errHelp
+		case "version":
+			if stopAtArg && fs.Lookup(name) == nil {
+				return nil, nil, errVersion // before the subcommand
+			}
 		case "":
 			return nil, nil, fmt.Errorf("bad flag syntax %q", a)
 		}
@@ -70,6 +85,12 @@ func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []stri
 			}
 		}
 		if err := fs.Set(name, value); err != nil {
+			if isDuration(f) {
+				if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
+					return nil, nil, fmt.Errorf("-%s %s: missing unit (e.g. %ss)", name, value, value)
+				}
+				return nil, nil, fmt.Errorf("-%s %q: want a duration with a unit, e.g. 300ms, 30s, 1m30s", name, value)
+			}
 			return nil, nil, fmt.Errorf("flag -%s: invalid value %q", name, value)
 		}
 	}
@@ -94,10 +115,15 @@ func newSub(name, synopsis, about string, examples ...string) *sub {
 
 // help prints the subcommand's usage, every flag and the examples.
 func (s *sub) help(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", s.synopsis, strings.TrimSpace(s.about))
-	s.fs.SetOutput(w)
-	s.fs.PrintDefaults()
-	s.fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", s.synopsis, strings.TrimSpace(s.about))
+	flags := 0
+	s.fs.VisitAll(func(*flag.Flag) { flags++ })
+	if flags > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		s.fs.SetOutput(w)
+		s.fs.PrintDefaults()
+		s.fs.SetOutput(io.Discard)
+	}
 	if s.notes != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(s.notes))
 	}
@@ -154,8 +180,10 @@ func defaultOptions() options {
 func (o *options) registerConn(fs *flag.FlagSet) {
 	fs.StringVar(&o.zk, "zk", o.zk, "ZooKeeper connect string `host:port,...[/chroot]` (env SHEPHERD_ZK)")
 	fs.StringVar(&o.namespace, "namespace", o.namespace, "path `prefix` for PATH, under the connect string's chroot (e.g. /myapp)")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, "ZooKeeper session timeout")
-	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long (exit 3)")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", o.sessionTimeout, "ZooKeeper session timeout (the server must grant it: at least its\n"+
+		"minSessionTimeout, by default 2 ticks; exit 2 if not)")
+	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long (exit 3; sooner when\n"+
+		"every server has refused the connection for 2s: nothing listens there)")
 	fs.BoolVar(&o.verbose, "v", o.verbose, "log the session's events to stderr")
 }
 
@@ -194,10 +222,24 @@ func (p *policyFlag) Set(s string) error {
 	return nil
 }
 
-// check validates the shared flags.
+// check validates the shared flags; the error names the flag.
 func (o *options) check(name string) error {
-	if o.timeout < 0 || o.grace < 0 || o.sessionTimeout <= 0 || o.connectWait <= 0 {
-		return usagef("%s: durations must be positive", name)
+	for _, d := range []struct {
+		flag   string
+		v      time.Duration
+		zeroOK string // what 0 means, if it is allowed
+	}{
+		{"session-timeout", o.sessionTimeout, ""},
+		{"connect-timeout", o.connectWait, ""},
+		{"timeout", o.timeout, "wait forever"},
+		{"grace", o.grace, "SIGKILL at once"},
+	} {
+		switch {
+		case d.zeroOK == "" && d.v <= 0:
+			return usagef("%s: -%s %v: must be positive", name, d.flag, d.v)
+		case d.v < 0:
+			return usagef("%s: -%s %v: must not be negative (0: %s)", name, d.flag, d.v, d.zeroOK)
+		}
 	}
 	return nil
 }

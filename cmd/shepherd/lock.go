@@ -33,7 +33,10 @@ loss or a signal: see 'shepherd help'.`,
 	o.registerConn(s.fs)
 	o.registerHold(s.fs)
 	id := s.fs.String("id", defaultID(), "holder `ID` stored in the lock's node (shown by status; SHEPHERD_ID)")
-	nonFair := s.fs.Bool("nonfair", false, "race for a single node instead of queueing (no FIFO; for few contenders)")
+	nonFair := s.fs.Bool("nonfair", false, "race for a single node instead of queueing (no FIFO; for few contenders).\n"+
+		"PATH then stays in ZooKeeper, a persistent node, after the last holder:\n"+
+		"its data version fences the holds (see the README). 'shepherd ls' shows\n"+
+		"it idle; shepherd never deletes it: zkCli.sh delete PATH, once no process uses it")
 	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
@@ -158,7 +161,7 @@ func (h hold) env() []string {
 		"SHEPHERD_PATH=" + h.path,
 		"SHEPHERD_NODE=" + h.node,
 		fmt.Sprintf("SHEPHERD_TOKEN=%d", h.token),
-		fmt.Sprintf("SHEPHERD_SESSION=0x%x", h.session),
+		"SHEPHERD_SESSION=" + sessionHex(h.session),
 		"SHEPHERD_ID=" + h.id,
 	}
 	if h.elect {

@@ -6,6 +6,8 @@
 //	shepherd semaphore -n N PATH -- CMD...  run CMD while holding one of N leases
 //	shepherd elect -id ID PATH -- CMD...    run CMD while leader; -http serves /readyz
 //	shepherd status PATH                    show holders, waiters, leader, tokens
+//	shepherd ls PREFIX                      list the recipes under PREFIX
+//	shepherd version                        the module version, VCS revision and Go version
 //
 // Every process CMD starts is part of the hold: on Linux CMD runs in a new
 // PID namespace under a small init (this binary, re-executed), so that a hold
@@ -52,6 +54,8 @@ Usage:
   shepherd semaphore [flags] -n N PATH -- CMD [ARG...]  run CMD while holding one of N leases
   shepherd elect     [flags] PATH [-- CMD [ARG...]]     run CMD while leader; -http for probes
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
+  shepherd ls        [flags] PREFIX                     list the recipes under PREFIX ("/": all)
+  shepherd version                                      shepherd's version (also --version)
   shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
 
 Flags may come before or after PATH; only "--" ends them. 'shepherd
@@ -66,6 +70,7 @@ Examples:
   shepherd elect -id "$(hostname)" /services/cron/leader -- ./scheduler
   shepherd elect -http 127.0.0.1:8080 -id "$POD_NAME" /services/web/leader
   shepherd status -json /services/cron/leader
+  shepherd ls /services
 
 CMD's environment (lock, semaphore and elect set the same variables):
   SHEPHERD_PATH     PATH as given
@@ -118,15 +123,16 @@ with SHEPHERD_TOKEN are safe across a session expiry.
 
 Exit status:
   CMD's own   CMD ran to its end (128+N when it was killed by signal N)
-  0           status found something there; elect -http without CMD stopped
+  0           status or ls found something there; elect -http without CMD stopped
   1           other errors
-  2           bad usage
-  3           ZooKeeper unreachable
+  2           bad usage (a -session-timeout below the server's minimum too)
+  3           ZooKeeper unreachable: not connected within -connect-timeout,
+              or every server refused the connection for 2s
   4           not acquired within -timeout
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
               with another -n (the message says what is there)
-  7           status: nothing at PATH
+  7           status: nothing at PATH; ls: no recipe under PREFIX
   126, 127    CMD cannot be executed, or is not found
   128+N       interrupted by signal N while waiting (SIGINT: 130)
 `
@@ -233,7 +239,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	printUsage := func(w io.Writer) {
 		fmt.Fprint(w, usage)
 		fmt.Fprintln(w, "\nFlags of lock, semaphore and elect, which may also come before the subcommand\n"+
-			"(status takes -zk, -namespace, -session-timeout, -connect-timeout and -v):")
+			"(status and ls take -zk, -namespace, -session-timeout, -connect-timeout and -v):")
 		global.fs.SetOutput(w)
 		global.fs.PrintDefaults()
 		global.fs.SetOutput(io.Discard)
@@ -242,6 +248,9 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	switch {
 	case errors.Is(err, errHelp):
 		printUsage(c.stdout)
+		return 0
+	case errors.Is(err, errVersion):
+		printVersion(c.stdout)
 		return 0
 	case err != nil:
 		return c.report(usagef("%v", err))
@@ -266,10 +275,14 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdElect(ctx, &o, rest)
 	case "status":
 		err = c.cmdStatus(ctx, &o, rest)
+	case "ls":
+		err = c.cmdLs(ctx, &o, rest)
 	case "dev":
 		err = c.cmdDev(ctx, rest)
+	case "version":
+		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect or status)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, status, ls or version)", name)
 	}
 	return c.report(err)
 }
@@ -295,7 +308,17 @@ func (c *cli) report(err error) int {
 	}
 }
 
-// onePath checks that pos is exactly one valid PATH.
+// onlyPath checks that pos is exactly one valid PATH, for a subcommand
+// that takes no CMD.
+func onlyPath(name string, pos []string) (string, error) {
+	if len(pos) > 1 {
+		return "", usagef("%s takes one PATH, not %d (%s)", name, len(pos), strings.Join(pos, " "))
+	}
+	return onePath(name, pos)
+}
+
+// onePath checks that pos is exactly one valid PATH, for a subcommand
+// whose CMD follows "--".
 func onePath(name string, pos []string) (string, error) {
 	switch {
 	case len(pos) == 0:
@@ -332,14 +355,27 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	if o.verbose {
 		opts = append(opts, session.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.connectWait)
-	defer cancel()
+	tctx, tcancel := context.WithTimeout(ctx, o.connectWait)
+	defer tcancel()
+	cctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	refused := &refusals{servers: len(servers), giveUp: func() { cancel(errAllRefused) }}
+	opts = append(opts, session.WithDialer(refused.dial))
 	s, err := session.Open(cctx, servers, opts...)
+	refused.stop()
 	switch {
 	case errors.Is(err, session.ErrInvalidArgument):
 		return nil, usagef("%v", err)
+	case errors.Is(err, session.ErrTimeoutRejected):
+		// ZooKeeper was reached: the flag is wrong for this server.
+		return nil, usagef("-session-timeout %v is less than ZooKeeper at %s grants (from its minSessionTimeout, "+
+			"by default 2 ticks, to its maxSessionTimeout, by default 20 ticks): %v", o.sessionTimeout, o.zk, err)
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedWaiting(ctx, "connecting to ZooKeeper")
+	case err != nil && errors.Is(context.Cause(cctx), errAllRefused):
+		d, n := refused.span()
+		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
+			"(%d attempts in %v): is ZooKeeper running there?", o.zk, n, d)}
 	case err != nil:
 		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: %w", o.zk, err)}
 	}

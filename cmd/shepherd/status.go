@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
 )
 
 func (c *cli) cmdStatus(ctx context.Context, o *options, args []string) error {
@@ -17,8 +18,12 @@ func (c *cli) cmdStatus(ctx context.Context, o *options, args []string) error {
 Show what is at PATH: the kind of recipe (lock, read-write lock, semaphore,
 election; shepherd's, Curator's, Kazoo's or go-zookeeper's), its holders or
 leader and its waiters in line order, each with its id, ZooKeeper session,
-age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). With nothing at PATH
-it says so and exits 7, so that a mistyped PATH shows.`,
+age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). Sessions are
+0x-hex, as ZooKeeper prints them and as CMD's SHEPHERD_SESSION; in -json each
+entry has them as "session": "0x…" (and as the number "session_id", which
+passes 2^53: jq rounds it). With nothing at PATH it says so and exits 7, so
+that a mistyped PATH shows; when there are recipes below PATH, it says to run
+'shepherd ls PATH', which lists them.`,
 		"shepherd status /services/cron/leader",
 		"shepherd status -json /jobs/backup | jq .holders",
 		"shepherd status -watch /limits/api")
@@ -29,7 +34,10 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 	if err != nil {
 		return err
 	}
-	path, err := onePath("status", pos)
+	if len(pos) == 1 && pos[0] == "/" {
+		return usagef("status: the root holds no recipe: 'shepherd ls /' lists the recipes under it")
+	}
+	path, err := onlyPath("status", pos)
 	if err != nil {
 		return err
 	}
@@ -68,7 +76,7 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 			}
 		}
 		if *asJSON {
-			b, _ := json.Marshal(snap)
+			b, _ := json.Marshal(jsonSnapshot(snap))
 			fmt.Fprintln(c.stdout, string(b))
 		} else {
 			if i > 0 {
@@ -78,7 +86,7 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 		}
 		if !*watch {
 			if snap.Kind == "empty" {
-				return exitCode{exitEmpty, fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)}
+				return exitCode{exitEmpty, nothingAt(ctx, sess, path)}
 			}
 			return nil
 		}
@@ -88,6 +96,54 @@ it says so and exits 7, so that a mistyped PATH shows.`,
 			return nil
 		}
 	}
+}
+
+// snapshotJSON is status -json's object: the snapshot, each entry with its
+// session also as "0x…" ("session"), as the text view, SHEPHERD_SESSION and
+// ZooKeeper's own tools print it. "session_id" stays the number it was:
+// above 2^53, which jq and JavaScript round.
+type snapshotJSON struct {
+	*recipe.Snapshot
+	Holders []entryJSON `json:"holders"`
+	Waiters []entryJSON `json:"waiters"`
+}
+
+type entryJSON struct {
+	recipe.Entry
+	Session string `json:"session"`
+}
+
+func jsonSnapshot(s *recipe.Snapshot) snapshotJSON {
+	conv := func(es []recipe.Entry) []entryJSON {
+		out := make([]entryJSON, len(es))
+		for i, e := range es {
+			out[i] = entryJSON{Entry: e, Session: sessionHex(e.SessionID)}
+		}
+		return out
+	}
+	return snapshotJSON{Snapshot: s, Holders: conv(s.Holders), Waiters: conv(s.Waiters)}
+}
+
+// sessionHex formats a session id as ZooKeeper prints it: 0x-hex.
+func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }
+
+// nothingAt is status's error for a PATH with no recipe: it looks below
+// PATH (a bounded walk, up to the first recipe) and points at ls if there
+// is something there, or says PATH is an idle non-fair recipe's path.
+func nothingAt(ctx context.Context, sess *session.Session, path string) error {
+	w := walk{sess: sess, depth: lsDepth, nodes: 1000, firstOnly: true}
+	if err := w.run(ctx, path); err == nil && len(w.found) > 0 {
+		l := w.found[0]
+		if l.Path == path && l.Idle {
+			what := "lock"
+			if l.Kind == "election" {
+				what = "election"
+			}
+			return fmt.Errorf("status: %s is a non-fair %s's path that no one holds (it stays until deleted; see 'shepherd lock -h')", path, what)
+		}
+		return fmt.Errorf("status: nothing at %s itself, but there are recipes below it (%s, ...): 'shepherd ls %s' lists them", path, l.Path, path)
+	}
+	return fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)
 }
 
 func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
@@ -151,5 +207,5 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time) {
 	}
 	age := now.Sub(e.Created).Round(100 * time.Millisecond)
 	node := e.Node[strings.LastIndex(e.Node, "/")+1:]
-	fmt.Fprintf(w, "%s\t%s\t0x%x\t%v\t%d\t%s\t%s\n", role, id, e.SessionID, age, int64(e.Token), node, e.Library)
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", role, id, sessionHex(e.SessionID), age, int64(e.Token), node, e.Library)
 }

@@ -1,0 +1,129 @@
+package main_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/recipe"
+)
+
+type lsOut struct {
+	Prefix  string `json:"prefix"`
+	Recipes []struct {
+		Path      string `json:"path"`
+		Kind      string `json:"kind"`
+		Fair      bool   `json:"fair"`
+		Names     string `json:"names"`
+		MaxLeases int    `json:"max_leases"`
+		Holders   int    `json:"holders"`
+		Waiters   int    `json:"waiters"`
+		Idle      bool   `json:"idle"`
+	} `json:"recipes"`
+	Complete bool `json:"complete"`
+}
+
+// TestLs: ls lists every recipe under PREFIX with its kind, mode, naming
+// and counts; "/" lists them all; with nothing there it exits 7; a bound
+// hit says so. status on a parent of recipes points at ls.
+func TestLs(t *testing.T) {
+	p := uniquePath(t)
+	start(t, nil, "lock", "-id", "L", p+"/jobs/backup", "--", "sleep", "30")
+	start(t, nil, "semaphore", "-n", "3", "-id", "S", p+"/limits/api", "--", "sleep", "30")
+	start(t, nil, "elect", "-id", "E", p+"/services/cron/leader", "--", "sleep", "30")
+	for _, q := range []string{p + "/jobs/backup", p + "/limits/api", p + "/services/cron/leader"} {
+		waitStatus(t, q, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	}
+	r := shepherd(t, nil, "ls", p)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^PATH\s+KIND\s+MODE\s+NAMING\s+HOLDERS\s+WAITERS`, r.stdout)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/jobs/backup\s+mutex\s+fair\s+curator\s+1\s+0\s*$`, r.stdout)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/limits/api\s+semaphore\s+fair\s+curator\s+1 of 3\s+0\s*$`, r.stdout)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/services/cron/leader\s+election\s+fair\s+curator\s+1\s+0\s*$`, r.stdout)
+	require.Empty(t, r.stderr)
+
+	r = shepherd(t, nil, "ls", "-json", p)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out lsOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.True(t, out.Complete)
+	require.Len(t, out.Recipes, 3, r.stdout)
+	kinds := map[string]string{}
+	for _, x := range out.Recipes {
+		kinds[x.Path] = x.Kind
+		require.Equal(t, 1, x.Holders, x.Path)
+	}
+	require.Equal(t, map[string]string{p + "/jobs/backup": "mutex", p + "/limits/api": "semaphore",
+		p + "/services/cron/leader": "election"}, kinds)
+
+	r = shepherd(t, nil, "ls", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, p+"/jobs/backup ")
+
+	// Under a namespace, paths are as given.
+	r = shepherd(t, nil, "-namespace", p, "ls", "/")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^/jobs/backup\s+mutex`, r.stdout)
+
+	r = shepherd(t, nil, "ls", "-max-nodes", "2", p)
+	require.Contains(t, r.stderr, "incomplete")
+	require.Contains(t, r.stderr, "-max-nodes")
+	r = shepherd(t, nil, "ls", "-depth", "1", p)
+	require.Equal(t, 7, r.code, "nothing within depth 1: %s", r.stderr)
+	require.Contains(t, r.stderr, "-depth")
+
+	r = shepherd(t, nil, "ls", p+"/nothing")
+	require.Equal(t, 7, r.code, r.stderr)
+	require.Contains(t, r.stderr, "no recipe under "+p+"/nothing")
+
+	// status on a parent of recipes, or on the root, points at ls.
+	r = shepherd(t, nil, "status", p+"/services")
+	require.Equal(t, 7, r.code, r.stderr)
+	require.Contains(t, r.stderr, "'shepherd ls "+p+"/services'")
+	r = shepherd(t, nil, "status", "/")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "shepherd ls /")
+	r = shepherd(t, nil, "ls", "/a", "/b")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "ls takes one PATH")
+}
+
+// TestLsFindsIdleNonFair: a non-fair lock's or election's path stays,
+// persistent, after the last holder (its data version fences the holds);
+// -nonfair -h says so, ls lists such a path as idle, status names it, and
+// nothing deletes it.
+func TestLsFindsIdleNonFair(t *testing.T) {
+	for _, sub := range []string{"lock", "elect"} {
+		r := shepherd(t, nil, sub, "-h")
+		require.Regexp(t, `(?s)-nonfair\n.*persistent`, r.stdout, "%s -h", sub)
+	}
+	p := uniquePath(t)
+	r := shepherd(t, nil, "lock", "-nonfair", p+"/nf", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = shepherd(t, nil, "elect", "-nonfair", "-once", "-id", "x", p+"/nfe", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = shepherd(t, nil, "ls", p)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nf\s+mutex\s+non-fair\s+-\s+0\s+0\s+idle`, r.stdout)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nfe\s+election\s+non-fair\s+-\s+0\s+0\s+idle`, r.stdout)
+	r = shepherd(t, nil, "ls", "-json", p)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out lsOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Recipes, 2)
+	for _, x := range out.Recipes {
+		require.True(t, x.Idle, x.Path)
+		require.False(t, x.Fair, x.Path)
+	}
+	r = shepherd(t, nil, "status", p+"/nf")
+	require.Equal(t, 7, r.code, r.stderr)
+	require.Contains(t, r.stderr, "non-fair lock's path that no one holds")
+	// A held non-fair lock is listed as held, not idle.
+	start(t, nil, "lock", "-nonfair", "-id", "h", p+"/nf", "--", "sleep", "30")
+	waitStatus(t, p+"/nf", func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	r = shepherd(t, nil, "ls", p+"/nf")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nf\s+mutex\s+non-fair\s+-\s+1\s+0\s*$`, r.stdout)
+}
