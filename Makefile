@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos interop build fuzz consumercheck
+.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos interop build fuzz consumercheck alerts
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -22,10 +22,11 @@ build:
 
 ## test: install what is missing, then run the whole suite with the race detector
 ## (against upstream go-zookeeper; see scripts/test.sh), the fast tests with the
-## oldest Go release go.mod allows, the consumer check and the fuzzers briefly;
-## the chaos package runs beside the rest (see scripts/test.sh).
+## oldest Go release go.mod allows, the consumer check, the fuzzers briefly and
+## promtool's tests of the alert rules; the chaos package runs beside the rest
+## (see scripts/test.sh).
 test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_BG='test-mingo' MAKE_AFTER='consumercheck fuzz' scripts/test.sh
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_BG='test-mingo' MAKE_AFTER='consumercheck fuzz alerts' scripts/test.sh
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper
 ## (vet compiles every package and test; interop's peer processes, which do not
@@ -44,6 +45,21 @@ test-short: setup
 ## vets and runs a lock, a lease and an election; `go install` of the CLI too.
 consumercheck: setup
 	@scripts/consumercheck.sh
+
+## alerts: promtool checks observe/prometheus/alerts.yaml, runs its unit tests
+## (alerts_test.yaml) and parses every query of dashboard.json (made recording
+## rules by internal/dashrules). promtool is Prometheus's, run from the module
+## proxy, never a dependency of this module: the first run downloads and
+## builds it (about 6 minutes on 2 cores), later runs take the executable
+## from the Go build cache (about a second).
+PROMTOOL_VERSION ?= v0.316.0
+PROMTOOL ?= GOWORK=off $(GO) run github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+alerts:
+	$(PROMTOOL) check rules observe/prometheus/alerts.yaml
+	cd observe/prometheus && $(PROMTOOL) test rules alerts_test.yaml
+	@rules=$$(mktemp) && trap 'rm -f '$$rules EXIT && \
+	  GOWORK=off $(GO) run ./internal/dashrules observe/prometheus/dashboard.json >$$rules && \
+	  echo "== the queries of observe/prometheus/dashboard.json" && $(PROMTOOL) check rules $$rules
 
 lint:
 	@grep -Eq '^(replace|exclude)' go.mod && { echo "go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true

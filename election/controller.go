@@ -248,7 +248,8 @@ func (e *Election) leaveBounded(ctx context.Context) {
 // line at once, so another takes over without waiting for a session timeout,
 // and Run returns nil. It returns ErrClosed when the session is closed, and
 // ErrStopDeadline (after OnElected has finally returned) when OnElected did not
-// return within the stop deadline.
+// return within the stop deadline. A session observer is told at the start
+// (session.Campaigning), so that followers too can export a leader metric.
 func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 	if cb.OnElected == nil {
 		return fmt.Errorf("election: %w: Callbacks.OnElected is required", ErrInvalidArgument)
@@ -257,6 +258,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		return err
 	}
 	defer e.end()
+	e.report(session.RecipeEvent{Kind: session.Campaigning})
 	// Leaving when Run ends starts the delete and does not wait for its
 	// confirmation once ctx has ended (it goes on in the background).
 	defer e.leaveBounded(ctx)

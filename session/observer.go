@@ -49,11 +49,14 @@ const (
 	// HoldResumed: a paused hold resumed, its session back and its node
 	// confirmed (Paused: how long it was paused).
 	HoldResumed
+	// Campaigning: an election's Run began campaigning at Path; the process
+	// takes part in that election from now on, as a follower until Elected.
+	Campaigning
 )
 
 var kindNames = map[RecipeEventKind]string{Acquired: "acquired", Released: "released", HoldLost: "hold_lost",
 	Elected: "elected", Revoked: "revoked", CallbackStuck: "callback_stuck", OrphanCleanup: "orphan_cleanup",
-	DeleteRetry: "delete_retry", HoldPaused: "hold_paused", HoldResumed: "hold_resumed"}
+	DeleteRetry: "delete_retry", HoldPaused: "hold_paused", HoldResumed: "hold_resumed", Campaigning: "campaigning"}
 
 func (k RecipeEventKind) String() string {
 	if s, ok := kindNames[k]; ok {

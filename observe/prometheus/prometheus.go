@@ -16,7 +16,8 @@
 //	shepherd_holds{recipe}                           holds held now
 //	shepherd_hold_duration_seconds{recipe,outcome}   how long holds lasted (outcome released|lost)
 //	shepherd_hold_lost_total{recipe}                 holds whose loss signal fired
-//	shepherd_leader{path}                            1 while this process leads the election at path (under Run)
+//	shepherd_leader{path}                            1 while this process leads the election at path, 0 while it
+//	                                                 campaigns or after its Run ended (present from Run's start)
 //	shepherd_leader_term{path}                       the term of the current or last leadership
 //	shepherd_leadership_changes_total{path,change}   change elected|revoked
 //	shepherd_leader_stop_seconds{path}               loss signal to OnElected's return
@@ -30,6 +31,15 @@
 //
 // Labels are bounded: recipe is one of a handful of names; path appears only
 // on election metrics, one per election a process takes part in.
+//
+// Alerts and a dashboard ship beside this package. alerts.yaml holds
+// Prometheus alerting rules: an election path with no leader or more than one
+// (sum by (path) (shepherd_leader), every candidate exporting 0 while it
+// follows), holds lost, holds lost after a pause, a session suspended for
+// long, a leader callback stuck, a high p99 acquire wait; alerts_test.yaml
+// tests each with promtool (make alerts). dashboard.json is a Grafana
+// dashboard of these metrics. The package's tests check that every metric
+// either file names is one this package exports.
 package prometheus
 
 import (
@@ -145,6 +155,10 @@ func (o *Observer) SessionEvent(ev session.Event) {
 func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
 	switch ev.Kind {
 	case session.Acquired:
+		// The loss counters start at 0 with the first hold, so that
+		// increase() sees a recipe's first loss too.
+		o.holdLost.WithLabelValues(ev.Recipe)
+		o.lostPaused.WithLabelValues(ev.Recipe)
 		o.wait.WithLabelValues(ev.Recipe).Observe(ev.Wait.Seconds())
 		o.position.WithLabelValues(ev.Recipe).Observe(float64(ev.Position))
 		if ev.Recipe != "election" { // leaderships count from Elected to Revoked
@@ -166,6 +180,13 @@ func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
 	case session.HoldResumed:
 		o.resumes.WithLabelValues(ev.Recipe).Inc()
 		o.pauseTime.WithLabelValues(ev.Recipe, "resumed").Observe(ev.Paused.Seconds())
+	case session.Campaigning:
+		// A follower exports leader{path} 0 (sum by (path) is the number of
+		// leaders); the counters start at 0 so increase() sees the first.
+		o.leader.WithLabelValues(ev.Path)
+		o.changes.WithLabelValues(ev.Path, "elected")
+		o.changes.WithLabelValues(ev.Path, "revoked")
+		o.stuck.WithLabelValues(ev.Path)
 	case session.Elected:
 		o.holds.WithLabelValues("election").Inc()
 		o.leader.WithLabelValues(ev.Path).Set(1)

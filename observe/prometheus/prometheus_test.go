@@ -262,3 +262,100 @@ func TestPauseMetrics(t *testing.T) {
 	require.Equal(t, 1.0, metric(t, reg, "shepherd_hold_resumes_total", mutexL))
 	_ = m.Unlock(ctx)
 }
+
+// series reports whether reg has a series of name with exactly these labels'
+// values (among others), and its value.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			match := true
+			for k, v := range labels {
+				match = match && have[k] == v
+			}
+			if match {
+				return m.GetGauge().GetValue() + m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestFollowerExportsZero: each process (here: each session with a registry
+// of its own) exports shepherd_leader{path} from Run's start, 0 while it
+// follows and after its Run ended, so that sum by (path) counts the leaders;
+// the leadership counters start at 0.
+func TestFollowerExportsZero(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	path := uniquePath(t)
+	type candidate struct {
+		reg     *prometheus.Registry
+		stop    context.CancelFunc
+		done    chan error
+		elected chan struct{}
+	}
+	var full string
+	start := func(id string) *candidate {
+		c := &candidate{reg: prometheus.NewRegistry(), done: make(chan error, 1), elected: make(chan struct{}, 1)}
+		obs, err := promobs.New(c.reg)
+		require.NoError(t, err)
+		s := open(t, zk.Servers(), session.WithObserver(obs))
+		full = s.Path(path)
+		e, err := election.New(s, path, id)
+		require.NoError(t, err)
+		rctx, rcancel := context.WithCancel(ctx)
+		c.stop = rcancel
+		go func() {
+			c.done <- e.Run(rctx, election.Callbacks{OnElected: func(lc context.Context, _ election.Term) {
+				c.elected <- struct{}{}
+				<-lc.Done()
+			}})
+		}()
+		return c
+	}
+	leader := func(c *candidate) (float64, bool) {
+		return series(t, c.reg, "shepherd_leader", map[string]string{"path": full})
+	}
+	a := start("a")
+	<-a.elected
+	require.Eventually(t, func() bool { v, ok := leader(a); return ok && v == 1 }, 5*time.Second, 5*time.Millisecond)
+	b := start("b")
+	// b follows: its series is there, at 0, and so are its counters.
+	require.Eventually(t, func() bool { _, ok := leader(b); return ok }, 5*time.Second, 5*time.Millisecond)
+	v, _ := leader(b)
+	require.Equal(t, 0.0, v)
+	for _, l := range []map[string]string{{"path": full, "change": "elected"}, {"path": full, "change": "revoked"}} {
+		v, ok := series(t, b.reg, "shepherd_leadership_changes_total", l)
+		require.True(t, ok, "%v", l)
+		require.Equal(t, 0.0, v)
+	}
+	v, ok := series(t, b.reg, "shepherd_leader_callback_stuck_total", map[string]string{"path": full})
+	require.True(t, ok)
+	require.Equal(t, 0.0, v)
+
+	// a's Run ends: a exports 0, b leads.
+	a.stop()
+	require.NoError(t, <-a.done)
+	<-b.elected
+	require.Eventually(t, func() bool { v, ok := leader(b); return ok && v == 1 }, 5*time.Second, 5*time.Millisecond)
+	v, ok = leader(a)
+	require.True(t, ok)
+	require.Equal(t, 0.0, v)
+
+	// b's Run ends too: 0 everywhere.
+	b.stop()
+	require.NoError(t, <-b.done)
+	v, ok = leader(b)
+	require.True(t, ok)
+	require.Equal(t, 0.0, v)
+}
