@@ -48,13 +48,13 @@ consumercheck: setup
 
 ## alerts: promtool checks observe/prometheus/alerts.yaml, runs its unit tests
 ## (alerts_test.yaml) and parses every query of dashboard.json (made recording
-## rules by internal/dashrules). promtool is Prometheus's, run from the module
-## proxy, never a dependency of this module: the first run downloads and
-## builds it (about 6 minutes on 2 cores), later runs take the executable
-## from the Go build cache (about a second).
-PROMTOOL_VERSION ?= v0.316.0
-PROMTOOL ?= GOWORK=off $(GO) run github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
-alerts:
+## rules by internal/dashrules). promtool is Prometheus's, never a dependency
+## of this module: Debian's (package prometheus, installed by setup-bench, a
+## few seconds), or any other: PROMTOOL='GOWORK=off go run
+## github.com/prometheus/prometheus/cmd/promtool@v0.316.0' builds it from the
+## module proxy (about 6 minutes on 2 cores the first time).
+PROMTOOL ?= promtool
+alerts: setup-bench
 	$(PROMTOOL) check rules observe/prometheus/alerts.yaml
 	cd observe/prometheus && $(PROMTOOL) test rules alerts_test.yaml
 	@rules=$$(mktemp) && trap 'rm -f '$$rules EXIT && \

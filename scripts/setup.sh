@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what shepherd's tests, demo and benchmarks need and is missing.
-# Usage: scripts/setup.sh [bench]   ("bench" adds Curator and Kazoo for the peers)
+# Usage: scripts/setup.sh [bench]   ("bench" adds Curator and Kazoo for the peers, and promtool)
 set -euo pipefail
 
 need=()
@@ -13,6 +13,8 @@ if [ "${1:-}" = bench ]; then
   [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
   /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
   command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+  # promtool, for make alerts (the rule and dashboard checks of make test).
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
