@@ -29,13 +29,17 @@ exits with its status. SIGINT or SIGTERM hands leadership over at once.
 
 With -http ADDR, shepherd also serves, for a service that is not written in
 Go (a Kubernetes sidecar, a load balancer's health check):
-  /readyz, /healthz  200 while this process is the leader, else 503; the JSON
+  /readyz            200 while this process is the leader, else 503 (for a
+                     readinessProbe: traffic to the leader alone); the JSON
                      body names this candidate and the leader:
                      {"leading":false,"id":"b","leader":"a","term":123}
                      With -on-disconnect=pause, /readyz answers 503 (and the
-                     body "paused":true) while leadership is paused; /healthz
-                     stays 200
-  /livez             200 unless a leader's CMD cannot be stopped
+                     body "paused":true) while leadership is paused
+  /healthz, /livez   200 while this process works, leader or follower, paused
+                     or not (for a livenessProbe); 500 when a leader's CMD
+                     cannot be stopped or the connection stays suspended past
+                     twice the session timeout. Body: /readyz's, and
+                     "status":"ok" (or "error" and "error":"why")
   /metrics           Prometheus metrics (the observe/prometheus adapter)
 With -http and no CMD, shepherd only campaigns and serves, until SIGTERM
 (exit 0). Fair mode shares PATH with Curator's LeaderLatch. CMD's
@@ -73,7 +77,9 @@ environment, the exit statuses and what happens to CMD's processes: see
 	if err := o.check("elect"); err != nil {
 		return err
 	}
-	st := &leaderState{id: *id}
+	// A session is Suspended at most the session timeout (then Lost, and a
+	// new one is made): twice that, the client is wedged.
+	st := &leaderState{id: *id, maxSuspended: 2 * o.sessionTimeout}
 	var sopts []session.Option
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)
@@ -255,8 +261,9 @@ func (st *leaderState) leaderNode(ctx context.Context, term election.Term, sess 
 
 // leaderState is what the probes report.
 type leaderState struct {
-	id       string
-	election *election.Election
+	id           string
+	maxSuspended time.Duration // /healthz fails past this long Suspended
+	election     *election.Election
 
 	mu      sync.Mutex
 	leading bool
@@ -290,7 +297,7 @@ func (st *leaderState) setLeader(l election.Leader) {
 	st.mu.Unlock()
 }
 
-// probe is the body of /readyz and /healthz.
+// probe is the body of /readyz (and of /healthz and /livez, in health).
 type probe struct {
 	Leading bool   `json:"leading"`
 	Paused  bool   `json:"paused,omitempty"` // leading, but the connection is lost (-on-disconnect=pause)
@@ -312,7 +319,14 @@ func (st *leaderState) healthy() error {
 	if e == nil {
 		return nil
 	}
-	return e.Healthy(0)
+	return e.Healthy(st.maxSuspended)
+}
+
+// health is the body of /healthz and /livez.
+type health struct {
+	Status string `json:"status"`          // "ok" or "error"
+	Error  string `json:"error,omitempty"` // why, when "error"
+	probe
 }
 
 // serveReady answers /readyz: 200 while leading and not paused (traffic
@@ -326,12 +340,15 @@ func (st *leaderState) serveReady(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, code, p)
 }
 
-// serveHealth answers /healthz: 200 while leading, paused or not.
+// serveHealth answers /healthz and /livez, as client-go's HealthzAdaptor
+// does: 200 while this process works, leader or follower, paused or not
+// (leadership is /readyz's), 500 when it is stuck (election.Healthy): a
+// liveness probe restarts only a process that a restart can help.
 func (st *leaderState) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	p := st.probe()
+	h := health{Status: "ok", probe: st.probe()}
 	code := http.StatusOK
-	if !p.Leading {
-		code = http.StatusServiceUnavailable
+	if err := st.healthy(); err != nil {
+		h.Status, h.Error, code = "error", err.Error(), http.StatusInternalServerError
 	}
-	writeJSON(w, code, p)
+	writeJSON(w, code, h)
 }

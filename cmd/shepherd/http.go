@@ -13,9 +13,11 @@ import (
 	promobs "github.com/shepherdzk/shepherd/observe/prometheus"
 )
 
-// newProbeServer serves elect -http: /readyz and /healthz (200 while
-// leading, else 503; /readyz 503 too while leadership is paused), /livez
-// and /metrics. The observer feeds /metrics.
+// newProbeServer serves elect -http, in the Kubernetes convention: /readyz
+// (200 while leading and not paused, else 503: "send me traffic"), /healthz
+// and /livez, the same check (200 while this process works, leader or
+// follower, paused or not; 500 when it is stuck: "restart me"), and
+// /metrics. The observer feeds /metrics.
 func newProbeServer(st *leaderState) (*http.Server, *promobs.Observer, error) {
 	reg := prometheus.NewRegistry()
 	obs, err := promobs.New(reg)
@@ -31,13 +33,7 @@ func newProbeServer(st *leaderState) (*http.Server, *promobs.Observer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", st.serveReady)
 	mux.HandleFunc("GET /healthz", st.serveHealth)
-	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
-		if err := st.healthy(); err != nil {
-			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /livez", st.serveHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, obs, nil
 }

@@ -6,14 +6,18 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/zktest"
 )
 
 type probeBody struct {
+	Status  string `json:"status"` // /healthz and /livez: "ok" or "error"
 	Leading bool   `json:"leading"`
 	Paused  bool   `json:"paused"`
 	ID      string `json:"id"`
@@ -23,9 +27,17 @@ type probeBody struct {
 
 // sidecar starts `elect -http 127.0.0.1:0` without CMD and returns its
 // process and base URL (read from its stderr).
-func sidecar(t *testing.T, id, path string) (*exec.Cmd, string) {
+func sidecar(t *testing.T, id, path string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd, errb := start(t, nil, "-session-timeout", "4s", "elect", "-http", "127.0.0.1:0", "-id", id, path)
+	cmd, _, url := sidecarErr(t, id, path, extra...)
+	return cmd, url
+}
+
+// sidecarErr is sidecar with its stderr; extra flags come first.
+func sidecarErr(t *testing.T, id, path string, extra ...string) (*exec.Cmd, *syncWriter, string) {
+	t.Helper()
+	args := append(append([]string{}, extra...), "-session-timeout", "4s", "elect", "-http", "127.0.0.1:0", "-id", id, path)
+	cmd, errb := start(t, nil, args...)
 	re := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
 	var url string
 	require.Eventually(t, func() bool {
@@ -35,7 +47,7 @@ func sidecar(t *testing.T, id, path string) (*exec.Cmd, string) {
 		}
 		return m != nil
 	}, 20*time.Second, 5*time.Millisecond, "serving; stderr: %s", errb)
-	return cmd, url
+	return cmd, errb, url
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -65,9 +77,9 @@ func waitProbe(t *testing.T, url string, code int, cond func(probeBody) bool) pr
 }
 
 // TestElectSidecar: two `elect -http` sidecars without CMD: the leader's
-// /readyz and /healthz answer 200, the follower's 503 naming the leader;
-// /metrics and /livez serve; after the leader's SIGTERM the follower's flip
-// to 200.
+// /readyz answers 200, the follower's 503 naming the leader; /metrics
+// serves; after the leader's SIGTERM the follower's /readyz flips to 200.
+// The probes' codes on each side: TestElectProbes.
 func TestElectSidecar(t *testing.T) {
 	began := time.Now()
 	defer func() { t.Logf("wall time %v", time.Since(began).Round(time.Millisecond)) }()
@@ -77,11 +89,8 @@ func TestElectSidecar(t *testing.T) {
 	require.Equal(t, probeBody{Leading: true, ID: "a", Leader: "a", Term: pa.Term}, pa)
 	require.NotZero(t, pa.Term)
 	_, urlB := sidecar(t, "b", path)
-	for _, ep := range []string{"/readyz", "/healthz"} {
-		pb := waitProbe(t, urlB+ep, 503, func(p probeBody) bool { return p.Leader == "a" })
-		require.Equal(t, probeBody{Leading: false, ID: "b", Leader: "a", Term: pa.Term}, pb, ep)
-		waitProbe(t, urlA+ep, 200, func(p probeBody) bool { return p.Leading })
-	}
+	pb := waitProbe(t, urlB+"/readyz", 503, func(p probeBody) bool { return p.Leader == "a" })
+	require.Equal(t, probeBody{Leading: false, ID: "b", Leader: "a", Term: pa.Term}, pb)
 	code, body := get(t, urlA+"/metrics")
 	require.Equal(t, 200, code)
 	require.Regexp(t, `shepherd_leader\{path="[^"]+"\} 1`, body)
@@ -89,14 +98,74 @@ func TestElectSidecar(t *testing.T) {
 	code, body = get(t, urlB+"/metrics")
 	require.Equal(t, 200, code)
 	require.NotRegexp(t, `shepherd_leader\{path="[^"]+"\} 1`, body)
-	code, _ = get(t, urlB+"/livez")
-	require.Equal(t, 200, code)
 
 	stopped := time.Now()
 	require.NoError(t, a.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, a.Wait(), "a sidecar stopped by SIGTERM exits 0")
-	pb := waitProbe(t, urlB+"/readyz", 200, func(p probeBody) bool { return p.Leading })
+	pb = waitProbe(t, urlB+"/readyz", 200, func(p probeBody) bool { return p.Leading })
 	require.Equal(t, "b", pb.Leader)
 	require.Greater(t, pb.Term, pa.Term)
 	t.Logf("b ready %v after a's SIGTERM", time.Since(stopped).Round(time.Millisecond))
+}
+
+// probes reads /healthz, /readyz and /livez once each: their codes, and
+// /healthz's body (/livez must answer the same).
+func probes(t *testing.T, url string) (health, ready, live int, hb probeBody) {
+	t.Helper()
+	health, hbody := get(t, url+"/healthz")
+	ready, _ = get(t, url+"/readyz")
+	live, lbody := get(t, url+"/livez")
+	require.NoError(t, json.Unmarshal([]byte(hbody), &hb), "/healthz body %s", hbody)
+	var lb probeBody
+	require.NoError(t, json.Unmarshal([]byte(lbody), &lb), "/livez body %s", lbody)
+	require.Equal(t, hb, lb, "/livez answers as /healthz")
+	return health, ready, live, hb
+}
+
+// TestElectProbes: the Kubernetes convention. /healthz (and /livez, the
+// same) means "this process is alive and working": 200 on the leader and on
+// a follower alike, so a livenessProbe on it never restarts a follower.
+// /readyz means "this process leads": 200 on the leader, 503 on a follower.
+func TestElectProbes(t *testing.T) {
+	path := uniquePath(t)
+	_, urlA := sidecar(t, "a", path)
+	waitProbe(t, urlA+"/readyz", 200, func(p probeBody) bool { return p.Leading })
+	_, urlB := sidecar(t, "b", path)
+	waitProbe(t, urlB+"/readyz", 503, func(p probeBody) bool { return p.Leader == "a" })
+
+	health, ready, live, hb := probes(t, urlA)
+	require.Equal(t, [3]int{200, 200, 200}, [3]int{health, ready, live}, "the leader: /healthz, /readyz, /livez")
+	require.Equal(t, probeBody{Status: "ok", Leading: true, ID: "a", Leader: "a", Term: hb.Term}, hb)
+
+	health, ready, live, hb = probes(t, urlB)
+	require.Equal(t, [3]int{200, 503, 200}, [3]int{health, ready, live}, "a follower: /healthz, /readyz, /livez")
+	require.Equal(t, probeBody{Status: "ok", Leading: false, ID: "b", Leader: "a", Term: hb.Term}, hb)
+}
+
+// TestElectProbesPaused: a sidecar leader with -on-disconnect=pause whose
+// connection is cut: paused, it answers 200 on /healthz and /livez (alive:
+// a restart would only end the leadership it keeps) and 503 on /readyz
+// (traffic moves away); all 200 again once the same session is back.
+func TestElectProbesPaused(t *testing.T) {
+	s := zk.Servers()[0]
+	proxy, err := zktest.NewProxy(s, s)
+	require.NoError(t, err)
+	t.Cleanup(func() { proxy.Close() })
+	_, errb, url := sidecarErr(t, "p", uniquePath(t), "-zk", strings.Join(proxy.Addrs(), ","), "-on-disconnect=pause")
+	waitProbe(t, url+"/readyz", 200, func(p probeBody) bool { return p.Leading })
+
+	proxy.Refuse(true)
+	proxy.Sever()
+	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "connection to ZooKeeper lost") },
+		20*time.Second, time.Millisecond, "paused; stderr: %s", errb)
+	pb := waitProbe(t, url+"/readyz", 503, func(p probeBody) bool { return p.Paused })
+	require.True(t, pb.Leading)
+	health, ready, live, hb := probes(t, url)
+	require.Equal(t, [3]int{200, 503, 200}, [3]int{health, ready, live}, "paused: /healthz, /readyz, /livez; stderr: %s", errb)
+	require.Equal(t, probeBody{Status: "ok", Leading: true, Paused: true, ID: "p", Leader: "p", Term: hb.Term}, hb)
+
+	proxy.Refuse(false)
+	waitProbe(t, url+"/readyz", 200, func(p probeBody) bool { return p.Leading && !p.Paused })
+	health, ready, live, _ = probes(t, url)
+	require.Equal(t, [3]int{200, 200, 200}, [3]int{health, ready, live}, "resumed; stderr: %s", errb)
 }
