@@ -2,16 +2,23 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -168,4 +175,181 @@ func TestElectProbesPaused(t *testing.T) {
 	waitProbe(t, url+"/readyz", 200, func(p probeBody) bool { return p.Leading && !p.Paused })
 	health, ready, live, _ = probes(t, url)
 	require.Equal(t, [3]int{200, 200, 200}, [3]int{health, ready, live}, "resumed; stderr: %s", errb)
+}
+
+// The parts of Kubernetes objects that TestKubernetesExample checks.
+type (
+	k8sProbe struct {
+		HTTPGet struct {
+			Path string `yaml:"path"`
+			Port any    `yaml:"port"` // a name or a number
+		} `yaml:"httpGet"`
+	}
+	k8sContainer struct {
+		Name    string   `yaml:"name"`
+		Command []string `yaml:"command"`
+		Args    []string `yaml:"args"`
+		Ports   []struct {
+			Name          string `yaml:"name"`
+			ContainerPort int    `yaml:"containerPort"`
+		} `yaml:"ports"`
+		Readiness *k8sProbe `yaml:"readinessProbe"`
+		Liveness  *k8sProbe `yaml:"livenessProbe"`
+	}
+	k8sObject struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct {
+			Name string `yaml:"name"`
+		} `yaml:"metadata"`
+		Spec struct {
+			Replicas        int `yaml:"replicas"`
+			MinReadySeconds int `yaml:"minReadySeconds"`
+			MinAvailable    any `yaml:"minAvailable"`
+			Strategy        struct {
+				Type          string `yaml:"type"`
+				RollingUpdate struct {
+					MaxSurge       any `yaml:"maxSurge"`
+					MaxUnavailable any `yaml:"maxUnavailable"`
+				} `yaml:"rollingUpdate"`
+			} `yaml:"strategy"`
+			Selector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"selector"`
+			Template struct {
+				Metadata struct {
+					Labels      map[string]string `yaml:"labels"`
+					Annotations map[string]string `yaml:"annotations"`
+				} `yaml:"metadata"`
+				Spec struct {
+					TerminationGracePeriodSeconds int            `yaml:"terminationGracePeriodSeconds"`
+					Containers                    []k8sContainer `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+)
+
+// shepherdArgs is a container's shepherd command line, or nil.
+func (c k8sContainer) shepherdArgs() []string {
+	if len(c.Command) > 0 && strings.HasSuffix(c.Command[0], "/shepherd") {
+		return append(c.Command[1:], c.Args...)
+	}
+	if len(c.Args) > 0 && c.Args[0] == "elect" {
+		return c.Args
+	}
+	return nil
+}
+
+// TestKubernetesExample parses examples/kubernetes/deployment.yaml and
+// checks what makes it work: the strategies (a rollout that cannot finish
+// is the failure to catch), the PodDisruptionBudget, and that each shepherd
+// container's probes ask the right paths on the port its -http serves, with
+// flags `shepherd elect` has.
+func TestKubernetesExample(t *testing.T) {
+	f, err := os.Open("../../examples/kubernetes/deployment.yaml")
+	require.NoError(t, err)
+	defer f.Close()
+	objs := map[string]k8sObject{}
+	dec := yaml.NewDecoder(f)
+	for {
+		var o k8sObject
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		objs[o.Kind+"/"+o.Metadata.Name] = o
+	}
+	require.Len(t, objs, 4, "billing (Deployment, Service), scheduler (Deployment, PodDisruptionBudget)")
+	help := shepherd(t, nil, "elect", "-h")
+	require.Equal(t, 0, help.code, help.stderr)
+	usage := help.stdout + help.stderr
+
+	// checkShepherd returns the shepherd container's args after `elect`
+	// (flags, PATH, then -- CMD...) and checks its probes against -http.
+	checkShepherd := func(d k8sObject, ready, live string) []string {
+		t.Helper()
+		var c *k8sContainer
+		for i := range d.Spec.Template.Spec.Containers {
+			if d.Spec.Template.Spec.Containers[i].shepherdArgs() != nil {
+				c = &d.Spec.Template.Spec.Containers[i]
+			}
+		}
+		require.NotNil(t, c, "%s: a shepherd container", d.Metadata.Name)
+		args := c.shepherdArgs()
+		require.Equal(t, "elect", args[0])
+		httpPort, grace := "", 10*time.Second
+		for _, a := range args[1:] {
+			if a == "--" {
+				break
+			}
+			if !strings.HasPrefix(a, "-") {
+				continue
+			}
+			name, val, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			require.Regexp(t, `(?m)^\s+-`+regexp.QuoteMeta(name)+`\b`, usage, "%s: elect has no flag -%s", d.Metadata.Name, name)
+			switch name {
+			case "http":
+				_, httpPort, err = net.SplitHostPort(val)
+				require.NoError(t, err)
+			case "grace":
+				grace, err = time.ParseDuration(val)
+				require.NoError(t, err)
+			}
+		}
+		require.NotEmpty(t, httpPort, "%s: -http", d.Metadata.Name)
+		require.Greater(t, time.Duration(d.Spec.Template.Spec.TerminationGracePeriodSeconds)*time.Second, grace,
+			"%s: terminationGracePeriodSeconds above -grace", d.Metadata.Name)
+		portOf := func(p *k8sProbe, what string) string {
+			require.NotNil(t, p, "%s: %s", d.Metadata.Name, what)
+			if name, ok := p.HTTPGet.Port.(string); ok {
+				for _, cp := range c.Ports {
+					if cp.Name == name {
+						return strconv.Itoa(cp.ContainerPort)
+					}
+				}
+				t.Fatalf("%s: %s: no port named %q", d.Metadata.Name, what, name)
+			}
+			return fmt.Sprint(p.HTTPGet.Port)
+		}
+		require.Equal(t, ready, c.Readiness.HTTPGet.Path, "%s: readiness", d.Metadata.Name)
+		require.Equal(t, httpPort, portOf(c.Readiness, "readiness"), "%s: readiness on -http's port", d.Metadata.Name)
+		require.Equal(t, live, c.Liveness.HTTPGet.Path, "%s: liveness", d.Metadata.Name)
+		require.Equal(t, httpPort, portOf(c.Liveness, "liveness"), "%s: liveness on -http's port", d.Metadata.Name)
+		if p, ok := d.Spec.Template.Metadata.Annotations["prometheus.io/port"]; ok {
+			require.Equal(t, httpPort, p, "%s: /metrics is on -http's port", d.Metadata.Name)
+		}
+		require.Equal(t, d.Spec.Selector.MatchLabels, d.Spec.Template.Metadata.Labels)
+		return args[1:]
+	}
+
+	// The traffic sidecar: Ready means leader, so only maxUnavailable 100%
+	// lets a rollout replace the leader; no PodDisruptionBudget.
+	billing := objs["Deployment/billing"]
+	require.Equal(t, 2, billing.Spec.Replicas)
+	require.Equal(t, "RollingUpdate", billing.Spec.Strategy.Type)
+	require.Equal(t, "100%", billing.Spec.Strategy.RollingUpdate.MaxUnavailable)
+	require.Equal(t, 1, billing.Spec.Strategy.RollingUpdate.MaxSurge)
+	args := checkShepherd(billing, "/readyz", "/healthz")
+	require.NotContains(t, args, "--", "billing: a sidecar, no CMD")
+	require.Len(t, billing.Spec.Template.Spec.Containers, 2)
+	_, ok := objs["Service/billing"]
+	require.True(t, ok)
+
+	// The CMD form: both replicas Ready, an ordinary rolling update and a
+	// PodDisruptionBudget.
+	sched := objs["Deployment/scheduler"]
+	require.Equal(t, 2, sched.Spec.Replicas)
+	require.Equal(t, "RollingUpdate", sched.Spec.Strategy.Type)
+	require.Equal(t, 0, sched.Spec.Strategy.RollingUpdate.MaxUnavailable)
+	require.Equal(t, 1, sched.Spec.Strategy.RollingUpdate.MaxSurge)
+	require.Positive(t, sched.Spec.MinReadySeconds)
+	args = checkShepherd(sched, "/healthz", "/healthz")
+	require.Contains(t, args, "-on-disconnect=pause")
+	dash := slices.Index(args, "--")
+	require.Positive(t, dash, "scheduler: PATH -- CMD")
+	require.Less(t, dash, len(args)-1, "scheduler: a CMD after --")
+	pdb := objs["PodDisruptionBudget/scheduler"]
+	require.Equal(t, 1, pdb.Spec.MinAvailable)
+	require.Equal(t, sched.Spec.Template.Metadata.Labels, pdb.Spec.Selector.MatchLabels)
 }
