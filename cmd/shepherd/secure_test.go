@@ -339,3 +339,26 @@ func TestDevTLS(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrNotExist, "%s is removed", f)
 	}
 }
+
+// TestCLITLSRotatedCert: the client certificate is read again at each
+// reconnect: after its files are replaced and the server restarted, the
+// holder's reconnect presents the new one (the server logs its principal).
+func TestCLITLSRotatedCert(t *testing.T) {
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	files := writeTLSFiles(t, c.CA(), "before-rotation")
+	dir := t.TempDir()
+	path := uniquePath(t)
+	start(t, files.env(c.Addr(0)), "lock", "-on-disconnect", "pause", path, "--", "sh", "-c",
+		"touch "+dir+"/started; exec sleep 60")
+	waitFile(t, filepath.Join(dir, "started"))
+	require.NotContains(t, c.LogTail(0, 1000), "CN=after-rotation")
+
+	cert, err := c.CA().ClientCert("after-rotation")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(files.cert, certPEM(cert), 0o644))
+	require.NoError(t, os.WriteFile(files.key, keyPEM(t, cert), 0o600))
+	require.NoError(t, c.Restart(testutil.Ctx(t, 60*time.Second), 0))
+	require.Eventually(t, func() bool {
+		return strings.Contains(c.LogTail(0, 1000), "Authenticated Id 'CN=after-rotation'")
+	}, 30*time.Second, 100*time.Millisecond, "the reconnect presents the rotated certificate")
+}
