@@ -71,7 +71,8 @@ SHEPHERD_TLS_KEY. Credentials never go on the command line (ps shows it):
 file only you can read) or SHEPHERD_AUTH=scheme:credentials. -acl creator
 makes the nodes shepherd creates changeable only by their creator's
 principal and readable by all (status works for anyone); -acl creator-only
-hides them too. ZooKeeper's ACLs cannot separate the holders of one PATH:
+hides them too (PATH's missing parents get the same ACL: create shared
+parents beforehand). ZooKeeper's ACLs cannot separate the holders of one PATH:
 deleting a node takes DELETE on its parent, so whoever may take part in
 PATH's line may delete the others' nodes in it. ACLs keep out the principals
 without rights on PATH, not fellow holders. (SASL/Kerberos is not supported.)
