@@ -122,7 +122,7 @@ func TestCLITLS(t *testing.T) {
 	})
 	t.Run("client certificate as the principal of -acl creator", func(t *testing.T) {
 		t.Parallel()
-		path := uniquePath(t)
+		path := testutil.TopPath(t, "cli-x509") // no parent to create with this ACL
 		start(t, good.env(addr), "lock", "-acl", "creator", "-id", "x509", path, "--", "sleep", "30")
 		require.Eventually(t, func() bool {
 			r := shepherd(t, good.env(addr), "status", path)
