@@ -19,14 +19,14 @@ import (
 // TestHelp: -h, -help and --help on every subcommand exit 0 and print every
 // flag of the subcommand with an example; so does `shepherd help SUB`.
 func TestHelp(t *testing.T) {
-	conn := []string{"zk", "namespace", "session-timeout", "connect-timeout", "v"}
-	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id"}, conn...)
+	conn := []string{"zk", "namespace", "session-timeout", "connect-timeout", "v", "tls", "tls-ca", "tls-cert", "tls-key", "auth-file"}
+	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id", "acl"}, conn...)
 	flags := map[string][]string{
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),
 		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
-		"dev":       {"port", "data"},
+		"dev":       {"port", "data", "tls"},
 		"version":   nil,
 		"ls":        append([]string{"json", "depth", "max-nodes"}, conn...),
 	}
@@ -45,7 +45,7 @@ func TestHelp(t *testing.T) {
 	require.Equal(t, 0, r.code)
 	for _, s := range []string{"SHEPHERD_PATH", "SHEPHERD_NODE", "SHEPHERD_TOKEN", "SHEPHERD_SESSION",
 		"SHEPHERD_ID", "SHEPHERD_TERM", "shepherd dev", "PID namespace", "subreaper", "Exit status",
-		"-on-disconnect=pause", "fenced"} {
+		"-on-disconnect=pause", "fenced", "SHEPHERD_TLS_CA", "SHEPHERD_AUTH", "-auth-file", "-acl creator"} {
 		require.Contains(t, r.stdout, s)
 	}
 }

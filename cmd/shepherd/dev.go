@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,7 +21,7 @@ const installHint = "install them with `apt-get install zookeeper default-jre-he
 	"or install Java and set ZOOKEEPER_CLASSPATH to a classpath holding ZooKeeper's jars and their dependencies"
 
 func (c *cli) cmdDev(ctx context.Context, args []string) error {
-	s := newSub("dev", "shepherd dev [-port 2181] [-data DIR]", `
+	s := newSub("dev", "shepherd dev [-port 2181] [-data DIR] [-tls]", `
 Start a standalone ZooKeeper on 127.0.0.1 to try shepherd on, print the
 export SHEPHERD_ZK=... line for the other commands, and run until Ctrl-C
 (SIGINT) or SIGTERM, then stop the server and remove what it made.
@@ -26,11 +29,20 @@ export SHEPHERD_ZK=... line for the other commands, and run until Ctrl-C
 For trying things out only, never for production: one server (no
 replication), no fsync, data in a temporary directory unless -data. It needs
 Java and ZooKeeper's jars: Debian's zookeeper package, or
-ZOOKEEPER_CLASSPATH.`,
+ZOOKEEPER_CLASSPATH.
+
+With -tls the port speaks TLS only and wants a client certificate (mutual
+TLS): a throw-away CA issues the server's certificate and a client's, which
+is written with its key and the CA's certificate under the data directory
+(client-tls/), and the export line sets SHEPHERD_TLS_CA, SHEPHERD_TLS_CERT
+and SHEPHERD_TLS_KEY to them.`,
 		"shepherd dev",
-		"shepherd dev -port 2182 -data ~/.shepherd-dev")
+		"shepherd dev -port 2182 -data ~/.shepherd-dev",
+		"shepherd dev -tls -port 2281")
 	port := s.fs.Int("port", 2181, "client `PORT` on 127.0.0.1 (0: any free port)")
 	data := s.fs.String("data", "", "keep the server's data in `DIR` (kept on exit; default: a temporary directory, removed)")
+	useTLS := s.fs.Bool("tls", false, "serve TLS only (mutual TLS), with a throw-away CA and a client certificate\n"+
+		"written under the data directory; print the SHEPHERD_TLS_* exports too")
 	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
@@ -68,6 +80,9 @@ ZOOKEEPER_CLASSPATH.`,
 		}
 		opts = append(opts, zktest.WithDataDir(dir))
 	}
+	if *useTLS {
+		opts = append(opts, zktest.WithTLS(zktest.TLSConfig{}))
+	}
 	fmt.Fprintln(c.stderr, "shepherd dev: starting a standalone ZooKeeper (for trying things out, never for production)...")
 	zk, err := zktest.StartCluster(ctx, 1, opts...)
 	if err != nil {
@@ -81,15 +96,25 @@ ZOOKEEPER_CLASSPATH.`,
 	if *data != "" {
 		where = "in " + zk.Dir() + ", kept"
 	}
-	fmt.Fprintf(c.stdout, "export SHEPHERD_ZK=%s\n", zk.Addr(0))
-	fmt.Fprintf(c.stderr, `shepherd dev: ZooKeeper serves on %s (data %s).
+	export := "export SHEPHERD_ZK=" + zk.Addr(0)
+	serves := "serves"
+	if *useTLS {
+		files, err := writeDevTLS(zk)
+		if err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+		export += " " + files
+		serves = "serves TLS only (mutual TLS, certificates valid for a day)"
+	}
+	fmt.Fprintln(c.stdout, export)
+	fmt.Fprintf(c.stderr, `shepherd dev: ZooKeeper %s on %s (data %s).
 It is for trying things out, never for production: one server, no fsync.
 In another shell:
-  export SHEPHERD_ZK=%s
+  %s
   shepherd lock /demo/lock -- sh -c 'echo "token $SHEPHERD_TOKEN"; sleep 5'
   shepherd status /demo/lock
 Ctrl-C stops it.
-`, zk.Addr(0), where, zk.Addr(0))
+`, serves, zk.Addr(0), where, export)
 	// Report a server that dies under us; the check is cheap and rare.
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -107,4 +132,53 @@ Ctrl-C stops it.
 			}
 		}
 	}
+}
+
+// writeDevTLS writes the CA certificate and a client certificate with its
+// key for a TLS dev server under its directory, and returns the
+// SHEPHERD_TLS_* assignments naming them.
+func writeDevTLS(zk *zktest.Cluster) (string, error) {
+	dir := filepath.Join(zk.Dir(), "client-tls")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	// As long as the server's certificate (zktest's: a day).
+	cert, err := zk.CA().Issue("shepherd-dev", now.Add(-time.Hour), now.Add(23*time.Hour))
+	if err != nil {
+		return "", err
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return "", err
+	}
+	var chain []byte
+	for _, der := range cert.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	files := []struct {
+		env, name string
+		data      []byte
+	}{
+		{envTLSCA, "ca.pem", zk.CA().CertPEM()},
+		{envTLSCert, "client.pem", chain},
+		{envTLSKey, "client-key.pem", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})},
+	}
+	var out []string
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, 0o600); err != nil {
+			return "", err
+		}
+		out = append(out, f.env+"="+shellQuote(p))
+	}
+	return strings.Join(out, " "), nil
+}
+
+// shellQuote quotes s for a POSIX shell, if it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

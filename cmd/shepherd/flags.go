@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,9 @@ func parseArgs(fs *flag.FlagSet, args []string, stopAtArg bool) (pos, cmd []stri
 			}
 		case "":
 			return nil, nil, fmt.Errorf("bad flag syntax %q", a)
+		}
+		if credentialFlags[name] {
+			return nil, nil, credentialFlagError(name) // never echo the value
 		}
 		f := fs.Lookup(name)
 		if f == nil {
@@ -161,7 +165,13 @@ type options struct {
 	sessionTimeout time.Duration
 	connectWait    time.Duration
 	verbose        bool
+	tls            bool
+	tlsCA          string
+	tlsCert        string
+	tlsKey         string
+	authFile       string
 
+	acl          aclPreset
 	timeout      time.Duration
 	grace        time.Duration
 	pidns        bool
@@ -171,6 +181,7 @@ type options struct {
 // defaultOptions are the flags' defaults.
 func defaultOptions() options {
 	return options{zk: envOr("SHEPHERD_ZK", "127.0.0.1:2181"), sessionTimeout: 10 * time.Second,
+		tlsCA: os.Getenv(envTLSCA), tlsCert: os.Getenv(envTLSCert), tlsKey: os.Getenv(envTLSKey),
 		connectWait: 15 * time.Second, grace: 10 * time.Second, pidns: true,
 		onDisconnect: session.StopOnDisconnect}
 }
@@ -185,11 +196,25 @@ func (o *options) registerConn(fs *flag.FlagSet) {
 	fs.DurationVar(&o.connectWait, "connect-timeout", o.connectWait, "give up connecting to ZooKeeper after this long (exit 3; sooner when\n"+
 		"every server has refused the connection for 2s: nothing listens there)")
 	fs.BoolVar(&o.verbose, "v", o.verbose, "log the session's events to stderr")
+	fs.BoolVar(&o.tls, "tls", o.tls, "talk TLS to ZooKeeper (its secureClientPort), verifying the servers\n"+
+		"against the system's CAs unless -tls-ca (-tls-ca, -tls-cert and\n"+
+		"-tls-key imply -tls)")
+	fs.StringVar(&o.tlsCA, "tls-ca", o.tlsCA, "verify the servers against the CA certificates in `FILE`\n"+
+		"(PEM; env "+envTLSCA+")")
+	fs.StringVar(&o.tlsCert, "tls-cert", o.tlsCert, "present the client certificate in `FILE` (PEM; with -tls-key:\n"+
+		"mutual TLS); re-read at each reconnect, so that a rotated certificate\n"+
+		"is used (env "+envTLSCert+")")
+	fs.StringVar(&o.tlsKey, "tls-key", o.tlsKey, "the client certificate's private key, in `FILE` (PEM; env\n"+
+		envTLSKey+")")
+	fs.StringVar(&o.authFile, "auth-file", o.authFile, "authenticate with the credentials in `FILE`, a line scheme:credentials\n"+
+		"(e.g. digest:alice:secret) that only you may read (chmod 600); or set\n"+
+		envAuth+" to that line. Never on the command line: ps shows it")
 }
 
 // registerHold defines the flags of the subcommands that hold something
 // while CMD runs.
 func (o *options) registerHold(fs *flag.FlagSet) {
+	fs.Var(&o.acl, "acl", o.acl.help())
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up acquiring after this long, exit 4 (0: wait forever)")
 	fs.DurationVar(&o.grace, "grace", o.grace, "when CMD must stop: time between SIGTERM and SIGKILL to its processes\n"+
 		"(after a hold loss, at most a sixth of the session timeout)")

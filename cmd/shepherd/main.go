@@ -49,7 +49,7 @@ const (
 const usage = `shepherd: run commands under ZooKeeper coordination.
 
 Usage:
-  shepherd dev       [-port 2181] [-data DIR]           a local ZooKeeper to try shepherd on
+  shepherd dev       [-port 2181] [-data DIR] [-tls]    a local ZooKeeper to try shepherd on
   shepherd lock      [flags] PATH -- CMD [ARG...]       run CMD while holding a lock
   shepherd semaphore [flags] -n N PATH -- CMD [ARG...]  run CMD while holding one of N leases
   shepherd elect     [flags] PATH [-- CMD [ARG...]]     run CMD while leader; -http for probes
@@ -62,6 +62,20 @@ Flags may come before or after PATH; only "--" ends them. 'shepherd
 SUBCOMMAND -h' lists a subcommand's flags. ZooKeeper is reached through -zk
 or SHEPHERD_ZK, a connect string as zkCli and Curator take it:
 "host:port,host:port[/chroot]". No ZooKeeper at hand? Run 'shepherd dev'.
+
+A secured ZooKeeper: -tls-ca FILE verifies the servers (TLS, to the
+secureClientPort), -tls-cert FILE and -tls-key FILE add a client certificate
+(mutual TLS; re-read at each reconnect); or SHEPHERD_TLS_CA, SHEPHERD_TLS_CERT,
+SHEPHERD_TLS_KEY. Credentials never go on the command line (ps shows it):
+-auth-file FILE (a line scheme:credentials, e.g. digest:alice:secret, in a
+file only you can read) or SHEPHERD_AUTH=scheme:credentials. -acl creator
+makes the nodes shepherd creates changeable only by their creator's
+principal and readable by all (status works for anyone); -acl creator-only
+hides them too (PATH's missing parents get the same ACL: create shared
+parents beforehand). ZooKeeper's ACLs cannot separate the holders of one PATH:
+deleting a node takes DELETE on its parent, so whoever may take part in
+PATH's line may delete the others' nodes in it. ACLs keep out the principals
+without rights on PATH, not fellow holders. (SASL/Kerberos is not supported.)
 
 Examples:
   shepherd dev &                     # then: export SHEPHERD_ZK=127.0.0.1:2181
@@ -125,9 +139,11 @@ Exit status:
   CMD's own   CMD ran to its end (128+N when it was killed by signal N)
   0           status or ls found something there; elect -http without CMD stopped
   1           other errors
-  2           bad usage (a -session-timeout below the server's minimum too)
+  2           bad usage (a -session-timeout below the server's minimum too; a
+              -tls-ca, -tls-cert, -tls-key or -auth-file that cannot be read)
   3           ZooKeeper unreachable: not connected within -connect-timeout,
-              or every server refused the connection for 2s
+              or every server refused the connection for 2s (a TLS failure
+              too: the message names each server and the cause)
   4           not acquired within -timeout
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
@@ -239,7 +255,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	printUsage := func(w io.Writer) {
 		fmt.Fprint(w, usage)
 		fmt.Fprintln(w, "\nFlags of lock, semaphore and elect, which may also come before the subcommand\n"+
-			"(status and ls take -zk, -namespace, -session-timeout, -connect-timeout and -v):")
+			"(status and ls take -zk, -namespace, -session-timeout, -connect-timeout, -v,\n"+
+			"the -tls flags and -auth-file):")
 		global.fs.SetOutput(w)
 		global.fs.PrintDefaults()
 		global.fs.SetOutput(io.Discard)
@@ -345,7 +362,11 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 			return nil, usagef("-namespace: %v", err)
 		}
 	}
-	opts := append([]session.Option{session.WithSessionTimeout(o.sessionTimeout)}, extra...)
+	sec, err := o.security(c.stderr)
+	if err != nil {
+		return nil, err
+	}
+	opts := append(append([]session.Option{session.WithSessionTimeout(o.sessionTimeout)}, sec...), extra...)
 	if o.onDisconnect == session.PauseOnDisconnect {
 		opts = append(opts, session.WithDisconnectPolicy(session.PauseOnDisconnect))
 	}
@@ -377,9 +398,36 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
 			"(%d attempts in %v): is ZooKeeper running there?", o.zk, n, d)}
 	case err != nil:
-		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: %w", o.zk, err)}
+		return nil, exitCode{exitUnreachable, cliWords{fmt.Errorf("cannot reach ZooKeeper at %s: %w%s", o.zk, err, tlsHint(o, err))}}
 	}
 	return s, nil
+}
+
+// cliWords is err in the CLI's words: the library's advice to use its Go
+// option WithTLS becomes the flags' (tlsHint follows with them).
+type cliWords struct{ err error }
+
+func (e cliWords) Error() string {
+	return strings.ReplaceAll(e.err.Error(), "(use session.WithTLS)", "(use -tls-ca)")
+}
+
+func (e cliWords) Unwrap() error { return e.err }
+
+// tlsHint says which flags a TLS-related connect failure calls for: the
+// library's own advice names its Go option, not the CLI's flags.
+func tlsHint(o *options, err error) string {
+	msg := err.Error()
+	switch {
+	case !o.tlsOn() && (strings.Contains(msg, "TLS port") || strings.Contains(msg, "answered in TLS")):
+		return fmt.Sprintf("\n(for a TLS port: -tls-ca FILE, or %s; with -tls-cert and -tls-key when the server "+
+			"asks for a client certificate)", envTLSCA)
+	case o.tlsOn() && strings.Contains(msg, "unknown authority"):
+		return fmt.Sprintf("\n(give the CA that issued the servers' certificates: -tls-ca FILE, or %s)", envTLSCA)
+	case o.tlsOn() && strings.Contains(msg, "the server refused us") && o.tlsCert == "":
+		return fmt.Sprintf("\n(the server may want a client certificate: -tls-cert FILE -tls-key FILE, or %s and %s)",
+			envTLSCert, envTLSKey)
+	}
+	return ""
 }
 
 // interruptedWaiting is the error of a command a signal stopped before CMD
