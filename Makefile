@@ -26,7 +26,7 @@ build:
 ## promtool's tests of the alert rules; the chaos package runs beside the rest
 ## (see scripts/test.sh).
 test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_BG='test-mingo' MAKE_AFTER='consumercheck fuzz alerts' scripts/test.sh
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz alerts' scripts/test.sh
 
 ## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper
 ## (vet compiles every package and test; interop's peer processes, which do not

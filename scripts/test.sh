@@ -14,13 +14,10 @@ TESTFLAGS=${TESTFLAGS:-}
 work="$PWD/third_party/go.work"
 log=$(mktemp)
 chaos_log=$(mktemp)
-bg_log=$(mktemp)
 chaos_pid=
-bg_pid=
 cleanup() {
   [ -n "$chaos_pid" ] && kill -- -"$chaos_pid" 2>/dev/null
-  [ -n "$bg_pid" ] && kill -- -"$bg_pid" 2>/dev/null
-  rm -f "$log" "$chaos_log" "$chaos_log.rc" "$bg_log" "$bg_log.rc"
+  rm -f "$log" "$chaos_log" "$chaos_log.rc"
 }
 trap cleanup EXIT
 
@@ -38,17 +35,6 @@ mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v '/chaos$')
 echo "== go test -race, every package but chaos, against upstream go-zookeeper (GOWORK=off)"
 GOWORK=off $GO test -race -count=1 -timeout 20m $TESTFLAGS "${pkgs[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-
-# The make targets of MAKE_BG (make test: the -short tests with the oldest Go
-# release, which mostly wait on servers) run in the background from here on,
-# beside what follows.
-if [ -n "${MAKE_BG:-}" ]; then
-  echo "== make ${MAKE_BG}, in the background"
-  setsid bash -c 'for t in $2; do $1 --no-print-directory "$t" || { echo 1 >"$3.rc"; exit; }; done; echo 0 >"$3.rc"' \
-    _ "${MAKE:-make}" "$MAKE_BG" "$bg_log" >"$bg_log" 2>&1 &
-  bg_pid=$!
-fi
-
 if [ "$status" -ne 0 ]; then
   # Which packages failed, and was every race report the known one?
   mapfile -t failed < <(grep -E '^FAIL[[:space:]]+github.com/' "$log" | awk '{print $2}' | sort -u)
@@ -69,15 +55,6 @@ fi
 for target in ${MAKE_AFTER:-}; do
   ${MAKE:-make} --no-print-directory "$target" || exit 1
 done
-
-if [ -n "$bg_pid" ]; then
-  echo "== waiting for make ${MAKE_BG}"
-  wait "$bg_pid"
-  bg_pid=
-  echo "== make ${MAKE_BG} (run in the background):"
-  cat "$bg_log"
-  [ "$(cat "$bg_log.rc" 2>/dev/null)" = 0 ] || exit 1
-fi
 
 echo "== waiting for go test -race ./chaos"
 wait "$chaos_pid"
