@@ -240,7 +240,7 @@ func waitText(what, path string, s *recipe.Snapshot, own int64, down, now time.T
 				h = e
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%d of %d leases held, longest by %s for %s",
+		parts = append(parts, fmt.Sprintf("%d/%d leases held, longest by %s for %s",
 			len(s.Holders), s.MaxLeases, printable(h.Data), age(now, h.Created)))
 	default:
 		h := s.Holders[0]

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,4 +206,17 @@ func TestStatusWatchDisconnectedLog(t *testing.T) {
 	p.Heal()
 	until("ZooKeeper: reconnected at ")
 	until(path + ": nothing here")
+}
+
+// TestTerminalSemaphoreWaiting: a semaphore waiting on a terminal shows its
+// place among the waiters and the leases held.
+func TestTerminalSemaphoreWaiting(t *testing.T) {
+	path := fmt.Sprintf("/cli-test/tty-sem-%d", os.Getpid()) // short: the line fits in 120 columns
+	holder, _ := start(t, nil, "semaphore", "-n", "1", "-id", "holder-s", path, "--", "sleep", "30")
+	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	scr := onScreen(t, nil, "semaphore", "-n", "1", "-id", "waiter-t", path, "--", "echo", "leased")
+	scr.wait(`"1st in line; 1/1 leases held"`, has("waiting for a lease on "+path+": 1st in line; 1/1 leases held, longest by holder-s for "))
+	require.NoError(t, holder.Process.Signal(syscall.SIGTERM))
+	txt := scr.wait("the lease granted", has("leased", "[exit 0]"))
+	require.NotContains(t, txt, "waiting for a lease", "the line is cleared once granted")
 }
