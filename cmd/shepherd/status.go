@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -143,7 +144,7 @@ func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path strin
 		defer t.Stop()
 		tick = t.C
 	}
-	need, shown := true, 0
+	need, shown, fails := true, 0, 0
 	var watch <-chan zk.Event
 	for {
 		if need && down.IsZero() {
@@ -156,6 +157,11 @@ func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path strin
 			case err != nil:
 				st, at := sess.StateSince()
 				if st.Live() {
+					// A session lost during the read, and a new one
+					// already there: read again, a few times at most.
+					if fails++; errors.Is(err, session.ErrLost) && fails <= 3 {
+						continue
+					}
 					return fmt.Errorf("status %s: %w", path, err)
 				}
 				down = at // and read again once it is back
@@ -163,7 +169,7 @@ func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path strin
 					fmt.Fprintf(note, "ZooKeeper: disconnected at %s (the state above may be stale)\n", down.Format("15:04:05"))
 				}
 			default:
-				need = false
+				need, fails = false, 0
 				asGiven(sess, snap, path)
 				last, watch = snap, snap.Watch
 				switch {

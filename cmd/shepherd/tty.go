@@ -134,9 +134,11 @@ func (c *cli) waitLine(sess *session.Session, what, path string) (stop func()) {
 		mu.Unlock()
 		poke()
 	})
-	if st, at := sess.StateSince(); st == session.Suspended || st == session.Lost {
+	mu.Lock()
+	if st, at := sess.StateSince(); !st.Live() && down.IsZero() {
 		down = at
 	}
+	mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
