@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what shepherd's tests, demo and benchmarks need and is missing.
-# Usage: scripts/setup.sh [bench]   ("bench" adds Curator and Kazoo for the peers, and promtool)
+# Usage: scripts/setup.sh [bench]   ("bench" adds Curator and Kazoo for the peers, promtool and tmux)
 set -euo pipefail
 
 need=()
@@ -15,6 +15,8 @@ if [ "${1:-}" = bench ]; then
   command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
   # promtool, for make alerts (the rule and dashboard checks of make test).
   command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+  # tmux, for the CLI's terminal tests (they read the screen; skipped without it).
+  command -v tmux >/dev/null 2>&1 || need+=(tmux)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

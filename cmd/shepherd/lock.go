@@ -65,7 +65,9 @@ loss or a signal: see 'shepherd help'.`,
 		return usagef("lock: %v", err)
 	}
 	actx, cancel := acquireCtx(ctx, o)
+	stopLine := c.waitLine(sess, "the lock", path)
 	err = m.Lock(actx)
+	stopLine()
 	cancel()
 	if err != nil {
 		return acquireError(ctx, o, sess, "lock", path, err)
@@ -127,7 +129,9 @@ CMD's processes: see 'shepherd help'.`,
 		return usagef("semaphore: %v", err)
 	}
 	actx, cancel := acquireCtx(ctx, o)
+	stopLine := c.waitLine(sess, "a lease", path)
 	l, err := sem.Acquire(actx)
+	stopLine()
 	cancel()
 	if err != nil {
 		return acquireError(ctx, o, sess, "semaphore", path, err)

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -53,14 +56,9 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 	}
 	defer sess.Close()
 	full := sess.Path(path)
-	for i := 0; ; i++ {
-		var snap *recipe.Snapshot
+	if !*watch {
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if *watch {
-			snap, err = recipe.InspectW(qctx, sess, full)
-		} else {
-			snap, err = recipe.Inspect(qctx, sess, full)
-		}
+		snap, err := recipe.Inspect(qctx, sess, full)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -68,32 +66,153 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 			}
 			return fmt.Errorf("status %s: %w", path, err)
 		}
-		// Paths as given, under the same root as PATH (as SHEPHERD_NODE).
-		snap.Path = path
-		for _, es := range [][]recipe.Entry{snap.Holders, snap.Waiters} {
-			for i := range es {
-				es[i].Node = strings.TrimPrefix(es[i].Node, sess.Namespace())
-			}
-		}
+		asGiven(sess, snap, path)
 		if *asJSON {
 			b, _ := json.Marshal(jsonSnapshot(snap))
 			fmt.Fprintln(c.stdout, string(b))
 		} else {
-			if i > 0 {
-				fmt.Fprintln(c.stdout, "---")
-			}
 			printSnapshot(c.stdout, snap, time.Now())
 		}
-		if !*watch {
-			if snap.Kind == "empty" {
-				return exitCode{exitEmpty, nothingAt(ctx, sess, path)}
+		if snap.Kind == "empty" {
+			return exitCode{exitEmpty, nothingAt(ctx, sess, path)}
+		}
+		return nil
+	}
+	return c.statusWatch(ctx, sess, path, *asJSON)
+}
+
+// asGiven puts a snapshot's paths as given, under the same root as PATH (as
+// SHEPHERD_NODE).
+func asGiven(sess *session.Session, snap *recipe.Snapshot, path string) {
+	snap.Path = path
+	for _, es := range [][]recipe.Entry{snap.Holders, snap.Waiters} {
+		for i := range es {
+			es[i].Node = strings.TrimPrefix(es[i].Node, sess.Namespace())
+		}
+	}
+}
+
+// statusWatch is status -watch: a snapshot at each change, and a word when
+// ZooKeeper goes away and comes back (the snapshot shown is then the last
+// known one). On a terminal (text, not -json) it redraws one screen, the
+// ages moving once a second, with a last line "ZooKeeper: connected" or
+// "ZooKeeper: disconnected since ..."; elsewhere it appends, as a log, the
+// snapshots and the lines "ZooKeeper: disconnected at ..." / "ZooKeeper:
+// reconnected at ..." (with -json, those lines go to stderr, the JSON
+// objects alone to stdout).
+func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path string, asJSON bool) error {
+	tty := false
+	if !asJSON {
+		_, _, tty = termSize(c.stdout)
+	}
+	quit := make(chan struct{})
+	defer close(quit)
+	events := make(chan session.Event, 16)
+	defer sess.Listen(func(ev session.Event) {
+		select {
+		case events <- ev:
+		case <-quit:
+		}
+	})()
+	var down time.Time // since when ZooKeeper is away; zero while connected
+	if st, at := sess.StateSince(); !st.Live() {
+		down = at
+	}
+	note := c.stdout
+	if asJSON {
+		note = c.stderr
+	}
+	var last *recipe.Snapshot
+	draw := func() {
+		var b strings.Builder
+		if last != nil {
+			printSnapshot(&b, last, time.Now())
+		}
+		if down.IsZero() {
+			b.WriteString("\nZooKeeper: connected\n")
+		} else {
+			fmt.Fprintf(&b, "\nZooKeeper: disconnected since %s, %s ago (showing the last known state)\n",
+				down.Format("15:04:05"), age(time.Now(), down))
+		}
+		// The size now: the terminal may have been resized.
+		w, h, _ := termSize(c.stdout)
+		fmt.Fprint(c.stdout, clearScreen+fit(b.String(), w, h))
+	}
+	var tick <-chan time.Time
+	if tty {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	need, shown, fails := true, 0, 0
+	var watch <-chan zk.Event
+	for {
+		if need && down.IsZero() {
+			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			snap, err := recipe.InspectW(qctx, sess, sess.Path(path))
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil:
+				st, at := sess.StateSince()
+				if st.Live() {
+					// A session lost during the read, and a new one
+					// already there: read again, a few times at most.
+					if fails++; errors.Is(err, session.ErrLost) && fails <= 3 {
+						continue
+					}
+					return fmt.Errorf("status %s: %w", path, err)
+				}
+				down = at // and read again once it is back
+				if !tty {
+					fmt.Fprintf(note, "ZooKeeper: disconnected at %s (the state above may be stale)\n", down.Format("15:04:05"))
+				}
+			default:
+				need, fails = false, 0
+				asGiven(sess, snap, path)
+				last, watch = snap, snap.Watch
+				switch {
+				case tty:
+				case asJSON:
+					b, _ := json.Marshal(jsonSnapshot(snap))
+					fmt.Fprintln(c.stdout, string(b))
+				default:
+					if shown > 0 {
+						fmt.Fprintln(c.stdout, "---")
+					}
+					printSnapshot(c.stdout, snap, time.Now())
+				}
+				shown++
 			}
-			return nil
+			if tty {
+				draw()
+			}
 		}
 		select {
-		case <-snap.Watch:
 		case <-ctx.Done():
 			return nil
+		case <-watch:
+			need, watch = true, nil
+		case <-tick:
+			draw()
+		case ev := <-events:
+			switch {
+			case (ev.State == session.Suspended || ev.State == session.Lost) && down.IsZero():
+				down = ev.Time
+				if !tty {
+					fmt.Fprintf(note, "ZooKeeper: disconnected at %s (the state above may be stale)\n", down.Format("15:04:05"))
+				}
+			case ev.State.Live() && !down.IsZero():
+				if !tty {
+					fmt.Fprintf(note, "ZooKeeper: reconnected at %s, after %s\n", ev.Time.Format("15:04:05"), age(ev.Time, down))
+				}
+				down = time.Time{}
+				need = true // the watches may be gone with the session: read again
+			}
+			if tty {
+				draw()
+			}
 		}
 	}
 }
