@@ -21,21 +21,23 @@ build:
 	$(GO) build ./...
 
 ## test: install what is missing, then run the whole suite with the race detector
-## (against upstream go-zookeeper; see scripts/test.sh), the fast tests with the
+## (against upstream go-zookeeper; see scripts/test.sh), vet and the examples with the
 ## oldest Go release go.mod allows, the consumer check, the fuzzers briefly and
 ## promtool's tests of the alert rules; the chaos package runs beside the rest
 ## (see scripts/test.sh).
 test: setup-bench lint
 	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz alerts' scripts/test.sh
 
-## test-mingo: vet and the -short tests with $(MIN_GO), against upstream go-zookeeper
-## (vet compiles every package and test; interop's peer processes, which do not
-## depend on the Go release, run once, in the main run).
+## test-mingo: vet (which compiles every package and test) and the runnable
+## examples with $(MIN_GO), against upstream go-zookeeper: the code builds and
+## its main paths run on the oldest Go release go.mod allows. The whole suite
+## runs once, with the race detector, on the current release (running its
+## -short tests again here cost two of make test's minutes).
 test-mingo:
-	@echo "== go vet and go test -short with $(MIN_GO)"
+	@echo "== go vet and the examples with $(MIN_GO)"
 	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) version
 	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) vet ./...
-	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) test -short -count=1 $$(GOWORK=off $(GO) list ./... | grep -v '/interop$$')
+	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) test -short -count=1 -run '^Example' $$(GOWORK=off $(GO) list ./... | grep -v '/interop$$')
 
 test-short: setup
 	$(GO) test -race -short -count=1 $(PKGS)
