@@ -375,3 +375,35 @@ func waitStatus(t *testing.T, path string, cond func(recipe.Snapshot) bool) reci
 	}, 20*time.Second, 50*time.Millisecond)
 	return s
 }
+
+// TestSemaphoreSlot: every CMD of a semaphore gets SHEPHERD_SLOT, a number
+// below N that no other CMD holding a lease at the same moment has; a lock's
+// CMD gets none.
+func TestSemaphoreSlot(t *testing.T) {
+	path := uniquePath(t)
+	dir := t.TempDir()
+	// mkdir fails if another CMD holds the same slot now.
+	script := fmt.Sprintf(`mkdir %[1]s/slot-$SHEPHERD_SLOT || exit 9; echo $SHEPHERD_SLOT >> %[1]s/seen; sleep 0.3; rmdir %[1]s/slot-$SHEPHERD_SLOT`, dir)
+	var wg sync.WaitGroup
+	results := make([]result, 5)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = shepherd(t, nil, "semaphore", "-n", "2", path, "--", "sh", "-c", script)
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		require.Equal(t, 0, r.code, "a slot held twice at once, or none: %s", r.stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "seen"))
+	require.NoError(t, err)
+	seen := strings.Fields(string(data))
+	require.Len(t, seen, 5)
+	for _, s := range seen {
+		require.Contains(t, []string{"0", "1"}, s)
+	}
+	r := shepherd(t, nil, "lock", uniquePath(t), "--", "sh", "-c", `test -z "${SHEPHERD_SLOT+x}"`)
+	require.Equal(t, 0, r.code, "a lock's CMD got SHEPHERD_SLOT: %s", r.stderr)
+}

@@ -140,6 +140,10 @@ func TestEnvironment(t *testing.T) {
 			want = append(want, "SHEPHERD_TERM")
 			require.Equal(t, env["SHEPHERD_TOKEN"], env["SHEPHERD_TERM"])
 		}
+		if sub == "semaphore" {
+			want = append(want, "SHEPHERD_SLOT")
+			require.Equal(t, "0", env["SHEPHERD_SLOT"], "the only lease holder's slot")
+		}
 		keys := make([]string, 0, len(env))
 		for k := range env {
 			keys = append(keys, k)

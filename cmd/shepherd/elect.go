@@ -164,7 +164,7 @@ environment, the exit statuses and what happens to CMD's processes: see
 				st.setLeading(false)
 				return
 			}
-			h := hold{path: path, id: *id, token: int64(term), elect: true}
+			h := hold{path: path, id: *id, token: int64(term), elect: true, slot: -1}
 			h.node, h.session = st.leaderNode(lctx, term, sess)
 			ch, err := c.procs.start(argv, h.env(), o.pidns, o.grace, c.stderr)
 			if err != nil {

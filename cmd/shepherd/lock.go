@@ -124,7 +124,9 @@ CMD's processes: see 'shepherd help'.`,
 		return err
 	}
 	defer sess.Close()
-	sem, err := semaphore.New(sess, path, *n, semaphore.WithData([]byte(*id)))
+	// Every CLI lease takes a numbered slot (SHEPHERD_SLOT): two requests
+	// more per grant, nothing for a process to keep track of.
+	sem, err := semaphore.New(sess, path, *n, semaphore.WithData([]byte(*id)), semaphore.WithSlots())
 	if err != nil {
 		return usagef("semaphore: %v", err)
 	}
@@ -141,6 +143,7 @@ CMD's processes: see 'shepherd help'.`,
 		_ = l.Release(context.Background())
 		return exitCode{exitLost, fmt.Errorf("lease on %s lost at once: %w", path, err)}
 	}
+	h.slot = l.Slot()
 	err = c.supervise(ctx, o, argv, h, l.Hold(), "lease", lostGrace(o, sess))
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
@@ -156,6 +159,7 @@ type hold struct {
 	token   int64
 	session int64
 	elect   bool // also SHEPHERD_TERM
+	slot    int  // a lease's slot (SHEPHERD_SLOT); -1: none
 }
 
 // env is CMD's environment, the same for every subcommand (documented in
@@ -170,6 +174,9 @@ func (h hold) env() []string {
 	}
 	if h.elect {
 		env = append(env, fmt.Sprintf("SHEPHERD_TERM=%d", h.token))
+	}
+	if h.slot >= 0 {
+		env = append(env, fmt.Sprintf("SHEPHERD_SLOT=%d", h.slot))
 	}
 	return env
 }
@@ -187,7 +194,7 @@ func holdOf(sess *session.Session, path, id string, rh *recipe.Hold,
 		return hold{}, err
 	}
 	return hold{path: path, node: strings.TrimPrefix(rh.Node(), sess.Namespace()), id: id,
-		token: int64(tok), session: rh.SessionID()}, nil
+		token: int64(tok), session: rh.SessionID(), slot: -1}, nil
 }
 
 // supervise runs CMD while a hold lasts. SIGINT and SIGTERM to shepherd stop

@@ -96,6 +96,7 @@ CMD's environment (lock, semaphore and elect set the same variables):
                     prints session ids
   SHEPHERD_ID       the holder's -id
   SHEPHERD_TERM     elect: the term, the same number as SHEPHERD_TOKEN
+  SHEPHERD_SLOT     semaphore: the lease's slot, 0..N-1, unique among the holders
 
 CMD's processes: every process CMD starts, double-forked daemons included,
 is part of the hold. When the hold is lost, or shepherd gets SIGINT or
