@@ -8,7 +8,10 @@
 //	curl http://127.0.0.1:9090/stats
 //
 // Each call is made with the lease's context: if the lease is lost (the
-// worker's ZooKeeper connection drops), the call is abandoned at once.
+// worker's ZooKeeper connection drops), the call is abandoned at once. Each
+// lease carries a numbered slot (semaphore.WithSlots), 0..maxLeases-1, that
+// no two workers holding a lease at the same moment share: here it names the
+// shard of the work a worker takes while it holds the lease.
 package main
 
 import (
@@ -144,7 +147,7 @@ func worker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer sess.Close()
-	sem, err := semaphore.New(sess, *path, *leases, semaphore.WithData([]byte(*id)))
+	sem, err := semaphore.New(sess, *path, *leases, semaphore.WithData([]byte(*id)), semaphore.WithSlots())
 	if err != nil {
 		return err
 	}
@@ -159,9 +162,14 @@ func worker(ctx context.Context, args []string) error {
 				return err
 			}
 			callCtx = lease.Context() // the call ends if the lease is lost
-			fmt.Printf("%s job %d: lease after %v\n", *id, j, time.Since(waited).Round(time.Millisecond))
+			fmt.Printf("%s job %d: lease after %v, slot %d: shard %d of %d\n", *id, j,
+				time.Since(waited).Round(time.Millisecond), lease.Slot(), lease.Slot(), *leases)
 		}
-		req, _ := http.NewRequestWithContext(callCtx, http.MethodGet, *res+"/call", nil)
+		url := *res + "/call"
+		if lease != nil {
+			url += fmt.Sprintf("?shard=%d", lease.Slot())
+		}
+		req, _ := http.NewRequestWithContext(callCtx, http.MethodGet, url, nil)
 		resp, err := client.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
