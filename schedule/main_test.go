@@ -79,15 +79,21 @@ func (b *book) job(id string, fn func(ctx context.Context, t Tick) error) func(c
 // waitTick waits until a run of tick n or later has started, and returns it.
 func (b *book) waitTick(t *testing.T, n int64, d time.Duration) run {
 	t.Helper()
+	return b.waitRun(t, func(r run) bool { return r.tick.N >= n }, d)
+}
+
+// waitRun waits until a run for which ok holds has started, and returns it.
+func (b *book) waitRun(t *testing.T, ok func(run) bool, d time.Duration) run {
+	t.Helper()
 	deadline := time.After(d)
 	for {
 		select {
 		case r := <-b.started:
-			if r.tick.N >= n {
+			if ok(r) {
 				return r
 			}
 		case <-deadline:
-			t.Fatalf("no run of tick %d within %v; runs: %v", n, d, b.summary())
+			t.Fatalf("no such run within %v; runs: %v", d, b.summary())
 		}
 	}
 }
