@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -300,4 +301,126 @@ func TestInvalid(t *testing.T) {
 	err = s2.Run(testutil.Ctx(t, 10*time.Second), func(context.Context, Tick) error { return nil })
 	require.ErrorIs(t, err, ErrIntervalMismatch)
 	require.False(t, errors.Is(err, ErrBadRecord))
+}
+
+// TestPauseRidesThrough: under PauseOnDisconnect the leader's connection
+// drops while its job runs tick 3 and stays down for several intervals: the
+// job's ctx is not cancelled, its end is recorded once the same session is
+// back, no tick starts during the pause, and none runs twice.
+func TestPauseRidesThrough(t *testing.T) {
+	path := uniquePath(t)
+	b := newBook()
+	every := 200 * time.Millisecond
+	p, err := zktest.NewProxy(zkc.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	sess := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(6*time.Second))
+	inTick := make(chan struct{})
+	release := make(chan struct{})
+	var jobErr error
+	job := func(ctx context.Context, tk Tick) error {
+		if tk.N == 3 {
+			close(inTick)
+			<-release
+			jobErr = ctx.Err() // read by the test once tick 3's end is recorded
+		}
+		return nil
+	}
+	c := start(t, sess, path, "a", every, b.job("a", job), withHooks(b.hooks("a")),
+		WithElection(election.WithDisconnectPolicy(session.PauseOnDisconnect)))
+	select {
+	case <-inTick:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("tick 3 never ran: %s", b.summary())
+	}
+	l := c.s.e.Leadership()
+	require.NotNil(t, l)
+	p.Refuse(true)
+	p.Sever()
+	select {
+	case <-l.Paused():
+	case <-time.After(10 * time.Second):
+		t.Fatal("leadership did not pause")
+	}
+	paused := time.Now()
+	close(release) // the job returns while paused: its end waits at the gate
+	// Several ticks come due during the pause.
+	time.Sleep(4 * every)
+	require.Len(t, b.runsOf(4), 0, "no tick starts during a pause")
+	p.Refuse(false)
+	require.NoError(t, l.Gate(testutil.Ctx(t, 20*time.Second)), "leadership resumes with the same session")
+	resumed := time.Now()
+	next := b.waitTick(t, 4, 10*time.Second)
+	b.waitTick(t, next.tick.N+2, 10*time.Second)
+	require.NoError(t, c.stop(t))
+	require.NoError(t, jobErr, "a pause does not cancel the job's ctx")
+	for _, r := range b.runsOf(0) {
+		require.Falsef(t, r.at.After(paused) && r.at.Before(resumed), "tick %d started during the pause", r.tick.N)
+	}
+	c3 := b.counts()
+	for n, k := range c3 {
+		require.Equalf(t, 1, k, "tick %d ran %d times", n, k)
+	}
+	done := b.checkFinishes(t)
+	require.Contains(t, done, int64(3), "tick 3's end is recorded after the resume")
+	require.Equal(t, l.Term(), next.tick.Term, "same leadership, same term")
+	t.Logf("paused %v; first tick after the pause: %d (scheduled %v before it ran)", resumed.Sub(paused).Round(time.Millisecond),
+		next.tick.N, next.at.Sub(next.tick.Scheduled).Round(time.Millisecond))
+}
+
+// TestRunTimeout: the job's ctx ends after the run timeout; the tick is
+// recorded finished ("timeout") and not run again; the next one runs.
+func TestRunTimeout(t *testing.T) {
+	path := uniquePath(t)
+	b := newBook()
+	every := 200 * time.Millisecond
+	sess := testutil.Open(t, zkc.Servers())
+	job := func(ctx context.Context, tk Tick) error {
+		if tk.N == 1 {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}
+	c := start(t, sess, path, "a", every, b.job("a", job), withHooks(b.hooks("a")), WithRunTimeout(50*time.Millisecond))
+	b.waitTick(t, 3, 10*time.Second)
+	require.NoError(t, c.stop(t))
+	b.exactlyOnce(t, 0, 3)
+	done := b.checkFinishes(t)
+	require.Contains(t, done[1].rec.Outcome, "timeout")
+	require.Equal(t, "ok", done[2].rec.Outcome)
+}
+
+// TestMinSpacing: with ticks every 100ms and a minimum spacing of 250ms, no
+// two starts are closer than 250ms (by the server's clock: the record's
+// start times), no tick runs twice, and the skipped ones are the catch-up
+// policy's (the latest due runs).
+func TestMinSpacing(t *testing.T) {
+	path := uniquePath(t)
+	b := newBook()
+	every := 100 * time.Millisecond
+	sess := testutil.Open(t, zkc.Servers())
+	starts := make(chan int64, 100)
+	c := start(t, sess, path, "a", every, b.job("a", nil), WithMinSpacing(250*time.Millisecond),
+		withHooks(hooks{finished: func(r Record, err error) {
+			if err == nil {
+				starts <- r.Started
+			}
+		}}))
+	b.waitTick(t, 12, 10*time.Second)
+	require.NoError(t, c.stop(t))
+	close(starts)
+	var prev int64
+	var n int
+	for s := range starts {
+		if prev != 0 {
+			require.GreaterOrEqual(t, s-prev, int64(250), "a start %dms after the previous one", s-prev)
+		}
+		prev = s
+		n++
+	}
+	require.GreaterOrEqual(t, n, 4)
+	for k, v := range b.counts() {
+		require.Equalf(t, 1, v, "tick %d", k)
+	}
 }
