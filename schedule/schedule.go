@@ -435,6 +435,9 @@ type leader struct {
 	mine *Record
 	// done is the end of a job that ran and is still to be recorded.
 	done *Record
+	// fresh, if not 0, is the server's time (ns) of the write just made:
+	// the next decision takes it as "now" instead of asking again.
+	fresh int64
 }
 
 // errEnded: the leadership has ended (lost, or Run is stopping).
@@ -492,9 +495,13 @@ func (ld *leader) step(ctx context.Context) error {
 	if ld.r.stopping0() {
 		return errEnded
 	}
-	now, err := ld.probe(ctx)
-	if err != nil {
-		return err
+	now := ld.fresh // the time of the job's end, just recorded: no probe needed
+	ld.fresh = 0
+	if now == 0 {
+		var err error
+		if now, err = ld.probe(ctx); err != nil {
+			return err
+		}
 	}
 	n, attempt, wait := ld.decide(now)
 	if wait > 0 {
@@ -726,7 +733,10 @@ func (ld *leader) runJob(ctx context.Context, t Tick) string {
 // finished twice.
 func (ld *leader) finish(ctx context.Context) error {
 	end := *ld.done
-	_, err := ld.write(ctx, end)
+	st, err := ld.write(ctx, end)
+	if err == nil {
+		ld.fresh = st.Mtime * int64(time.Millisecond)
+	}
 	if h := ld.s.cfg.hooks.finished; h != nil {
 		h(end, err)
 	}
