@@ -371,15 +371,17 @@ func (r *runner) onElected(lctx context.Context, term election.Term) {
 		return // ended already
 	}
 	ld := &leader{s: r.s, r: r, l: l, term: term}
-	if err := ld.lead(lctx); err != nil {
-		r.mu.Lock()
-		if r.fatal == nil {
-			r.fatal = err
-		}
-		r.mu.Unlock()
-		r.stopElection()
+	err := ld.lead(lctx)
+	// The job has returned (lead runs it): whatever lead could not record,
+	// no job is in flight now.
+	r.mu.Lock()
+	r.inJob = false
+	if err != nil && r.fatal == nil {
+		r.fatal = err
 	}
-	if r.stopping0() {
+	stop := r.stopping || err != nil
+	r.mu.Unlock()
+	if stop {
 		r.stopElection()
 	}
 }
