@@ -138,6 +138,8 @@ type hooks struct {
 	// finished is called after each attempt to record a tick's end, with
 	// the record and the write's error.
 	finished func(r Record, err error)
+	// decided is called with the server's time of each decision.
+	decided func(now time.Time)
 }
 
 func (c *config) setErr(err error) {
@@ -623,6 +625,9 @@ func (ld *leader) latest(now int64) int64 {
 // deciding again (on the host's monotonic clock: a duration measured on
 // the server's clock, so the host's wall clock does not matter).
 func (ld *leader) decide(now int64) (n int64, attempt int, wait time.Duration) {
+	if h := ld.s.cfg.hooks.decided; h != nil {
+		h(time.Unix(0, now))
+	}
 	rec := ld.rec
 	last := rec.N
 	if rec.State == stateStarted {
