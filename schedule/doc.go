@@ -11,8 +11,9 @@
 //
 // Every candidate runs Run with the same path and interval. Under path the
 // schedule keeps an election ("leader", see package election) and its
-// record ("state", a persistent node holding JSON, see Record). Run
-// campaigns until its ctx ends; the leader runs the job.
+// record ("state", a persistent node holding JSON, see Record; read it with
+// Schedule.Record). Run campaigns until its ctx ends; the leader runs the
+// job.
 //
 // # Ticks come from ZooKeeper's clock
 //

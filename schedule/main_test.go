@@ -224,9 +224,9 @@ func serverNow(t *testing.T, sess *session.Session, path string) time.Time {
 // record reads the schedule's record and its node's ctime (the epoch).
 func record(t *testing.T, s *Schedule) (Record, time.Time) {
 	t.Helper()
-	r, st, err := s.read(testutil.Ctx(t, 10*time.Second))
+	r, err := s.Record(testutil.Ctx(t, 10*time.Second))
 	require.NoError(t, err)
-	return r, time.UnixMilli(st.Ctime)
+	return r, time.UnixMilli(r.Epoch)
 }
 
 // skewed is a host clock off by d.

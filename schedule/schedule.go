@@ -31,6 +31,8 @@ var (
 	// ErrBadRecord: the state node holds something other than a schedule's
 	// record.
 	ErrBadRecord = recipe.NewError("schedule: the state node does not hold a schedule record")
+	// ErrNoRecord: the schedule has no record yet (it never had a leader).
+	ErrNoRecord = recipe.NewError("schedule: no record yet")
 )
 
 // Tick is one run of the job.
@@ -392,6 +394,21 @@ func (r *runner) stopping0() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopping
+}
+
+// Record reads the schedule's record as it is now (no sync: a read of the
+// server this session talks to). A schedule that never had a leader has
+// none: the error then matches ErrNoRecord. Epoch is the node's ctime.
+func (s *Schedule) Record(ctx context.Context) (Record, error) {
+	r, st, err := s.read(ctx)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Record{}, fmt.Errorf("%w: %s", ErrNoRecord, s.state)
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	r.Epoch = st.Ctime
+	return r, nil
 }
 
 // read reads the record and its node's Stat.

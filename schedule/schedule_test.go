@@ -290,6 +290,10 @@ func TestInvalid(t *testing.T) {
 	_, err = New(sess, path, "a/b", time.Second)
 	require.Error(t, err)
 
+	s1, err := New(sess, path, "a", time.Second)
+	require.NoError(t, err)
+	_, err = s1.Record(testutil.Ctx(t, 10*time.Second))
+	require.ErrorIs(t, err, ErrNoRecord)
 	b := newBook()
 	c := start(t, sess, path, "a", time.Second, b.job("a", nil))
 	b.waitTick(t, 0, 10*time.Second)
