@@ -112,6 +112,21 @@ func (f fileString) String() string {
 
 func stopped(p proc) bool { return p.state == "T" || p.state == "t" }
 
+// memDir is a directory for the writer's file on tmpfs when there is one: a
+// write to a disk-backed file can sleep uninterruptibly (dirty-page
+// throttling while the machine compiles), and a process in uninterruptible
+// sleep cannot be stopped until the write is done, so a freeze would report
+// it as still running.
+func memDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "shepherd-pause-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // TestCLIPauseInitFreeze drives the init (`shepherd __init`) over its
 // control pipe as shepherd does, in both tree modes (and, as root, in a
 // user namespace as an unprivileged user, as shepherd does when not root):
@@ -134,7 +149,7 @@ func TestCLIPauseInitFreeze(t *testing.T) {
 }
 
 func testInitFreeze(t *testing.T, mode string) {
-	dir := t.TempDir()
+	dir := memDir(t)
 	ctlR, ctlW, err := os.Pipe()
 	require.NoError(t, err)
 	ansR, ansW, err := os.Pipe()
@@ -287,7 +302,7 @@ type pauseRun struct {
 
 func startPauseRun(t *testing.T, sub string, sessionTimeout string, extra ...string) *pauseRun {
 	t.Helper()
-	r := &pauseRun{dir: t.TempDir(), exited: make(chan error, 1)}
+	r := &pauseRun{dir: memDir(t), exited: make(chan error, 1)}
 	// Two front doors to the one server: a client that finds one refusing
 	// tries the other at once.
 	s := zk.Servers()[0]
