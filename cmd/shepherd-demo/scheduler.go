@@ -251,9 +251,10 @@ func (d *demo) runScheduler(ctx context.Context, sess *session.Session) error {
 			d.note("the tick after: %d, on %s, ran %v after the %s (it was due %v after it)",
 				after.n, after.id, f.took.Round(time.Millisecond), how, f.due.Round(time.Millisecond))
 		case after.n > before.n+1:
-			d.note("the tick after: %d, on %s, ran %v after the %s; ticks %s fell due meanwhile, unrun:",
-				after.n, after.id, f.took.Round(time.Millisecond), how, span(before.n+1, after.n-1))
-			d.note("  a new leader runs only the latest due tick (catch-up policy CatchUpOnce, the default)")
+			d.note("the tick after: %d, on %s, ran %v after the %s (it was due %v after it)",
+				after.n, after.id, f.took.Round(time.Millisecond), how, f.due.Round(time.Millisecond))
+			d.note("%s fell due meanwhile, not run: a new leader runs only the latest due tick (CatchUpOnce, the default)",
+				tickSpan(before.n+1, after.n-1))
 		}
 		if last, err = show("a tick", 10*time.Second, ""); err != nil {
 			return err
@@ -316,7 +317,7 @@ func (d *demo) checkTicks(ticks []tickLine, fos []schedFailover) error {
 				return fmt.Errorf("scheduler: ticks %s were skipped, and tick %d ran %v after it was due: not the latest due tick (CatchUpOnce)",
 					span(p.n+1, t.n-1), t.n, late.Round(time.Millisecond))
 			}
-			skipped = append(skipped, span(p.n+1, t.n-1))
+			skipped = append(skipped, tickSpan(p.n+1, t.n-1))
 		}
 	}
 	last := ticks[len(ticks)-1].n
@@ -331,7 +332,7 @@ func (d *demo) checkTicks(ticks []tickLine, fos []schedFailover) error {
 	}
 	fmt.Fprintf(d.out, "\nscheduler summary:\n  ticks %s: %d ran, each once (%s)", span(0, last), len(ticks), strings.Join(on, ", "))
 	if len(skipped) > 0 {
-		fmt.Fprintf(d.out, "; %s unrun: fell due while no leader could run them (CatchUpOnce)", strings.Join(skipped, ", "))
+		fmt.Fprintf(d.out, "; not run: %s, due while no leader could run them (CatchUpOnce)", strings.Join(skipped, ", "))
 	}
 	fmt.Fprintln(d.out)
 	for _, f := range fos {
@@ -346,6 +347,15 @@ func (d *demo) checkTicks(ticks []tickLine, fos []schedFailover) error {
 	return nil
 }
 
+// tickSpan is "tick a" or "ticks a–b".
+func tickSpan(a, b int64) string {
+	if a == b {
+		return fmt.Sprintf("tick %d", a)
+	}
+	return "ticks " + span(a, b)
+}
+
+// span is "a" or "a–b".
 func span(a, b int64) string {
 	if a == b {
 		return strconv.FormatInt(a, 10)
