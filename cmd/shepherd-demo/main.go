@@ -2,8 +2,11 @@
 // on loopback in a temporary directory, three replicas of examples/failover as
 // separate processes, and shows who leads; then it crashes the leader
 // (SIGKILL) and stops the next one gracefully (SIGTERM), printing a timeline
-// with the failover times measured; then it runs examples/workers, a pool of
-// processes sharing a semaphore of 3 leases. Every process it started is
+// with the failover times measured; then it does the same to three
+// examples/scheduler processes running a job every 400ms, and checks from
+// their output that each tick ran at most once and that only the ticks the
+// catch-up policy skips were skipped (it exits non-zero otherwise); then it
+// runs examples/workers, a pool of processes sharing a semaphore of 3 leases. Every process it started is
 // stopped when it ends, also on Ctrl-C.
 package main
 
@@ -29,14 +32,15 @@ import (
 
 func main() {
 	sessionTimeout := flag.Duration("session-timeout", 2*time.Second, "replicas' ZooKeeper session timeout (a crashed leader is replaced after it)")
-	skipWorkers := flag.Bool("skip-workers", false, "only run the failover part")
+	skipScheduler := flag.Bool("skip-scheduler", false, "skip the scheduler part")
+	skipWorkers := flag.Bool("skip-workers", false, "skip the worker pool part")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // the whole demo is bounded
 	defer cancel()
 	d := &demo{start: time.Now(), out: os.Stdout, sessionTimeout: *sessionTimeout}
-	err := d.run(ctx, !*skipWorkers)
+	err := d.run(ctx, !*skipScheduler, !*skipWorkers)
 	d.cleanup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -79,33 +83,45 @@ func (d *demo) cleanup() {
 	}
 }
 
-// build compiles the examples into a temporary directory.
+// build compiles the examples into a temporary directory (one go build:
+// the packages are built in parallel).
 func (d *demo) build(ctx context.Context, names ...string) error {
 	dir, err := os.MkdirTemp("", "shepherd-demo-")
 	if err != nil {
 		return err
 	}
 	d.bin = dir
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, n := range names {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, n), "./examples/"+n)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("building examples/%s (run the demo from the repository root): %w", n, err)
-		}
+		args = append(args, "./examples/"+n)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building examples %v (run the demo from the repository root): %w", names, err)
 	}
 	return nil
 }
 
 // spawn starts a process; its output goes to a log file in the temp dir.
 func (d *demo) spawn(name string, args ...string) (*exec.Cmd, error) {
+	return d.spawnTo(name, nil, args...)
+}
+
+// spawnTo is spawn, and the process's stdout goes to w too (when not nil).
+func (d *demo) spawnTo(name string, w io.Writer, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(filepath.Join(d.bin, name), args...)
 	logf, err := os.Create(filepath.Join(d.bin, fmt.Sprintf("%s-%d.log", name, len(d.procs))))
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if w != nil {
+		cmd.Stdout = io.MultiWriter(logf, w)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
+		logf.Close()
 		return nil, err
 	}
 	d.procs = append(d.procs, cmd)
@@ -132,9 +148,12 @@ type replica struct {
 	cmd      *exec.Cmd
 }
 
-func (d *demo) run(ctx context.Context, workers bool) error {
-	fmt.Fprintln(d.out, "shepherd demo: leader election with failover, then a bounded worker pool")
+func (d *demo) run(ctx context.Context, scheduler, workers bool) error {
+	fmt.Fprintln(d.out, "shepherd demo: leader election with failover, a scheduled job's failover, a bounded worker pool")
 	names := []string{"failover"}
+	if scheduler {
+		names = append(names, "scheduler")
+	}
 	if workers {
 		names = append(names, "workers")
 	}
@@ -245,6 +264,11 @@ func (d *demo) run(ctx context.Context, workers bool) error {
 	for _, r := range reps {
 		if r.id == l.ID {
 			d.showMetrics(ctx, r)
+		}
+	}
+	if scheduler {
+		if err := d.runScheduler(ctx, sess); err != nil {
+			return err
 		}
 	}
 	if workers {

@@ -8,6 +8,9 @@
 //
 //	go run ./examples/scheduler -id a -every 2s
 //	go run ./examples/scheduler -id b -every 2s   # standby until a goes away
+//
+// Each run logs a line "msg=tick n=N scheduled=... attempt=A term=T" on
+// stdout; `make demo` (cmd/shepherd-demo) reads them to show a failover.
 package main
 
 import (
@@ -31,15 +34,16 @@ func main() {
 	every := flag.Duration("every", 2*time.Second, "how often the job runs (the same for every scheduler of -path)")
 	work := flag.Duration("work", 500*time.Millisecond, "how long one run of the job takes")
 	runs := flag.Int("runs", 0, "exit after this many runs of the job on this process (0: forever)")
+	sessionTimeout := flag.Duration("session-timeout", 4*time.Second, "ZooKeeper session timeout (a crashed leader is replaced after it)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil)).With("scheduler", *id)
-	if *id == "" || *every < time.Millisecond {
-		fmt.Fprintln(os.Stderr, "scheduler: -id is required and -every must be at least 1ms")
+	if *id == "" || *every < time.Millisecond || *sessionTimeout <= 0 {
+		fmt.Fprintln(os.Stderr, "scheduler: -id is required, -every must be at least 1ms and -session-timeout positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *zk, *path, *id, *every, *work, *runs, log); err != nil {
+	if err := run(ctx, *zk, *path, *id, *every, *work, *runs, *sessionTimeout, log); err != nil {
 		log.Error("scheduler", "err", err)
 		os.Exit(1)
 	}
@@ -52,9 +56,9 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(ctx context.Context, zk, path, id string, every, work time.Duration, maxRuns int, log *slog.Logger) error {
+func run(ctx context.Context, zk, path, id string, every, work time.Duration, maxRuns int, sessionTimeout time.Duration, log *slog.Logger) error {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	sess, err := session.Connect(octx, zk, session.WithSessionTimeout(4*time.Second))
+	sess, err := session.Connect(octx, zk, session.WithSessionTimeout(sessionTimeout))
 	cancel()
 	if err != nil {
 		return err
