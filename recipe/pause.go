@@ -101,15 +101,20 @@ func (h *Hold) lastPause() time.Duration {
 	return h.pausedFor
 }
 
-// epochEnded pauses the hold if ep is the epoch it is valid in. It runs on
-// the goroutine that ends ep (see Epoch.OnEnd): it must not block.
+// epochEnded pauses the hold if ep is the epoch it is valid in (or loses
+// it, if ep's session has ended too). It runs on the goroutine that ends ep
+// (see Epoch.OnEnd): it must not block.
 func (h *Hold) epochEnded(ep *session.Epoch) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.released || h.state != held || h.ep != ep {
+		h.mu.Unlock()
 		return
 	}
-	h.pauseLocked(ep)
+	// An epoch ended by its session's end (an expiry heard while connected,
+	// Close) loses the hold at once: no pause first.
+	fns := h.settleLocked()
+	h.mu.Unlock()
+	runLost(fns)
 }
 
 // pauseLocked pauses the hold, which was valid in ep, and starts what
