@@ -254,3 +254,22 @@ func TestStatusSemaphoreSlots(t *testing.T) {
 	require.Regexp(t, `holder\s+s0\s+0x[0-9a-f]+\s+\S+\s+\d+\s+0\s`, r.stdout)
 	require.Regexp(t, `holder\s+s1\s+0x[0-9a-f]+\s+\S+\s+\d+\s+1\s`, r.stdout)
 }
+
+// TestScheduleRunTimeout: -run-timeout stops CMD (SIGTERM) and the outcome
+// says so; a candidate with another -every is refused (exit 6).
+func TestScheduleRunTimeout(t *testing.T) {
+	path := uniquePath(t)
+	cmd, _ := start(t, nil, "schedule", "-every", "1h", "-run-timeout", "300ms", "-id", "S", path, "--", "sleep", "30")
+	var st scheduleStatus
+	require.Eventually(t, func() bool {
+		var ok bool
+		st, ok = readSchedule(t, path)
+		return ok && st.State == "finished"
+	}, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, "timeout: exit 143", st.Outcome)
+	r := shepherd(t, nil, "schedule", "-every", "2h", path, "--", "true")
+	require.Equal(t, 6, r.code, r.stderr)
+	require.Contains(t, r.stderr, "interval differs")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, exitOf(t, cmd))
+}
