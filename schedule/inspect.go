@@ -21,15 +21,15 @@ func (s *Schedule) Leadership() *election.Leadership { return s.e.Leadership() }
 
 // Status is what Inspect reads at a schedule's path.
 type Status struct {
-	Path   string          `json:"path"`
-	Every  time.Duration   `json:"-"`
-	Record Record          `json:"record"`
-	Leader election.Leader `json:"-"` // zero when none
+	Path   string
+	Every  time.Duration
+	Record Record          // Epoch is the state node's ctime
+	Leader election.Leader // the zero Leader when none
 	// NextN is the next tick to come due after the record's (N+1), due at
 	// NextDue = epoch + NextN intervals, on the ZooKeeper server's clock
 	// (the leader may skip it under a catch-up policy if it is missed).
-	NextN   int64     `json:"next_tick"`
-	NextDue time.Time `json:"next_due"`
+	NextN   int64
+	NextDue time.Time
 }
 
 // Inspect reads the schedule at path (as given to New, under the session's
