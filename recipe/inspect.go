@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,10 @@ type Entry struct {
 	// semaphore's waiters, named lock- as a mutex's nodes are, are
 	// "curator lock- (InterProcessSemaphoreV2 lease waiters)".
 	Library string `json:"library,omitempty"`
+	// Slot is a semaphore lease's slot (semaphore.WithSlots): the claim
+	// node <path>/slots/<n> whose data names the lease's node; nil when the
+	// lease holds none.
+	Slot *int `json:"slot,omitempty"`
 }
 
 // Snapshot is what is at a recipe's path.
@@ -53,6 +58,7 @@ const (
 	nonFairLockNode   = "nonfair-lock"
 	nonFairLeaderNode = "leader"
 	semaphoreMarker   = "shepherd:semaphore:v1 maxLeases="
+	semaphoreSlots    = "slots"
 )
 
 // Inspect reads what is at path (full path, namespace included): the kind of
@@ -153,6 +159,9 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 		for i := range snap.Waiters {
 			snap.Waiters[i].Library = semaphoreWaiters
 		}
+		if err := slotsOf(c, path+"/"+semaphoreSlots, snap.Holders, children); err != nil {
+			return nil, err
+		}
 		snap.Watch = merge(watches)
 		return snap, nil
 	}
@@ -223,6 +232,35 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 	}
 	snap.Watch = merge(watches)
 	return snap, nil
+}
+
+// slotsOf sets the holders' slots from the claims under dir: each claim
+// node is named by its slot number, its data the name of the lease node.
+func slotsOf(c *zk.Conn, dir string, holders []Entry, children func(string) ([]string, error)) error {
+	names, err := children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, n := range names {
+		slot, err := strconv.Atoi(n)
+		if err != nil || slot < 0 {
+			continue
+		}
+		data, _, err := c.Get(dir + "/" + n)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // released meanwhile
+		} else if err != nil {
+			return err
+		}
+		for i := range holders {
+			if h := &holders[i]; h.Slot == nil && h.Node[strings.LastIndex(h.Node, "/")+1:] == string(data) {
+				h.Slot = &slot
+			}
+		}
+	}
+	return nil
 }
 
 // entry reads one node's owner, age and data.

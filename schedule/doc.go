@@ -12,8 +12,9 @@
 // Every candidate runs Run with the same path and interval. Under path the
 // schedule keeps an election ("leader", see package election) and its
 // record ("state", a persistent node holding JSON, see Record; read it with
-// Schedule.Record). Run campaigns until its ctx ends; the leader runs the
-// job.
+// Schedule.Record, or with Inspect, which needs no candidate and also reads
+// the leader and the next tick due: 'shepherd status' uses it). Run
+// campaigns until its ctx ends; the leader runs the job.
 //
 // # Ticks come from ZooKeeper's clock
 //

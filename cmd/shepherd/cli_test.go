@@ -140,6 +140,14 @@ func TestBadUsage(t *testing.T) {
 		{"dev", "-port", "70000"},
 		{"dev", "extra"},
 		{"__init"},
+		{"schedule", "/p", "--", "true"},
+		{"schedule", "-every", "1s", "/p"},
+		{"schedule", "-every", "0s", "/p", "--", "true"},
+		{"schedule", "-every", "1s", "-misfire", "maybe", "/p", "--", "true"},
+		{"schedule", "-every", "1s", "-catch-up", "all:0", "/p", "--", "true"},
+		{"schedule", "-every", "1s", "-catch-up", "some", "/p", "--", "true"},
+		{"schedule", "-every", "1s", "-min-spacing", "-1s", "/p", "--", "true"},
+		{"schedule", "-every", "1s", "-timeout", "1s", "/p", "--", "true"},
 	}
 	for _, args := range cases {
 		r := shepherd(t, nil, args...)

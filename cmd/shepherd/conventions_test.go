@@ -25,6 +25,7 @@ func TestHelp(t *testing.T) {
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),
 		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
+		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
 		"dev":       {"port", "data", "tls"},
 		"version":   nil,
@@ -44,7 +45,7 @@ func TestHelp(t *testing.T) {
 	r := shepherd(t, nil, "help")
 	require.Equal(t, 0, r.code)
 	for _, s := range []string{"SHEPHERD_PATH", "SHEPHERD_NODE", "SHEPHERD_TOKEN", "SHEPHERD_SESSION",
-		"SHEPHERD_ID", "SHEPHERD_TERM", "shepherd dev", "PID namespace", "subreaper", "Exit status",
+		"SHEPHERD_ID", "SHEPHERD_TERM", "SHEPHERD_TICK", "SHEPHERD_TICK_TIME", "SHEPHERD_ATTEMPT", "shepherd schedule", "shepherd dev", "PID namespace", "subreaper", "Exit status",
 		"-on-disconnect=pause", "fenced", "SHEPHERD_TLS_CA", "SHEPHERD_AUTH", "-auth-file", "-acl creator"} {
 		require.Contains(t, r.stdout, s)
 	}

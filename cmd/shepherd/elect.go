@@ -180,21 +180,7 @@ environment, the exit statuses and what happens to CMD's processes: see
 			} else {
 				st.setLeading(false)
 				if sig, ok := signalOf(runCtx); ok {
-					// Leadership is kept while CMD stops (it is given up
-					// when OnElected returns): should the connection go
-					// meanwhile, the grace is cut as for a loss.
-					stopL := sess.Listen(func(ev session.Event) {
-						if ev.State != session.Connected && ev.State != session.Reconnected {
-							ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
-						}
-					})
-					if st := sess.State(); st != session.Connected && st != session.Reconnected {
-						ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
-					}
-					ch.requestStop(sig, o.grace)
-					fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
-					ch.await(o.grace)
-					stopL()
+					c.stopLeading(ch, sig, o, sess, argv[0])
 					result = exitCode{code: ch.status()}
 					return
 				}
@@ -238,6 +224,27 @@ environment, the exit statuses and what happens to CMD's processes: see
 		return exitCode{128 + int(sig), fmt.Errorf("%s while waiting to lead %s", interrupted{sig}, path)}
 	}
 	return nil
+}
+
+// stopLeading stops CMD's processes on a signal to shepherd while it leads
+// (elect, schedule), and waits until none is left: that signal, SIGKILL
+// after -grace. Leadership is kept while CMD stops (it is given up when
+// the caller returns): should the connection go meanwhile, the grace is
+// cut as for a loss.
+func (c *cli) stopLeading(ch *child, sig syscall.Signal, o *options, sess *session.Session, name string) {
+	live := func(st session.State) bool { return st == session.Connected || st == session.Reconnected }
+	stopL := sess.Listen(func(ev session.Event) {
+		if !live(ev.State) {
+			ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
+		}
+	})
+	defer stopL()
+	if !live(sess.State()) {
+		ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
+	}
+	ch.requestStop(sig, o.grace)
+	fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, name, o.grace)
+	ch.await(o.grace)
 }
 
 // leaderNode is this leader's node (under the same root as PATH) and

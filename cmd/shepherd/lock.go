@@ -11,6 +11,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/schedule"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -158,8 +159,9 @@ type hold struct {
 	id      string
 	token   int64
 	session int64
-	elect   bool // also SHEPHERD_TERM
-	slot    int  // a lease's slot (SHEPHERD_SLOT); -1: none
+	elect   bool           // also SHEPHERD_TERM
+	slot    int            // a lease's slot (SHEPHERD_SLOT); -1: none
+	tick    *schedule.Tick // schedule: SHEPHERD_TICK, _TICK_TIME, _ATTEMPT
 }
 
 // env is CMD's environment, the same for every subcommand (documented in
@@ -177,6 +179,11 @@ func (h hold) env() []string {
 	}
 	if h.slot >= 0 {
 		env = append(env, fmt.Sprintf("SHEPHERD_SLOT=%d", h.slot))
+	}
+	if t := h.tick; t != nil {
+		env = append(env, fmt.Sprintf("SHEPHERD_TICK=%d", t.N),
+			"SHEPHERD_TICK_TIME="+t.Scheduled.UTC().Format(time.RFC3339Nano),
+			fmt.Sprintf("SHEPHERD_ATTEMPT=%d", t.Attempt))
 	}
 	return env
 }

@@ -5,6 +5,7 @@
 //	shepherd lock PATH -- CMD...            run CMD while holding a lock
 //	shepherd semaphore -n N PATH -- CMD...  run CMD while holding one of N leases
 //	shepherd elect -id ID PATH -- CMD...    run CMD while leader; -http serves /readyz
+//	shepherd schedule -every D PATH -- CMD  run CMD once per tick, on the leader only
 //	shepherd status PATH                    show holders, waiters, leader, tokens
 //	shepherd ls PREFIX                      list the recipes under PREFIX
 //	shepherd version                        the module version, VCS revision and Go version
@@ -53,6 +54,7 @@ Usage:
   shepherd lock      [flags] PATH -- CMD [ARG...]       run CMD while holding a lock
   shepherd semaphore [flags] -n N PATH -- CMD [ARG...]  run CMD while holding one of N leases
   shepherd elect     [flags] PATH [-- CMD [ARG...]]     run CMD while leader; -http for probes
+  shepherd schedule  -every D [flags] PATH -- CMD ...   run CMD once per tick, on the leader only
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
   shepherd ls        [flags] PREFIX                     list the recipes under PREFIX ("/": all)
   shepherd version                                      shepherd's version (also --version)
@@ -83,10 +85,11 @@ Examples:
   shepherd semaphore -n 3 /limits/api -- ./call-api.sh
   shepherd elect -id "$(hostname)" /services/cron/leader -- ./scheduler
   shepherd elect -http 127.0.0.1:8080 -id "$POD_NAME" /services/web/leader
+  shepherd schedule -every 5m /jobs/report -- ./report.sh
   shepherd status -json /services/cron/leader
   shepherd ls /services
 
-CMD's environment (lock, semaphore and elect set the same variables):
+CMD's environment (lock, semaphore, elect and schedule set the same variables):
   SHEPHERD_PATH     PATH as given
   SHEPHERD_NODE     the hold's node: the lock's, the lease's, or the leader's,
                     under the same root as PATH
@@ -95,8 +98,12 @@ CMD's environment (lock, semaphore and elect set the same variables):
   SHEPHERD_SESSION  the ZooKeeper session that holds it, 0x-hex as ZooKeeper
                     prints session ids
   SHEPHERD_ID       the holder's -id
-  SHEPHERD_TERM     elect: the term, the same number as SHEPHERD_TOKEN
+  SHEPHERD_TERM     elect, schedule: the term, the same number as SHEPHERD_TOKEN
   SHEPHERD_SLOT     semaphore: the lease's slot, 0..N-1, unique among the holders
+  SHEPHERD_TICK     schedule: the tick's number N (0, 1, ...)
+  SHEPHERD_TICK_TIME
+                    schedule: when tick N was due (ZooKeeper's clock), RFC 3339 UTC
+  SHEPHERD_ATTEMPT  schedule: 1, or more for a tick run again after its leader was lost
 
 CMD's processes: every process CMD starts, double-forked daemons included,
 is part of the hold. When the hold is lost, or shepherd gets SIGINT or
@@ -123,7 +130,7 @@ PID file written there means nothing outside (use -pidns=false for that);
 when shepherd is not root, $$ is the same small number for every CMD (name
 temporary files with mktemp, not $$).
 
-With -on-disconnect=pause (lock, semaphore, elect), a lost connection to
+With -on-disconnect=pause (lock, semaphore, elect, schedule), a lost connection to
 ZooKeeper pauses the hold instead of ending it while the session may still
 live: shepherd freezes every process of CMD's (SIGSTOP, the whole tree),
 thaws them (SIGCONT) if the same session comes back, its node intact (the
@@ -138,7 +145,9 @@ with SHEPHERD_TOKEN are safe across a session expiry.
 
 Exit status:
   CMD's own   CMD ran to its end (128+N when it was killed by signal N)
-  0           status or ls found something there; elect -http without CMD stopped
+  0           status or ls found something there; elect -http without CMD, or
+              schedule, stopped by SIGINT or SIGTERM (a tick's CMD exit status
+              is recorded as the tick's outcome, not returned)
   1           other errors
   2           bad usage (a -session-timeout below the server's minimum too; a
               -tls-ca, -tls-cert, -tls-key or -auth-file that cannot be read)
@@ -148,7 +157,8 @@ Exit status:
   4           not acquired within -timeout
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
-              with another -n (the message says what is there)
+              with another -n, or a schedule with another -every (the
+              message says what is there)
   7           status: nothing at PATH; ls: no recipe under PREFIX
   126, 127    CMD cannot be executed, or is not found
   128+N       interrupted by signal N while waiting (SIGINT: 130)
@@ -255,7 +265,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	o.registerHold(global.fs)
 	printUsage := func(w io.Writer) {
 		fmt.Fprint(w, usage)
-		fmt.Fprintln(w, "\nFlags of lock, semaphore and elect, which may also come before the subcommand\n"+
+		fmt.Fprintln(w, "\nFlags of lock, semaphore, elect and schedule, which may also come before the subcommand\n"+
 			"(status and ls take -zk, -namespace, -session-timeout, -connect-timeout, -v,\n"+
 			"the -tls flags and -auth-file):")
 		global.fs.SetOutput(w)
@@ -291,6 +301,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdSemaphore(ctx, &o, rest)
 	case "elect":
 		err = c.cmdElect(ctx, &o, rest)
+	case "schedule":
+		err = c.cmdSchedule(ctx, &o, rest)
 	case "status":
 		err = c.cmdStatus(ctx, &o, rest)
 	case "ls":
@@ -300,7 +312,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	case "version":
 		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, status, ls or version)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls or version)", name)
 	}
 	return c.report(err)
 }

@@ -298,6 +298,7 @@ type pauseRun struct {
 	errb   *syncWriter
 	exited chan error
 	url    string // elect -http's base URL
+	path   string // PATH
 }
 
 func startPauseRun(t *testing.T, sub string, sessionTimeout string, extra ...string) *pauseRun {
@@ -316,8 +317,11 @@ func startPauseRun(t *testing.T, sub string, sessionTimeout string, extra ...str
 		args = append(args, "-n", "2")
 	case "elect":
 		args = append(args, "-http", "127.0.0.1:0", "-id", "p")
+	case "schedule":
+		args = append(args, "-every", "1h", "-id", "p")
 	}
-	args = append(append(args, extra...), uniquePath(t), "--", "sh", "-c", writerScript(r.dir))
+	r.path = uniquePath(t)
+	args = append(append(args, extra...), r.path, "--", "sh", "-c", writerScript(r.dir))
 	// Not start's: its cleanup's Wait would race with this one.
 	r.cmd = exec.Command(bin, args...)
 	r.errb = &syncWriter{w: new(bytes.Buffer)}
@@ -444,6 +448,40 @@ func TestCLIPauseRidesThrough(t *testing.T) {
 			require.NotRegexp(t, `(lock|lease|leadership) (on|at) \S+ lost`, r.errb.String())
 		})
 	}
+}
+
+// TestCLIPauseSchedule: schedule -on-disconnect=pause rides the tick's CMD
+// through a disconnect shorter than the session timeout as elect does
+// (frozen, nothing written, thawed at the reconnect); the tick then ends
+// with CMD's status as its outcome, and SIGTERM stops shepherd: exit 0.
+func TestCLIPauseSchedule(t *testing.T) {
+	r := startPauseRun(t, "schedule", "6s", "-on-disconnect=pause")
+	grandchild(t, r.dir)
+	cut := time.Now()
+	reconnect := r.disconnect()
+	r.waitStderr(t, "shepherd: connection to ZooKeeper lost: sh frozen (the leadership at ", 1)
+	n := len(logLines(t, r.dir))
+	for _, p := range treeOf(initOf(t, r.cmd.Process.Pid)) {
+		require.True(t, stopped(p), "process %d of CMD's is %s, not stopped", p.pid, p.state)
+	}
+	time.Sleep(1500*time.Millisecond - time.Since(cut))
+	require.Equal(t, n, len(logLines(t, r.dir)), "no line written while frozen; shepherd: %s", r.errb)
+	reconnect()
+	require.Eventually(t, func() bool { return len(logLines(t, r.dir)) >= n+5 }, 20*time.Second, 5*time.Millisecond,
+		"lines again after the heal; shepherd: %s", r.errb)
+	r.waitStderr(t, "resumed after", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "stop"), nil, 0o644))
+	var st scheduleStatus
+	require.Eventually(t, func() bool {
+		var ok bool
+		st, ok = readSchedule(t, r.path)
+		return ok && st.State == "finished"
+	}, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, "error: exit 7", st.Outcome, "CMD's status; shepherd: %s", r.errb)
+	require.Equal(t, 1, st.Attempt, "not rerun: the leadership was never lost")
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, r.exitCode(t), "shepherd: %s", r.errb)
+	require.NotRegexp(t, `leadership at \S+ lost`, r.errb.String())
 }
 
 // TestCLIPauseLost: with -on-disconnect=pause, a partition longer than the

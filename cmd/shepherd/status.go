@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/schedule"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -24,12 +25,16 @@ leader and its waiters in line order, each with its id, ZooKeeper session,
 age and fencing token (decimal, as CMD's SHEPHERD_TOKEN). Sessions are
 0x-hex, as ZooKeeper prints them and as CMD's SHEPHERD_SESSION; in -json each
 entry has them as "session": "0x…" (and as the number "session_id", which
-passes 2^53: jq rounds it). With nothing at PATH it says so and exits 7, so
+passes 2^53: jq rounds it). A semaphore's holders show their slots (SLOT,
+SHEPHERD_SLOT). On a schedule's path it shows the leader, the last tick
+(started or finished, its outcome and attempt) and the next tick due, at the
+schedule's epoch plus N+1 intervals by ZooKeeper's clock. With nothing at PATH it says so and exits 7, so
 that a mistyped PATH shows; when there are recipes below PATH, it says to run
 'shepherd ls PATH', which lists them.`,
 		"shepherd status /services/cron/leader",
 		"shepherd status -json /jobs/backup | jq .holders",
-		"shepherd status -watch /limits/api")
+		"shepherd status -watch /limits/api",
+		"shepherd status -json /jobs/report | jq .next_due")
 	o.registerConn(s.fs)
 	asJSON := s.fs.Bool("json", false, "print JSON (one object; one per line with -watch)")
 	watch := s.fs.Bool("watch", false, "keep watching and print each change until interrupted")
@@ -58,8 +63,24 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 	full := sess.Path(path)
 	if !*watch {
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		// A schedule's path holds an election and a record: the schedule
+		// package recognises it.
+		if sst, ok, err := schedule.Inspect(qctx, sess, path); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("status %s: %w", path, err)
+		} else if ok {
+			if *asJSON {
+				b, _ := json.Marshal(jsonSchedule(sess, sst))
+				fmt.Fprintln(c.stdout, string(b))
+			} else {
+				printSchedule(c.stdout, sess, sst)
+			}
+			return nil
+		}
 		snap, err := recipe.Inspect(qctx, sess, full)
-		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -292,25 +313,33 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 			"shepherd refuses this path (ErrForeignRecipe)\n")
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tNODE\tNAMING")
+	slots := false
+	for _, e := range s.Holders {
+		slots = slots || e.Slot != nil
+	}
+	if slots {
+		fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tSLOT\tNODE\tNAMING")
+	} else {
+		fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tNODE\tNAMING")
+	}
 	role := "holder"
 	if s.Kind == "election" {
 		role = "leader"
 	}
 	for _, e := range s.Holders {
-		row(tw, role, e, now)
+		row(tw, role, e, now, slots)
 	}
 	for i, e := range s.Waiters {
 		r := fmt.Sprintf("waiter %d", i+1)
 		if s.Kind == "election" {
 			r = fmt.Sprintf("candidate %d", i+1)
 		}
-		row(tw, r, e, now)
+		row(tw, r, e, now, slots)
 	}
 	tw.Flush()
 }
 
-func row(w io.Writer, role string, e recipe.Entry, now time.Time) {
+func row(w io.Writer, role string, e recipe.Entry, now time.Time, slots bool) {
 	id := e.Data
 	if id == "" {
 		id = "-"
@@ -326,5 +355,80 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time) {
 	}
 	age := now.Sub(e.Created).Round(100 * time.Millisecond)
 	node := e.Node[strings.LastIndex(e.Node, "/")+1:]
-	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", role, id, sessionHex(e.SessionID), age, int64(e.Token), node, e.Library)
+	slot := ""
+	if slots {
+		slot = "-\t"
+		if e.Slot != nil {
+			slot = fmt.Sprintf("%d\t", *e.Slot)
+		}
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s%s\t%s\n", role, id, sessionHex(e.SessionID), age, int64(e.Token), slot, node, e.Library)
+}
+
+// scheduleJSON is status -json's object for a schedule's path.
+type scheduleJSON struct {
+	Path        string              `json:"path"`
+	Kind        string              `json:"kind"` // "schedule"
+	Every       string              `json:"every"`
+	Epoch       time.Time           `json:"epoch"`  // tick 0's due time (server clock)
+	Leader      *scheduleLeaderJSON `json:"leader"` // null: none
+	Tick        int64               `json:"tick"`   // the last tick started; -1: none yet
+	State       string              `json:"state"`  // started or finished
+	Outcome     string              `json:"outcome,omitempty"`
+	Attempt     int                 `json:"attempt,omitempty"`
+	Started     *time.Time          `json:"started,omitempty"` // the last tick's start (server clock)
+	StartedBy   string              `json:"started_by,omitempty"`
+	StartedTerm int64               `json:"started_term,omitempty"`
+	NextTick    int64               `json:"next_tick"`
+	NextDue     time.Time           `json:"next_due"` // epoch + next_tick intervals (server clock)
+}
+
+type scheduleLeaderJSON struct {
+	ID        string `json:"id"`
+	Term      int64  `json:"term"`
+	Node      string `json:"node"`
+	Session   string `json:"session"`
+	SessionID int64  `json:"session_id"`
+}
+
+func jsonSchedule(sess *session.Session, st *schedule.Status) scheduleJSON {
+	r := st.Record
+	j := scheduleJSON{Path: st.Path, Kind: "schedule", Every: r.Every, Epoch: time.UnixMilli(r.Epoch).UTC(),
+		Tick: r.N, State: r.State, Outcome: r.Outcome, Attempt: r.Attempt, StartedBy: r.Leader,
+		StartedTerm: r.Term, NextTick: st.NextN, NextDue: st.NextDue}
+	if r.Started != 0 {
+		t := time.UnixMilli(r.Started).UTC()
+		j.Started = &t
+	}
+	if l := st.Leader; l.Term != 0 {
+		j.Leader = &scheduleLeaderJSON{ID: l.ID, Term: int64(l.Term), Node: strings.TrimPrefix(l.Node, sess.Namespace()),
+			Session: sessionHex(l.SessionID), SessionID: l.SessionID}
+	}
+	return j
+}
+
+// printSchedule is status's text for a schedule's path.
+func printSchedule(w io.Writer, sess *session.Session, st *schedule.Status) {
+	j := jsonSchedule(sess, st)
+	ts := func(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z07:00") }
+	fmt.Fprintf(w, "%s: schedule every %s (epoch %s)\n", j.Path, j.Every, ts(j.Epoch))
+	if l := j.Leader; l != nil {
+		fmt.Fprintf(w, "leader:     %s (term %d, session %s)\n", l.ID, l.Term, l.Session)
+	} else {
+		fmt.Fprintln(w, "leader:     none")
+	}
+	if j.Tick < 0 {
+		fmt.Fprintln(w, "last tick:  none yet")
+	} else {
+		state := j.State
+		if j.Outcome != "" {
+			state += ", " + j.Outcome
+		}
+		fmt.Fprintf(w, "last tick:  %d (%s), attempt %d", j.Tick, state, max(j.Attempt, 1))
+		if j.Started != nil {
+			fmt.Fprintf(w, ", started %s by %s (term %d)", ts(*j.Started), j.StartedBy, j.StartedTerm)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "next due:   tick %d at %s (ZooKeeper's clock)\n", j.NextTick, ts(j.NextDue))
 }

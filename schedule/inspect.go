@@ -1,0 +1,78 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Leadership is the candidate's leadership while it leads, else nil: a
+// job that runs something outside the process (a command) follows its
+// pauses under PauseOnDisconnect with Paused and Gate.
+func (s *Schedule) Leadership() *election.Leadership { return s.e.Leadership() }
+
+// Status is what Inspect reads at a schedule's path.
+type Status struct {
+	Path   string
+	Every  time.Duration
+	Record Record          // Epoch is the state node's ctime
+	Leader election.Leader // the zero Leader when none
+	// NextN is the next tick to come due after the record's (N+1), due at
+	// NextDue = epoch + NextN intervals, on the ZooKeeper server's clock
+	// (the leader may skip it under a catch-up policy if it is missed).
+	NextN   int64
+	NextDue time.Time
+}
+
+// Inspect reads the schedule at path (as given to New, under the session's
+// namespace): its record and its leader, with no candidate of its own and
+// without knowing the interval (the record holds it). It reports ok false,
+// and no error, when path holds no schedule record (nothing there, or
+// another recipe).
+func Inspect(ctx context.Context, sess *session.Session, path string) (st *Status, ok bool, err error) {
+	if err := zkpath.Validate(path); err != nil {
+		return nil, false, fmt.Errorf("schedule: %w", err)
+	}
+	var data []byte
+	var stat *zk.Stat
+	err = sess.Do(ctx, func(ep *session.Epoch) error {
+		d, s, err := ep.Conn().Get(sess.Path(path + "/state"))
+		data, stat = d, s
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var r Record
+	if json.Unmarshal(data, &r) != nil || r.Every == "" {
+		return nil, false, nil
+	}
+	every, err := time.ParseDuration(r.Every)
+	if err != nil || every <= 0 {
+		return nil, false, nil
+	}
+	r.Epoch = stat.Ctime
+	st = &Status{Path: path, Every: every, Record: r, NextN: r.N + 1}
+	st.NextDue = time.UnixMilli(r.Epoch).Add(time.Duration(st.NextN) * every).UTC()
+	if e, err := election.New(sess, path+"/leader", "inspect"); err == nil {
+		l, err := e.Leader(ctx)
+		switch {
+		case err == nil:
+			st.Leader = l
+		case !errors.Is(err, election.ErrNoLeader) && !errors.Is(err, zk.ErrNoNode):
+			return nil, false, err
+		}
+	}
+	return st, true, nil
+}
