@@ -267,7 +267,7 @@ func (t processTree) freeze(limit time.Duration) int {
 		var running []int
 		for _, p := range procs {
 			cur[p.pid] = true
-			if p.state != "T" && p.state != "t" {
+			if !frozen(p.pid, p.state) {
 				running = append(running, p.pid)
 			}
 		}
@@ -289,6 +289,43 @@ func (t processTree) freeze(limit time.Duration) int {
 			time.Sleep(time.Millisecond) // let the signals land before the next listing
 		}
 	}
+}
+
+// frozen reports whether the process (state: /proc/PID/stat's letter) is
+// stopped, or will stop before it runs another instruction of its own: in
+// uninterruptible sleep (D) with SIGSTOP pending. Such a process cannot
+// take a stop until its sleep ends: a disk write under writeback
+// throttling (an effect already in flight, which lands), or a shell
+// waiting in vfork for a child that the freeze stopped before its exec
+// (which stays so until the thaw).
+func frozen(pid int, state string) bool {
+	switch state {
+	case "T", "t":
+		return true
+	case "D":
+		return stopPending(pid)
+	}
+	return false
+}
+
+// stopPending reports whether SIGSTOP is pending for pid (for the process or
+// its thread): bit 19-1 of /proc/PID/status's ShdPnd or SigPnd mask.
+func stopPending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "ShdPnd" && k != "SigPnd") {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err == nil && mask&(1<<(uint(syscall.SIGSTOP)-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func sameSet(a, b map[int]bool) bool {

@@ -110,7 +110,29 @@ func (f fileString) String() string {
 	return string(b)
 }
 
-func stopped(p proc) bool { return p.state == "T" || p.state == "t" }
+// stopped: stopped, or stopping (in uninterruptible sleep with SIGSTOP
+// pending: dash waits in vfork for a child the freeze may stop before its
+// exec), as the init judges it (init.go: frozen).
+func stopped(p proc) bool {
+	if p.state == "T" || p.state == "t" {
+		return true
+	}
+	if p.state != "D" {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "ShdPnd" || k == "SigPnd") {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && m&(1<<(uint(syscall.SIGSTOP)-1)) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // memDir is a directory for the writer's file on tmpfs when there is one: a
 // write to a disk-backed file can sleep uninterruptibly (dirty-page
