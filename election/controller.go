@@ -46,7 +46,7 @@ func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leaders
 		if errors.Is(err, session.ErrClosed) {
 			return nil, err
 		}
-		if !session.OutcomeUnknown(err) && !errors.Is(err, session.ErrLost) && !errors.Is(err, errRetry) {
+		if !recipe.Retryable(err) && !errors.Is(err, errRetry) {
 			return nil, err
 		}
 		// A connection problem: wait until the session is usable again.

@@ -860,14 +860,17 @@ func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) er
 
 // Retryable reports whether err from Enter or Await means "the connection was
 // lost: wait for the session to be usable and try again" (a new session, if
-// the old one is lost, means entering the line again).
+// the old one is lost, means entering the line again). A request answered
+// zk.ErrSessionExpired (in flight when the server ended the session, its
+// answer read before the manager declared the session Lost) is one: the
+// next try finds the new session.
 func Retryable(err error) bool {
 	if errors.Is(err, ErrWrongKind) || errors.Is(err, ErrForeignRecipe) || errors.Is(err, ErrMaxLeasesMismatch) || errors.Is(err, ErrSequenceExhausted) ||
 		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
 		return false
 	}
 	return errors.Is(err, errEpochEnded) || errors.Is(err, ErrNodeGone) ||
-		errors.Is(err, ErrLost) || session.OutcomeUnknown(err)
+		errors.Is(err, ErrLost) || errors.Is(err, zk.ErrSessionExpired) || session.OutcomeUnknown(err)
 }
 
 // WaitLive waits until the session is usable again after ep ended (or ctx
