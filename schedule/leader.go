@@ -1,0 +1,395 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/recipe"
+)
+
+// The leader's side of a Run: its record, its clock (the server's), its
+// decisions and its runs.
+
+// leader is one leadership of a Run: it owns the record while it leads.
+type leader struct {
+	s    *Schedule
+	r    *runner
+	l    *election.Leadership
+	term election.Term
+
+	rec   Record
+	ver   int32 // the record's version as last read or written
+	epoch int64 // ns since the Unix epoch: tick 0's due time
+	// skipped: ticks up to this one were skipped by a catch-up policy of
+	// this leadership (not recorded: a new leader decides again).
+	skipped int64
+	// mine is a start this leadership wrote (or tried to: its outcome may
+	// be unknown) whose job has not run.
+	mine *Record
+	// done is the end of a job that ran and is still to be recorded.
+	done *Record
+	// fresh, if not 0, is the server's time (ns) of the write just made:
+	// the next decision takes it as "now" instead of asking again.
+	fresh int64
+}
+
+// errEnded: the leadership has ended (lost, or Run is stopping).
+var errEnded = errors.New("leadership ended")
+
+// lead runs ticks while the leadership lasts. It returns a fatal error
+// (not this schedule's record), or nil when the leadership ends.
+func (ld *leader) lead(ctx context.Context) error {
+	ld.skipped = -1
+	var fails int
+	for ctx.Err() == nil {
+		err := ld.step(ctx)
+		switch {
+		case err == nil:
+			fails = 0
+			continue
+		case errors.Is(err, errEnded) || ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrIntervalMismatch) || errors.Is(err, ErrBadRecord):
+			return err
+		case errors.Is(err, ErrLost):
+			return nil // the leadership's ctx ends with it
+		case errors.Is(err, recipe.ErrPaused):
+			// The write's outcome is unknown: wait for the leadership to
+			// resume, then read the record again.
+			if err := ld.l.Gate(ctx); err != nil {
+				return nil
+			}
+		default:
+			fails++
+			ld.s.log.Debug("schedule: retrying", "err", err)
+			if !sleep(ctx, min(20*time.Millisecond<<min(fails, 6), time.Second)) {
+				return nil
+			}
+		}
+		if err := ld.load(ctx); err != nil {
+			if errors.Is(err, ErrIntervalMismatch) || errors.Is(err, ErrBadRecord) {
+				return err
+			}
+			ld.rec.State = "" // unknown: step loads again
+		}
+	}
+	return nil
+}
+
+// step makes one move: load the record, record a job's end, wait for the
+// next tick, or run one.
+func (ld *leader) step(ctx context.Context) error {
+	if ld.rec.State == "" {
+		return ld.load(ctx)
+	}
+	if ld.done != nil {
+		return ld.finish(ctx)
+	}
+	if ld.r.stopping0() {
+		return errEnded
+	}
+	now := ld.fresh // the time of the job's end, just recorded: no probe needed
+	ld.fresh = 0
+	if now == 0 {
+		var err error
+		if now, err = ld.probe(ctx); err != nil {
+			return err
+		}
+	}
+	n, attempt, wait := ld.decide(now)
+	if wait > 0 {
+		if !sleepOr(ctx, ld.r.runCtx, wait) {
+			return errEnded
+		}
+		return nil // and confirm with a new server timestamp
+	}
+	return ld.run(ctx, n, attempt, now)
+}
+
+// load reads the record, creating it (tick 0 due now) when there is none.
+func (ld *leader) load(ctx context.Context) error {
+	rec, st, err := ld.s.read(ctx)
+	if errors.Is(err, zk.ErrNoNode) {
+		return ld.create(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	ld.set(rec, st)
+	ld.reconcile()
+	return nil
+}
+
+// create writes the first record, fenced: its node's ctime is the
+// schedule's epoch. The Set in the same multi returns the Stat (a create's
+// answer has none).
+func (ld *leader) create(ctx context.Context) error {
+	rec := Record{Every: ld.s.every.String(), N: -1, State: stateFinished}
+	data, _ := json.Marshal(rec)
+	res, err := ld.l.Fenced(ctx, fence.Create(ld.s.state, data), fence.Set(ld.s.state, data, 0))
+	if errors.Is(err, fence.ErrNodeExists) {
+		return ld.load(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	ld.set(rec, res[1].Stat)
+	ld.s.log.Info("schedule: created", "epoch", time.UnixMilli(res[1].Stat.Ctime).UTC())
+	return nil
+}
+
+func (ld *leader) set(rec Record, st *zk.Stat) {
+	ld.rec, ld.ver, ld.epoch = rec, st.Version, st.Ctime*int64(time.Millisecond)
+	ld.rec.Epoch = st.Ctime
+}
+
+// reconcile matches a freshly read record with what this leadership wrote
+// or meant to write when a write's outcome was unknown.
+func (ld *leader) reconcile() {
+	if ld.done != nil {
+		d := *ld.done
+		switch {
+		case ld.rec.State == stateFinished && same(ld.rec, d):
+			ld.clearDone() // the end landed
+		case ld.rec.State == stateStarted && same(ld.rec, d):
+			// not landed: finish writes it again
+		default:
+			ld.s.log.Warn("schedule: the record changed under the leader; the job's end is not recorded", "tick", d.N)
+			ld.clearDone()
+		}
+	}
+	if ld.mine != nil && !(ld.rec.State == stateStarted && same(ld.rec, *ld.mine)) {
+		ld.mine = nil // the start did not land: decide again
+	}
+}
+
+// same reports whether a and b are the same attempt of the same tick by the
+// same leadership.
+func same(a, b Record) bool { return a.N == b.N && a.Attempt == b.Attempt && a.Term == b.Term }
+
+// write writes rec fenced over the version last seen.
+func (ld *leader) write(ctx context.Context, rec Record) (*zk.Stat, error) {
+	rec.Epoch = ld.epoch / int64(time.Millisecond)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ld.l.Fenced(ctx, fence.Set(ld.s.state, data, ld.ver))
+	if err != nil {
+		return nil, err
+	}
+	ld.rec, ld.ver = rec, res[0].Stat.Version
+	return res[0].Stat, nil
+}
+
+// probe asks the server for the time: a fenced write of the record as it
+// is, with the version last seen (so it also confirms that the record has
+// not changed and that the leadership holds). The answer's mtime is the
+// ZooKeeper leader's clock, in milliseconds.
+func (ld *leader) probe(ctx context.Context) (int64, error) {
+	st, err := ld.write(ctx, ld.rec)
+	if err != nil {
+		return 0, err
+	}
+	now := st.Mtime * int64(time.Millisecond)
+	if ld.s.log.Enabled(ctx, slog.LevelDebug) {
+		ld.s.log.Debug("schedule: server time", "server", time.Unix(0, now).UTC(),
+			"host-offset", ld.s.cfg.clock().Sub(time.Unix(0, now)))
+	}
+	return now, nil
+}
+
+// due is the time tick n is due (ns since the Unix epoch, server clock).
+func (ld *leader) due(n int64) int64 { return ld.epoch + n*int64(ld.s.every) }
+
+// latest is the latest tick due at now (-1 before the epoch).
+func (ld *leader) latest(now int64) int64 {
+	if now < ld.epoch {
+		return -1
+	}
+	return (now - ld.epoch) / int64(ld.s.every)
+}
+
+// decide says which tick to run now (wait 0), or how long to wait before
+// deciding again (on the host's monotonic clock: a duration measured on
+// the server's clock, so the host's wall clock does not matter).
+func (ld *leader) decide(now int64) (n int64, attempt int, wait time.Duration) {
+	if h := ld.s.cfg.hooks.decided; h != nil {
+		h(time.Unix(0, now))
+	}
+	rec := ld.rec
+	last := rec.N
+	if rec.State == stateStarted {
+		switch {
+		case ld.mine != nil && same(rec, *ld.mine):
+			return rec.N, rec.Attempt, 0 // our start landed; the job has not run
+		case ld.s.cfg.misfire == RerunInterrupted:
+			if w := ld.spacing(now); w > 0 {
+				return 0, 0, w
+			}
+			return rec.N, rec.Attempt + 1, 0
+		}
+		// SkipInterrupted: the tick counts as done.
+	}
+	last = max(last, ld.skipped)
+	latest := ld.latest(now)
+	if latest <= last {
+		return 0, 0, time.Duration(ld.due(last+1) - now)
+	}
+	next := latest // one tick due, or CatchUpOnce
+	if missed := latest - last; missed > 1 {
+		switch c := ld.s.cfg.catchUp; c.kind {
+		case catchSkip:
+			ld.skip(latest, missed)
+			return 0, 0, time.Duration(ld.due(latest+1) - now)
+		case catchOnce:
+			ld.skip(latest-1, missed-1)
+		case catchAll:
+			next = last + 1
+			if missed > int64(c.max) {
+				next = latest - int64(c.max) + 1
+				ld.skip(next-1, missed-int64(c.max))
+			}
+		}
+	}
+	if w := ld.spacing(now); w > 0 {
+		return 0, 0, w
+	}
+	return next, 1, 0
+}
+
+// skip records (in memory) that ticks up to n are skipped.
+func (ld *leader) skip(n, count int64) {
+	if n > ld.skipped {
+		ld.skipped = n
+		ld.s.log.Info("schedule: missed ticks skipped", "through", n, "count", count, "policy", ld.s.cfg.catchUp)
+	}
+}
+
+// spacing is how long the next start must wait for MinSpacing.
+func (ld *leader) spacing(now int64) time.Duration {
+	if ld.s.cfg.minSpacing == 0 || ld.rec.Started == 0 {
+		return 0
+	}
+	return time.Duration(ld.rec.Started*int64(time.Millisecond) + int64(ld.s.cfg.minSpacing) - now)
+}
+
+// run records tick n's start (fenced, over the version read: no other
+// leadership can have recorded anything since), runs the job, and keeps its
+// end to be recorded.
+func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) error {
+	if !ld.r.beginJob() {
+		return errEnded
+	}
+	if ld.mine == nil || !same(ld.rec, *ld.mine) || ld.rec.State != stateStarted {
+		start := Record{Every: ld.s.every.String(), N: n, Attempt: attempt, State: stateStarted,
+			Leader: ld.s.id, Term: int64(ld.term), Started: now / int64(time.Millisecond)}
+		ld.mine = &start
+		if _, err := ld.write(ctx, start); err != nil {
+			ld.r.endJob()
+			return err
+		}
+	}
+	t := Tick{N: n, Scheduled: time.Unix(0, ld.due(n)), Attempt: attempt, Term: ld.term}
+	ld.s.log.Debug("schedule: tick", "tick", n, "attempt", attempt, "scheduled", t.Scheduled.UTC())
+	outcome := ld.runJob(ctx, t)
+	end := ld.rec
+	end.State, end.Outcome = stateFinished, outcome
+	ld.mine, ld.done = nil, &end
+	return ld.finish(ctx)
+}
+
+var errTimeout = errors.New("schedule: run timeout")
+
+// runJob runs the job and returns the outcome to record.
+func (ld *leader) runJob(ctx context.Context, t Tick) string {
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(ld.r.runCtx, func() { cancel(context.Canceled) })
+	defer stop()
+	if d := ld.s.cfg.runTimeout; d > 0 {
+		tm := time.AfterFunc(d, func() { cancel(errTimeout) })
+		defer tm.Stop()
+	}
+	err := ld.r.job(jctx, t)
+	switch cause := context.Cause(jctx); {
+	case err == nil:
+		return "ok"
+	case errors.Is(cause, errTimeout):
+		return "timeout: " + truncate(err.Error(), 500)
+	case ld.r.runCtx.Err() != nil:
+		return "cancelled: " + truncate(err.Error(), 500)
+	}
+	return "error: " + truncate(err.Error(), 500)
+}
+
+// finish records the end of the job that ran (ld.done), fenced over the
+// version of its start: it lands only if the record still says this
+// leadership started this attempt of the tick, so a tick is never recorded
+// finished twice.
+func (ld *leader) finish(ctx context.Context) error {
+	end := *ld.done
+	st, err := ld.write(ctx, end)
+	if err == nil {
+		ld.fresh = st.Mtime * int64(time.Millisecond)
+	}
+	if h := ld.s.cfg.hooks.finished; h != nil {
+		h(end, err)
+	}
+	if err == nil || errors.Is(err, ErrLost) || ctx.Err() != nil {
+		if err != nil {
+			ld.s.log.Warn("schedule: the tick's end is not recorded: leadership lost", "tick", end.N, "err", err)
+		}
+		if ld.clearDone() && err == nil {
+			return errEnded
+		}
+	}
+	return err
+}
+
+// clearDone: the job's end is dealt with (recorded, or it cannot be). It
+// reports whether Run is stopping.
+func (ld *leader) clearDone() bool {
+	ld.done = nil
+	return ld.r.endJob()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sleepOr is sleep, also ending early (false) when stop ends.
+func sleepOr(ctx, stop context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stop.Done():
+		return false
+	}
+}
