@@ -366,7 +366,7 @@ func onePath(name string, pos []string) (string, error) {
 // connect opens the session. The connect string's chroot and -namespace
 // both prefix PATH, the chroot first.
 func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) (*session.Session, error) {
-	servers, chroot, err := session.ParseConnectString(o.zk)
+	servers, _, err := session.ParseConnectString(o.zk) // checked here for the message, and counted
 	if err != nil {
 		return nil, usagef("-zk %q: %v", o.zk, err)
 	}
@@ -383,9 +383,7 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	if o.onDisconnect == session.PauseOnDisconnect {
 		opts = append(opts, session.WithDisconnectPolicy(session.PauseOnDisconnect))
 	}
-	if ns := chroot + o.namespace; ns != "" {
-		opts = append(opts, session.WithNamespace(ns))
-	}
+	opts = append(opts, session.WithNamespace(o.namespace)) // under the connect string's chroot ("" adds none)
 	if o.verbose {
 		opts = append(opts, session.WithLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
@@ -395,7 +393,7 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	defer cancel(nil)
 	refused := &refusals{servers: len(servers), giveUp: func() { cancel(errAllRefused) }}
 	opts = append(opts, session.WithDialer(refused.dial))
-	s, err := session.Open(cctx, servers, opts...)
+	s, err := session.Connect(cctx, o.zk, opts...)
 	refused.stop()
 	switch {
 	case errors.Is(err, session.ErrInvalidArgument):
