@@ -50,8 +50,9 @@ func docCommands(t *testing.T) []string {
 
 // TestDocCommands: every shepherd command printed in the README, the
 // operations guide and the Kubernetes example runs as printed, in order,
-// against a real ZooKeeper (SHEPHERD_ZK points at this package's server:
-// the documents' export lines name a ZooKeeper of the reader's), with the
+// against a real ZooKeeper (SHEPHERD_ZK points at this package's server,
+// under a chroot of the test's own: the documents' export lines name a
+// ZooKeeper of the reader's), with the
 // scripts they name (./backup.sh, ...) as stubs that record their runs.
 // `shepherd dev` is not run here: it binds port 2181, which may be another
 // ZooKeeper's on this machine (TestDev and TestDevTLS run it on a free port).
@@ -64,7 +65,10 @@ func TestDocCommands(t *testing.T) {
 			[]byte("#!/bin/sh\necho \"$0 $SHEPHERD_TOKEN\" >> \"$HOME/ran.log\"\n"), 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".shepherd-auth"), []byte("digest:ops:docs-secret\n"), 0o600))
-	env := append(os.Environ(), "SHEPHERD_ZK="+zk.ConnectString(), "HOME="+dir, "POD_NAME=pod-a",
+	// A chroot of the test's own: the documents' paths (/jobs/backup, ...)
+	// are fresh on every run.
+	root := strings.ReplaceAll(uniquePath(t), "/", "-")[1:]
+	env := append(os.Environ(), "SHEPHERD_ZK="+zk.ConnectString()+"/"+root, "HOME="+dir, "POD_NAME=pod-a",
 		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ran := func() string { b, _ := os.ReadFile(filepath.Join(dir, "ran.log")); return string(b) }
 	for _, line := range cmds {
@@ -90,16 +94,17 @@ func TestDocCommands(t *testing.T) {
 			}
 			switch {
 			case strings.Contains(line, " -http ") && !strings.Contains(line, " -- "):
-				// A sidecar: it serves until stopped.
+				// A sidecar: it serves until stopped; alone on its path, it
+				// leads once it has its session (/readyz 200).
 				addr := regexp.MustCompile(`-http (\S+)`).FindStringSubmatch(line)[1]
 				require.Eventually(t, func() bool {
-					resp, err := http.Get("http://" + addr + "/healthz")
+					resp, err := http.Get("http://" + addr + "/readyz")
 					if err != nil {
 						return false
 					}
 					resp.Body.Close()
 					return resp.StatusCode == http.StatusOK
-				}, 20*time.Second, 20*time.Millisecond, "the sidecar never served: %s", out)
+				}, 20*time.Second, 20*time.Millisecond, "the sidecar never led: %s", out)
 				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 				require.Equal(t, 0, code(<-exited), "%s", out)
 			case strings.HasPrefix(line, "shepherd schedule "):
