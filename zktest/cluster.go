@@ -79,6 +79,22 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 		}
 		cfg.classpath = cp
 	}
+	// A free port is released before ZooKeeper binds it, so another process
+	// can take it in between (seen when many servers start at once): a
+	// start whose server could not bind is tried again with other ports.
+	for attempt := 1; ; attempt++ {
+		c, err := startCluster(ctx, size, cfg)
+		if err == nil || attempt == 3 || cfg.port != 0 || !errors.Is(err, errPortTaken) {
+			return c, err
+		}
+	}
+}
+
+// errPortTaken: a server of a starting cluster found its port taken.
+var errPortTaken = errors.New("zktest: a port was taken before the server bound it")
+
+// startCluster is one attempt of StartCluster, with cfg checked.
+func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg}
 	if cfg.baseDir != "" {
 		c.dir = cfg.baseDir
@@ -141,11 +157,25 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	defer cancel()
 	if err := c.WaitServing(wctx); err != nil {
 		tail := c.LogTail(0, 20)
+		taken := c.portTaken()
 		_ = c.Close()
+		if taken {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
 		return nil, fmt.Errorf("%w\nserver 0 log tail:\n%s", err, tail)
 	}
 	c.started = time.Since(t0)
 	return c, nil
+}
+
+// portTaken reports whether a server's log says its port was in use.
+func (c *Cluster) portTaken() bool {
+	for _, n := range c.nodes {
+		if b, err := os.ReadFile(n.logPath); err == nil && strings.Contains(string(b), "Address already in use") {
+			return true
+		}
+	}
+	return false
 }
 
 // freePorts reserves n distinct free loopback ports. They are released before
