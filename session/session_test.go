@@ -150,12 +150,14 @@ func TestBadInput(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	noLeaks(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
 	// A port nothing listens on (reserved and released).
 	c := zktest.Start(t, 1)
 	addr := c.Addr(0)
 	require.NoError(t, c.Kill(0))
+	// The deadline starts now: the server's start above may take a while
+	// on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
 	s, err := session.Open(ctx, []string{addr})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, "connection refused")
