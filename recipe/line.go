@@ -389,24 +389,10 @@ func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string)
 // lost may forward it late), and, left there, it would head the line once we
 // are gone, held by no one, until our session ends.
 func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
-	for _, d := range []time.Duration{100 * time.Millisecond, time.Second, l.Sess.Timeout()} {
-		t := time.NewTimer(d)
-		select {
-		case <-ep.SessionDone():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		cur, ok := l.Sess.Current()
-		if !ok {
-			continue // not connected now: look at the next turn
-		}
-		if cur.SessionID() != ep.SessionID() {
-			return // the session is gone: so are its nodes
-		}
+	AfterDelays(l.Sess, ep, []time.Duration{100 * time.Millisecond, time.Second, l.Sess.Timeout()}, func(cur *session.Epoch) {
 		first, dups, found, err := l.findOwn(cur, guid)
 		if err != nil || !found {
-			continue
+			return
 		}
 		var late []string
 		for _, p := range append([]string{first.path}, dups...) {
@@ -418,6 +404,32 @@ func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
 			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
 			l.Delete(cur, late...)
 		}
+	})
+}
+
+// AfterDelays calls look after each of delays in turn, with the current
+// epoch of ep's session when the session is usable then (a turn it is not
+// is skipped), and stops once ep's session has ended: for sweeps that look
+// again, a few times, for nodes of their own session that a create whose
+// answer was lost may still make (the server it was lost with can forward
+// it late). It returns when done; run it on a goroutine of its own.
+func AfterDelays(sess *session.Session, ep *session.Epoch, delays []time.Duration, look func(cur *session.Epoch)) {
+	for _, d := range delays {
+		t := time.NewTimer(d)
+		select {
+		case <-ep.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		cur, ok := sess.Current()
+		if !ok {
+			continue // not connected now: look at the next turn
+		}
+		if cur.SessionID() != ep.SessionID() {
+			return // the session is gone: so are its nodes
+		}
+		look(cur)
 	}
 }
 

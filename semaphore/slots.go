@@ -259,28 +259,14 @@ func (s *Semaphore) sweepClaims(ep *session.Epoch, leases, keep []string) {
 	for _, k := range keep {
 		kept[k] = true
 	}
-	for _, d := range []time.Duration{0, 100 * time.Millisecond, time.Second, s.sess.Timeout()} {
-		t := time.NewTimer(d)
-		select {
-		case <-ep.SessionDone():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		cur, ok := s.sess.Current()
-		if !ok {
-			continue // not connected now: look at the next turn
-		}
-		if cur.SessionID() != ep.SessionID() {
-			return // the session is gone: so are its claims
-		}
+	recipe.AfterDelays(s.sess, ep, []time.Duration{0, 100 * time.Millisecond, time.Second, s.sess.Timeout()}, func(cur *session.Epoch) {
 		conn := cur.Conn()
 		if _, err := conn.Sync(dir); err != nil {
-			continue
+			return
 		}
 		children, _, err := conn.Children(dir)
 		if err != nil {
-			continue
+			return
 		}
 		for _, c := range children {
 			p := dir + "/" + c
@@ -294,7 +280,7 @@ func (s *Semaphore) sweepClaims(ep *session.Epoch, leases, keep []string) {
 			s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: p, SessionID: ep.SessionID()})
 			_ = conn.Delete(p, st.Version)
 		}
-	}
+	})
 }
 
 // parseSlot reads a claim's name: a slot number in decimal.
