@@ -196,7 +196,7 @@ func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
 			continue
 		}
 		data, st, err := ep.Conn().Get(e.path + "/" + m.name)
-		if err == nil && string(data) == e.id {
+		if err == nil && string(recipe.StripRevoke(data)) == e.id {
 			e.log.Warn("election: another candidate uses this id", "node", m.name,
 				"session", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		}

@@ -46,6 +46,14 @@ func (l *Leadership) Term() Term { return l.term }
 // Resign does not close it.
 func (l *Leadership) Lost() <-chan struct{} { return l.hold.Lost() }
 
+// Hold is the underlying hold (see recipe.Hold): its node, its session.
+func (l *Leadership) Hold() *recipe.Hold { return l.hold }
+
+// RevokeRequested is closed when an operator asks for the leadership
+// (shepherd revoke -ask, recipe.AskRevoke): resign (return from OnElected)
+// when the work allows (see recipe.Hold.RevokeRequested).
+func (l *Leadership) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
+
 // Paused returns the leadership's pause signal (PauseOnDisconnect): a
 // channel closed when leadership pauses, renewed at each resume (see
 // recipe.Hold). The term does not change across a pause.

@@ -51,7 +51,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, Participant{ID: string(data), Node: e.path + "/" + m.name, Seq: m.seq,
+			out = append(out, Participant{ID: string(recipe.StripRevoke(data)), Node: e.path + "/" + m.name, Seq: m.seq,
 				SessionID: st.EphemeralOwner, Leader: len(out) == 0})
 		}
 		return nil
@@ -119,7 +119,7 @@ func readLeader(ep *session.Epoch, path string) (Leader, error) {
 		if err != nil {
 			return Leader{}, err
 		}
-		return Leader{ID: string(data), Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, nil
+		return Leader{ID: string(recipe.StripRevoke(data)), Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, nil
 	}
 	return Leader{}, fmt.Errorf("election: leader of %s keeps changing", path)
 }

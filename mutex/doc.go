@@ -37,11 +37,10 @@
 // # Fencing
 //
 // Token is the hold's fencing token, the creation zxid of its node. What it
-// costs: a non-fair lock learns it with the grant, so Token costs nothing. A
-// fair lock (and each side of a read-write lock) does not, since a create's
-// answer carries no Stat: the first Token call on a hold reads it with one
-// request (an Exists of the hold's node) and keeps it; later calls on the
-// same hold cost nothing, and a hold whose token is never asked for never
-// pays for it. Fenced writes (Fenced, with the ops of package fence) land
+// costs: nothing. A non-fair lock learns it with the grant. A fair lock (and
+// each side of a read-write lock) does not, since a create's answer carries
+// no Stat: the hold's watch on its own node (every hold has one, see
+// recipe.Hold) reads the node right after the grant, and Token waits for
+// that read. Fenced writes (Fenced, with the ops of package fence) land
 // only while the lock is held.
 package mutex

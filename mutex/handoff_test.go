@@ -109,8 +109,9 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	t.Logf("line of %d: %d handoffs cost %d bytes (%.0f per handoff) and %d requests (%.2f per handoff)",
 		chain+tail+1, chain, b1-b0, perBytes, p1-p0-1, perReq)
 	require.Less(t, perBytes, 1024.0, "bytes per handoff in a line of %d", chain+tail+1)
-	// Release (delete), the mark (set), the next waiter's watch again (get).
-	require.LessOrEqual(t, perReq, 3.5, "requests per handoff")
+	// Release (delete), the mark (set), the next waiter's watch again (get),
+	// and the new holder's watch on its own node (get, recipe/revoke.go).
+	require.LessOrEqual(t, perReq, 4.5, "requests per handoff")
 }
 
 // TestMarkedHolderExpires: a holder that marked its node and then lost its

@@ -77,8 +77,8 @@ func NonFair() Option { return func(c *config) { c.fair = false } }
 // node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
 	return func(c *config) {
-		if len(data) > recipe.MaxDataLen {
-			c.setErr(fmt.Errorf("mutex: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), recipe.MaxDataLen))
+		if err := recipe.CheckData(data); err != nil {
+			c.setErr(fmt.Errorf("mutex: %w", err))
 			return
 		}
 		c.data = append([]byte(nil), data...)
@@ -447,6 +447,20 @@ func (m *Mutex) Paused() <-chan struct{} {
 		return closedCh
 	}
 	return h.Paused()
+}
+
+// RevokeRequested is closed when an operator asks for the held lock
+// (shepherd revoke -ask, recipe.AskRevoke): unlock when the work allows (see
+// recipe.Hold.RevokeRequested). Called when the value holds no lock, it
+// returns nil, a channel that never fires.
+func (m *Mutex) RevokeRequested() <-chan struct{} {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return h.RevokeRequested()
 }
 
 // Gate returns nil while the lock is held and not paused; while it is

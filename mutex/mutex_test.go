@@ -276,9 +276,10 @@ func TestHerdFree(t *testing.T) {
 	// once more (recipe.AwaitOptions.Mark): n deletions, at most n-1 marks
 	// heard (a waiter that looks again after the mark and finds the node
 	// already gone has no watch left for its deletion). A herd would be
-	// O(n) per release.
+	// O(n) per release. Each holder also hears its own release (its own
+	// node's watch, recipe/revoke.go): n more.
 	require.GreaterOrEqual(t, after-before, int64(n), "every release is heard")
-	require.LessOrEqual(t, after-before, int64(2*n-1), "at most two notifications per handoff")
+	require.LessOrEqual(t, after-before, int64(3*n-1), "at most three notifications per handoff")
 }
 
 // TestWrongKind: a semaphore's path is not a mutex's.

@@ -37,6 +37,16 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if t := h.knownToken(); t != 0 {
 		return t, nil
 	}
+	// The hold's own-node watch reads the node's Stat first thing after
+	// the grant: wait for that read rather than make another.
+	select {
+	case <-h.firstRead:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if t := h.knownToken(); t != 0 {
+		return t, nil
+	}
 	ep, err := h.gate(ctx)
 	if err != nil {
 		return 0, err

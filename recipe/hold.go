@@ -42,13 +42,18 @@ func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 //     be granted the hold; under either policy at the session's loss
 //     (silence for the session timeout on the local clock, see session,
 //     again before any other grant; or an expiry heard on reconnect), at
-//     the manager's Close, or, under PauseOnDisconnect, when the hold's
-//     node is deleted by someone else (an operator: such a hold watches its
-//     own node). A paused hold whose session the server ends early (an
+//     the manager's Close, at an operator's forced revocation (cause
+//     ErrRevoked: the holder is told, then deletes its node; see Revoke),
+//     or when the hold's node is deleted by someone else (every hold
+//     watches its own nodes: it is told within a notification, though a
+//     waiter may hear of the same deletion first). A paused hold whose session the server ends early (an
 //     operator's kill) or whose node is deleted while it is disconnected
 //     learns of it only when it reaches a server again, after others may
 //     have been granted the hold: it is paused meanwhile, and must not act.
 //     A lost hold never resumes.
+//
+// An operator may also ask for the hold (AskRevoke): RevokeRequested is
+// closed, and the hold lasts until its holder releases it.
 //
 // Release ends the hold without closing Lost: a select on Lost tells a loss
 // from a release, and Context() ends on either. Pass Context() to the work
@@ -68,6 +73,12 @@ type Hold struct {
 	lost chan struct{}
 	// tokenTurn serialises the token's read: once per hold.
 	tokenTurn chan struct{}
+	// revoke is closed when an operator asks for the hold (see revoke.go).
+	revoke     chan struct{}
+	revokeOnce sync.Once
+	// firstRead is closed after the own-node watch's first read of
+	// nodes[0], which sets token if it was unknown (see Token).
+	firstRead chan struct{}
 
 	// fence: the checks a fenced write makes (prepended to its ops).
 	fence []any
@@ -124,8 +135,9 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	}
 	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
-		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1),
-		ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
+		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1), revoke: make(chan struct{}),
+		firstRead: make(chan struct{}),
+		ep:        ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
 	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
 	if guard != nil {
 		h.fence = []any{guard, h.fence[0]}
@@ -145,12 +157,17 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	h.mu.Lock()
 	h.stopHooks = append(h.stopHooks, hooks...)
 	h.mu.Unlock()
-	if policy == session.PauseOnDisconnect {
-		// A hold that outlives disconnects watches its own node (see
-		// watchOwn). Under StopOnDisconnect it does not: the watch costs a
-		// read per grant and a notification to the holder at its own
-		// release, on the hot path of every lock handoff.
-		go h.watchOwn(ep)
+	// Every hold watches its own nodes: an outside deletion or an
+	// operator's revocation reaches it within a notification (revoke.go).
+	// The first read is on the wire before the grant returns, so it reaches
+	// the server before anything the holder does next (a release).
+	for _, n := range nodes {
+		first := make(chan ownRead, 1)
+		written := ep.GetWWritten(n, func(data []byte, st *zk.Stat, w <-chan zk.Event, err error) {
+			first <- ownRead{data, st, w, err}
+		})
+		go h.watchOwn(ep, n, first)
+		<-written
 	}
 	return h
 }

@@ -30,6 +30,9 @@ type Entry struct {
 	// node <path>/slots/<n> whose data names the lease's node; nil when the
 	// lease holds none.
 	Slot *int `json:"slot,omitempty"`
+	// Revoke is an operator's pending revocation request on the node
+	// (AskRevoke: "ask"; Revoke: "force"), "" when none.
+	Revoke string `json:"revoke,omitempty"`
 }
 
 // Snapshot is what is at a recipe's path.
@@ -271,8 +274,9 @@ func entry(c *zk.Conn, p string, n Name) (Entry, bool, error) {
 	} else if err != nil {
 		return Entry{}, false, err
 	}
+	data, revoke := revokeRequest(data)
 	return Entry{Node: p, Kind: n.Kind, Seq: n.Seq, Data: string(data), SessionID: st.EphemeralOwner,
-		Created: time.UnixMilli(st.Ctime), Token: Token(st.Czxid), Library: Library(n.Kind)}, true, nil
+		Created: time.UnixMilli(st.Ctime), Token: Token(st.Czxid), Library: Library(n.Kind), Revoke: revoke}, true, nil
 }
 
 // merge returns a channel that fires when any of chs does.

@@ -785,7 +785,7 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 			if err != nil {
 				return ws, err
 			}
-			ws.data, ws.st, ws.head = data, st, ch
+			ws.data, ws.st, ws.head = StripRevoke(data), st, ch
 			if w == 0 {
 				ws.node, ws.head, ws.nodeVersion = ch, nil, st.Version
 				return ws, nil

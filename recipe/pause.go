@@ -2,7 +2,6 @@ package recipe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -191,64 +190,21 @@ func (h *Hold) confirm(ep *session.Epoch) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return h.ours(st), nil
+	return h.ours(h.nodes[0], st), nil
 }
 
-// ours reports whether st (nil: no node) is the hold's node.
-func (h *Hold) ours(st *zk.Stat) bool {
+// ours reports whether st (nil: no node) is the hold's node: owned by its
+// session and, for the first node (whose czxid is the token), created when
+// the token says.
+func (h *Hold) ours(node string, st *zk.Stat) bool {
 	if st == nil || st.EphemeralOwner != h.sid {
 		return false
 	}
+	if node != h.nodes[0] {
+		return true
+	}
 	t := h.knownToken()
 	return t == 0 || int64(t) == st.Czxid
-}
-
-// watchOwn keeps a watch on the hold's node while the hold lasts (under
-// PauseOnDisconnect): a node deleted by someone else (an operator, another
-// principal) loses the hold at once, paused or not, and a deletion while the
-// connection was down is reported as soon as it is back (go-zookeeper sets
-// its watches again on reconnect, and fires those whose nodes are gone). One read per grant, made after the grant
-// (the holder does not wait for it), and one more after a change of the
-// node's data (a holder's mark for its successor) or a lost connection.
-func (h *Hold) watchOwn(ep *session.Epoch) {
-	for h.ctx.Err() == nil {
-		var w <-chan zk.Event
-		st, err := Call(h.ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-			_, st, ch, err := c.GetW(h.nodes[0])
-			w = ch
-			return st, err
-		}, nil)
-		switch {
-		case h.ctx.Err() != nil:
-			return
-		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(st)):
-			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, h.nodes[0]))
-			return
-		case err != nil:
-			// A connection problem (or the session's end, which loses the
-			// hold): watch again once the session is usable.
-			if ep, err = h.sess.Wait(h.ctx); err != nil || ep.SessionID() != h.sid {
-				return
-			}
-			continue
-		}
-		select {
-		case ev := <-w:
-			switch ev.Type {
-			case zk.EventNodeDeleted:
-				h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, h.nodes[0]))
-				return
-			case zk.EventNotWatching:
-				return // the session ended: its end loses the hold
-			}
-			// The data changed: watch again.
-		case <-h.ctx.Done():
-			return
-		}
-		if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
-			ep = c
-		}
-	}
 }
 
 func (h *Hold) log(level slog.Level, msg string, args ...any) {

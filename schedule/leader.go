@@ -92,7 +92,9 @@ func (ld *leader) step(ctx context.Context) error {
 	if ld.done != nil {
 		return ld.finish(ctx)
 	}
-	if ld.r.stopping0() {
+	if ld.r.stopping0() || closed(ld.l.RevokeRequested()) {
+		// Stopping, or an operator asked for the leadership (shepherd
+		// revoke -ask): between ticks, step down.
 		return errEnded
 	}
 	now := ld.fresh // the time of the job's end, just recorded: no probe needed
@@ -105,7 +107,7 @@ func (ld *leader) step(ctx context.Context) error {
 	}
 	n, attempt, wait := ld.decide(now)
 	if wait > 0 {
-		if !sleepOr(ctx, ld.r.runCtx, wait) {
+		if !sleepOr(ctx, ld.r.runCtx, ld.l.RevokeRequested(), wait) {
 			return errEnded
 		}
 		return nil // and confirm with a new server timestamp
@@ -380,8 +382,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// sleepOr is sleep, also ending early (false) when stop ends.
-func sleepOr(ctx, stop context.Context, d time.Duration) bool {
+// sleepOr is sleep, also ending early (false) when stop ends or revoke
+// closes.
+func sleepOr(ctx, stop context.Context, revoke <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -390,6 +393,18 @@ func sleepOr(ctx, stop context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	case <-stop.Done():
+		return false
+	case <-revoke:
+		return false
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
 		return false
 	}
 }

@@ -65,7 +65,7 @@
 // disconnect its session survives and re-enters the line on a new session. A
 // holder whose process dies frees its lease when its session expires.
 //
-// A Lease's Token (its fencing token) costs one request on its first call,
-// none after, and nothing if never called; Fenced runs writes (the ops of
+// A Lease's Token (its fencing token) costs no request (the lease's own-node
+// watch reads it); Fenced runs writes (the ops of
 // package fence) that land only while the lease is held.
 package semaphore

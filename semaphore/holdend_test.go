@@ -56,8 +56,9 @@ func TestLeaseLostOnlyOnLossContextOnEither(t *testing.T) {
 	require.ErrorIs(t, b.Release(ctx), semaphore.ErrLost)
 }
 
-// A lease's Token costs one request on its first call, none on the next,
-// and none when never called.
+// A lease's Token costs no request: the lease's own-node watch reads its
+// node's Stat right after the grant (recipe/revoke.go), and Token waits for
+// that read rather than make one.
 func TestLeaseTokenCost(t *testing.T) {
 	s := open(t, zk.Servers())
 	ctx := ctxT(t, 30*time.Second)
@@ -76,8 +77,15 @@ func TestLeaseTokenCost(t *testing.T) {
 	defer func() { require.NoError(t, pl.Release(ctx)) }()
 	require.NoError(t, l.Release(ctx))
 
+	// The lease's own-node watch reads its node (its Stat: the token)
+	// right after the grant, and Token waits for that read: a round with
+	// one Token costs the read whether or not the caller asks, and a
+	// second Token costs nothing. (Whether a lease released at once sends
+	// the read depends on timing: the plain round asks once.)
 	x0 := xid()
 	l, err = sem.Acquire(ctx)
+	require.NoError(t, err)
+	tok0, err := l.Token(ctx)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 	plain := xid() - x0
@@ -85,7 +93,6 @@ func TestLeaseTokenCost(t *testing.T) {
 	x0 = xid()
 	l, err = sem.Acquire(ctx)
 	require.NoError(t, err)
-	acquired := xid()
 	tok1, err := l.Token(ctx)
 	require.NoError(t, err)
 	first := xid()
@@ -94,8 +101,7 @@ func TestLeaseTokenCost(t *testing.T) {
 	second := xid()
 	require.NoError(t, l.Release(ctx))
 	require.Equal(t, tok1, tok2)
-	require.Positive(t, int64(tok1))
-	require.EqualValues(t, 1, first-acquired, "the first Token's requests")
+	require.Greater(t, int64(tok1), int64(tok0))
 	require.Zero(t, second-first, "a second Token's requests")
-	require.Equal(t, plain+1, xid()-x0, "Acquire+Token+Token+Release vs Acquire+Release")
+	require.Equal(t, plain, xid()-x0, "Acquire+Token+Token+Release vs Acquire+Token+Release")
 }

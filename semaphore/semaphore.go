@@ -70,8 +70,8 @@ func (c *config) setErr(err error) {
 // bytes.
 func WithData(data []byte) Option {
 	return func(c *config) {
-		if len(data) > recipe.MaxDataLen {
-			c.setErr(fmt.Errorf("semaphore: %w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), recipe.MaxDataLen))
+		if err := recipe.CheckData(data); err != nil {
+			c.setErr(fmt.Errorf("semaphore: %w", err))
 			return
 		}
 		c.data = append([]byte(nil), data...)
@@ -774,6 +774,11 @@ func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 // closed when the lease pauses, renewed at each resume (see recipe.Hold).
 func (l *Lease) Paused() <-chan struct{} { return l.hold.Paused() }
 
+// RevokeRequested is closed when an operator asks for the lease (shepherd
+// revoke -ask, recipe.AskRevoke, on any of its nodes): release it when the
+// work allows (see recipe.Hold.RevokeRequested).
+func (l *Lease) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
+
 // Gate returns nil while the lease is held and not paused; while it is
 // paused, it waits until the lease resumes (nil), is lost (ErrLost) or ctx
 // ends (see recipe.Hold.Gate).
@@ -785,9 +790,8 @@ func (l *Lease) Context() context.Context { return l.hold.Context() }
 
 // Token is the lease's fencing token (the creation zxid of its first node).
 // The grant does not reveal it (the multi-op that creates the leases answers
-// with their paths only), so the first call costs one request (an Exists of
-// the first node), and the token is kept: later calls cost nothing, and a
-// lease whose Token is never called never pays for it.
+// with their paths only): the lease's watch on its own node reads it right
+// after the grant, and Token waits for that read (no request of its own).
 func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold.Token(ctx) }
 
 // Fenced runs ops as one multi-op that lands only while the lease is held

@@ -10,9 +10,11 @@ import (
 )
 
 // Opcodes of ZooKeeper's create requests (create, create2, createContainer,
-// createTTL) and of setData: each one's body starts with the path.
+// createTTL), of getData and of setData: each one's body starts with the
+// path.
 const (
 	opCreate          = 1
+	opGetData         = 4
 	opSetData         = 5
 	opMulti           = 14
 	opCreate2         = 15
@@ -30,21 +32,26 @@ type writeTap struct {
 	paths   map[string]*tapEntry
 }
 
-// tapEntry is one expected write: seen runs once it is written.
-type tapEntry struct{ seen func() }
+// tapEntry is one expected write: seen runs once it is written. get: the
+// write expected is a getData (else a create or a set).
+type tapEntry struct {
+	seen func()
+	get  bool
+}
 
 // expect registers path; the returned channel is closed once a create of
 // path has been written. done unregisters it.
 func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
 	ch := make(chan struct{})
-	return ch, t.expectFunc(path, func() { close(ch) })
+	return ch, t.expectFunc(path, false, func() { close(ch) })
 }
 
 // expectFunc registers path; seen is called once a create (or a set) of
-// path has been written, on the connection's writing goroutine, under the
-// tap's lock: it must only signal. done unregisters it.
-func (t *writeTap) expectFunc(path string, seen func()) (done func()) {
-	en := &tapEntry{seen: seen}
+// path has been written (a getData, if get), on the connection's writing
+// goroutine, under the tap's lock: it must only signal. done unregisters
+// it.
+func (t *writeTap) expectFunc(path string, get bool, seen func()) (done func()) {
+	en := &tapEntry{seen: seen, get: get}
 	t.mu.Lock()
 	if t.paths == nil {
 		t.paths = make(map[string]*tapEntry)
@@ -71,8 +78,9 @@ func (t *writeTap) saw(frame []byte) {
 		return
 	}
 	at := 12 // where the path's length is
-	switch op := binary.BigEndian.Uint32(frame[8:12]); op {
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData:
+	op := binary.BigEndian.Uint32(frame[8:12])
+	switch op {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData, opGetData:
 	case opMulti:
 		if len(frame) < 25 || frame[16] != 0 {
 			return
@@ -92,7 +100,7 @@ func (t *writeTap) saw(frame []byte) {
 	}
 	p := frame[at+4 : at+4+n]
 	t.mu.Lock()
-	if en, ok := t.paths[string(p)]; ok {
+	if en, ok := t.paths[string(p)]; ok && en.get == (op == opGetData) {
 		delete(t.paths, string(p))
 		t.waiting.Store(int32(len(t.paths)))
 		en.seen()
@@ -181,7 +189,7 @@ func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, 
 // round trip. path must not be the target of another SetWritten,
 // MultiWritten or create of this session at the same time.
 func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
-	return e.sendWritten(path, func() error {
+	return e.sendWritten(path, false, func() error {
 		_, err := e.conn.Set(path, data, version)
 		return err
 	})
@@ -205,7 +213,7 @@ func (e *Epoch) MultiWritten(ops ...any) (written <-chan struct{}, answer <-chan
 		close(c)
 		return c, ans
 	}
-	return e.sendWritten(path, func() error {
+	return e.sendWritten(path, false, func() error {
 		res, err := e.conn.Multi(ops...)
 		if err == nil {
 			for _, r := range res {
@@ -227,9 +235,34 @@ func firstOp(ops []any) any {
 	return ops[0]
 }
 
+// GetWWritten reads path with a watch, as zk.Conn.GetW does, without
+// waiting for the answer: it returns once the request has been written to
+// the connection (so a request of this session queued afterwards reaches the
+// server after it, and the watch is set before that request is applied), or
+// once it has been answered or failed. answer then receives the results, on
+// a goroutine of its own. path must not be the target of another of this
+// session's requests that the tap follows (SetWritten, MultiWritten, a
+// CreateThenChildren) at the same time.
+func (e *Epoch) GetWWritten(path string, answer func(data []byte, st *zk.Stat, w <-chan zk.Event, err error)) <-chan struct{} {
+	send := func() error {
+		data, st, w, err := e.conn.GetW(path)
+		answer(data, st, w, err)
+		return err
+	}
+	if e.h == nil {
+		// No tap: do not wait for a round trip.
+		go func() { _ = send() }()
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	written, _ := e.sendWritten(path, true, send)
+	return written
+}
+
 // sendWritten sends a request through send (a blocking call of the Conn
 // writing path first) and reports when it is on the wire, then its answer.
-func (e *Epoch) sendWritten(path string, send func() error) (written <-chan struct{}, answer <-chan error) {
+func (e *Epoch) sendWritten(path string, get bool, send func() error) (written <-chan struct{}, answer <-chan error) {
 	ans := make(chan error, 1)
 	if e.h == nil {
 		ans <- send()
@@ -243,7 +276,7 @@ func (e *Epoch) sendWritten(path string, send func() error) (written <-chan stru
 	w := make(chan struct{})
 	var once sync.Once
 	closeW := func() { once.Do(func() { close(w) }) }
-	done := e.h.written.expectFunc(path, closeW)
+	done := e.h.written.expectFunc(path, get, closeW)
 	go func() {
 		err := send()
 		done()

@@ -173,7 +173,7 @@ environment, the exit statuses and what happens to CMD's processes: see
 				cancel(errFinished)
 				return
 			}
-			if !c.ride(lp, ch, lctx.Done(), "leadership at "+path, argv[0]) {
+			if !c.ride(lp, ch, lctx.Done(), "leadership at "+path, argv[0], o.grace) {
 				st.setLeading(false)
 				result = exitCode{code: ch.status()}
 				cancel(errFinished)
@@ -184,9 +184,10 @@ environment, the exit statuses and what happens to CMD's processes: see
 					result = exitCode{code: ch.status()}
 					return
 				}
-				c.stopLost(ch, lostGrace(o, sess), fmt.Sprintf("leadership at %s lost (term %d)", path, int64(term)), argv[0])
+				how := lostHow(lctx)
+				c.stopLost(ch, lostGrace(o, sess), fmt.Sprintf("leadership at %s%s (term %d)", path, how, int64(term)), argv[0])
 				if *once {
-					result = exitCode{exitLost, fmt.Errorf("leadership at %s lost while %s ran", path, argv[0])}
+					result = exitCode{exitLost, fmt.Errorf("leadership at %s%s while %s ran", path, how, argv[0])}
 					cancel(errFinished)
 				}
 			}

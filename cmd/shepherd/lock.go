@@ -239,11 +239,12 @@ func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
 	}
 	defer restore()
 	desc := what + " on " + h.path
-	if !c.ride(rh, ch, rh.Lost(), desc, argv[0]) {
+	if !c.ride(rh, ch, rh.Lost(), desc, argv[0], o.grace) {
 		return exitCode{code: ch.status()}
 	}
-	c.stopLost(ch, lostG, desc+" lost", argv[0])
-	return exitCode{exitLost, fmt.Errorf("%s lost while %s ran", desc, argv[0])}
+	lost := desc + lostHow(rh.Context())
+	c.stopLost(ch, lostG, lost, argv[0])
+	return exitCode{exitLost, fmt.Errorf("%s while %s ran", lost, argv[0])}
 }
 
 // acquireError maps a failed acquisition to an exit status.

@@ -57,6 +57,7 @@ Usage:
   shepherd schedule  -every D [flags] PATH -- CMD ...   run CMD once per tick, on the leader only
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
   shepherd ls        [flags] PREFIX                     list the recipes under PREFIX ("/": all)
+  shepherd revoke    [flags] [-ask] PATH [NODE]         an operator's force-release (or request)
   shepherd version                                      shepherd's version (also --version)
   shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
 
@@ -154,12 +155,13 @@ Exit status:
   3           ZooKeeper unreachable: not connected within -connect-timeout,
               or every server refused the connection for 2s (a TLS failure
               too: the message names each server and the cause)
-  4           not acquired within -timeout
+  4           not acquired within -timeout; revoke -ask: not released within -wait
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
               with another -n, or a schedule with another -every (the
               message says what is there)
-  7           status: nothing at PATH; ls: no recipe under PREFIX
+  7           status: nothing at PATH; ls: no recipe under PREFIX; revoke:
+              nobody holds PATH (or NODE is not there)
   126, 127    CMD cannot be executed, or is not found
   128+N       interrupted by signal N while waiting (SIGINT: 130)
 `
@@ -307,12 +309,14 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdStatus(ctx, &o, rest)
 	case "ls":
 		err = c.cmdLs(ctx, &o, rest)
+	case "revoke":
+		err = c.cmdRevoke(ctx, &o, rest)
 	case "dev":
 		err = c.cmdDev(ctx, rest)
 	case "version":
 		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls or version)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls, revoke or version)", name)
 	}
 	return c.report(err)
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"syscall"
 	"time"
+
+	"github.com/shepherdzk/shepherd/recipe"
 )
 
 // pausable is a hold that may pause (-on-disconnect=pause): a lock's or a
@@ -11,27 +15,38 @@ import (
 type pausable interface {
 	Paused() <-chan struct{}
 	Gate(ctx context.Context) error
+	RevokeRequested() <-chan struct{}
 }
 
 // neverPaused stands for a leadership that has ended already.
 type neverPaused struct{}
 
-func (neverPaused) Paused() <-chan struct{}    { return nil }
-func (neverPaused) Gate(context.Context) error { return nil }
+func (neverPaused) Paused() <-chan struct{}          { return nil }
+func (neverPaused) Gate(context.Context) error       { return nil }
+func (neverPaused) RevokeRequested() <-chan struct{} { return nil }
 
 // ride follows CMD's hold while CMD runs: when the hold pauses (the
 // connection is lost while the session may live) it freezes CMD's
 // processes, and when it resumes (the same session is back) it thaws them.
 // It returns true when end closes or the hold is lost while paused (the
 // caller stops CMD, see stopLost), false when CMD has ended. Under
-// -on-disconnect=stop the hold never pauses.
-func (c *cli) ride(h pausable, ch *child, end <-chan struct{}, what, name string) bool {
+// -on-disconnect=stop the hold never pauses. An operator's request for the
+// hold (shepherd revoke -ask) stops CMD as a SIGTERM to shepherd would
+// (SIGKILL after grace): CMD's end then releases the hold.
+func (c *cli) ride(h pausable, ch *child, end <-chan struct{}, what, name string, grace time.Duration) bool {
+	revoke := h.RevokeRequested()
 	for {
 		select {
 		case <-end:
 			return true
 		case <-ch.done:
 			return false
+		case <-revoke:
+			revoke = nil
+			fmt.Fprintf(c.stderr, "shepherd: an operator asked for the %s (shepherd revoke -ask): stopping %s (SIGTERM, SIGKILL after %v)\n",
+				what, name, grace)
+			ch.requestStop(syscall.SIGTERM, grace)
+			continue
 		case <-h.Paused():
 		}
 		paused := time.Now()
@@ -74,6 +89,15 @@ func roundPause(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// lostHow says how a hold whose context is ctx was lost: " revoked by an
+// operator" (shepherd revoke), else " lost".
+func lostHow(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), recipe.ErrRevoked) {
+		return " revoked by an operator"
+	}
+	return " lost"
 }
 
 // stopLost stops CMD's processes after a hold loss and waits until none is

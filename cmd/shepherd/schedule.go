@@ -131,7 +131,9 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 			fmt.Fprintf(c.stderr, "shepherd: tick %d: %v\n", t.N, err)
 			return err
 		}
-		if !c.ride(lp, ch, jctx.Done(), "leadership at "+path, argv[0]) {
+		// An operator's request for the leadership (revoke -ask) lets the
+		// tick finish: the schedule steps down after it.
+		if !c.ride(tickOnly{lp}, ch, jctx.Done(), "leadership at "+path, argv[0], o.grace) {
 			if code := ch.status(); code != 0 {
 				fmt.Fprintf(c.stderr, "shepherd: tick %d: %s exited %d\n", t.N, argv[0], code)
 				return fmt.Errorf("exit %d", code)
@@ -187,3 +189,9 @@ func parseCatchUp(s string) (schedule.CatchUp, error) {
 	}
 	return schedule.CatchUp{}, errors.New("want once, skip or all:N")
 }
+
+// tickOnly is a leadership as a tick's CMD rides it: a revocation request
+// does not stop the tick (the schedule steps down after it).
+type tickOnly struct{ pausable }
+
+func (tickOnly) RevokeRequested() <-chan struct{} { return nil }

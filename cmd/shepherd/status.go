@@ -353,6 +353,12 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time, slots bool) {
 	if r := []rune(id); len(r) > 40 {
 		id = string(r[:40]) + "…"
 	}
+	switch e.Revoke {
+	case "ask":
+		role += " (revoke asked)"
+	case "force":
+		role += " (revoked)"
+	}
 	age := now.Sub(e.Created).Round(100 * time.Millisecond)
 	node := e.Node[strings.LastIndex(e.Node, "/")+1:]
 	slot := ""

@@ -361,3 +361,35 @@ func ExhaustedCounter(t testing.TB, path string) *zktest.Cluster {
 	require.NoError(t, c.SetSequence(ctx, path, zktest.MaxSequence-2))
 	return c
 }
+
+// Quiet polls read (a counter such as LastXid) until it has not moved for
+// 40 ms (at most 5 s) and returns its value. Some requests of an operation
+// go out after it returns (a hold's own-node watch, sent after the grant):
+// a count read at once would race them.
+func Quiet(t testing.TB, read func() int64) int64 {
+	t.Helper()
+	v, still := read(), 0
+	for deadline := time.Now().Add(5 * time.Second); still < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if n := read(); n == v {
+			still++
+		} else {
+			v, still = n, 0
+		}
+	}
+	return v
+}
+
+// Settled sums next (a counter as Requests returns) until the sum reaches
+// want (for up to 5 s), and returns it, with one more reading so that a
+// request beyond want may show. Unlike Quiet it does not wait for silence:
+// an operation that follows at once costs what it would without the count.
+func Settled(t testing.TB, next func() int64, want int64) int64 {
+	t.Helper()
+	var sum int64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if sum += next(); sum >= want || time.Now().After(deadline) {
+			return sum + next()
+		}
+	}
+}
