@@ -11,8 +11,8 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// A hold's pause (PauseOnDisconnect) and its own-node watch. See Hold for
-// the states; this file is how a hold moves between them.
+// A hold's pause (PauseOnDisconnect). See Hold for the states; this file is
+// how a hold moves between them (its own-node watch is in revoke.go).
 //
 // Why a pause is safe: a hold is the existence of an ephemeral node of its
 // session. While the session lives, the node lives (unless someone deletes
