@@ -156,6 +156,9 @@ func Ensure(ctx context.Context, sess *session.Session, path string, data []byte
 		create := func(p string, data []byte) error {
 			_, err := ep.Conn().Create(p, data, 0, sess.ACL())
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				if e := session.ACLError("create", p, err); e != err {
+					return fmt.Errorf("fence: %w", e) // names p and the permission
+				}
 				return fmt.Errorf("fence: creating %s: %w", p, err)
 			}
 			return nil

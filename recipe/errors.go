@@ -47,7 +47,21 @@ var (
 	// once they are empty; a path created otherwise must be deleted by the
 	// operator once nothing holds or waits on it).
 	ErrSequenceExhausted = NewError("sequence counter exhausted: delete and recreate the path")
+	// ErrPermission: a node's ACL denies this session a request the recipe
+	// needs (ZooKeeper's NoAuth): joining a path created by another
+	// principal, say (see session.WithACL). The error is a
+	// *PermissionError, naming the node and the permission; it matches
+	// zk.ErrNoAuth too, and is never retried: the call returns it, with
+	// nothing of its own left at the path.
+	ErrPermission = session.ErrPermission
+	// ErrNoPrincipal: the session's ACL names its creator, but the server
+	// authenticated the session as no one (see session.ErrNoPrincipal).
+	ErrNoPrincipal = session.ErrNoPrincipal
 )
+
+// PermissionError is a request refused by a node's ACL: see
+// session.PermissionError.
+type PermissionError = session.PermissionError
 
 // NewError returns a sentinel error that is an answer, not a connection
 // problem: session.OutcomeUnknown reports false for it (and for errors that

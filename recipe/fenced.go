@@ -168,6 +168,9 @@ func opError(ops []any, res []zk.MultiResponse, err error) error {
 	if err == nil {
 		return nil
 	}
+	if e := session.ACLMultiError(ops, res, err); e != err {
+		return fmt.Errorf("fenced write: %w", e)
+	}
 	for i, r := range res {
 		if r.Error == nil || i >= len(ops) {
 			continue

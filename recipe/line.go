@@ -154,7 +154,7 @@ func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) err
 			}
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
-			return err
+			return session.ACLError("create", p, err)
 		}
 	}
 	return err
@@ -168,8 +168,16 @@ const ensureRounds = 10
 func ensureOnce(sess *session.Session, ep *session.Epoch, path []string) error {
 	for _, q := range path {
 		_, err := ep.Conn().CreateContainer(q, nil, zk.FlagContainer, sess.ACL())
+		if errors.Is(err, zk.ErrNoAuth) {
+			// The server checks the parent's ACL before it looks for the
+			// node: a node that exists under a parent we may not create
+			// in (a tree an operator made) is there all the same.
+			if ok, _, xerr := ep.Conn().Exists(q); xerr == nil && ok {
+				continue
+			}
+		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
+			return session.ACLError("create", q, err)
 		}
 	}
 	return nil
@@ -179,7 +187,7 @@ func ensureOnce(sess *session.Session, ep *session.Epoch, path []string) error {
 func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 	names, _, err := ep.Conn().Children(l.Path)
 	if err != nil {
-		return nil, err
+		return nil, session.ACLError("getChildren", l.Path, err)
 	}
 	return l.sorted(names)
 }
@@ -287,7 +295,7 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 					return entered{}, ErrLost
 				}
 			default:
-				return entered{}, err
+				return entered{}, session.ACLError("create", prefix, err)
 			}
 		}
 	}, func(made entered, err error) {
@@ -783,7 +791,7 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 		if head {
 			data, st, ch, err := c.GetW(l.Path + "/" + line[0].Name)
 			if err != nil {
-				return ws, err
+				return ws, session.ACLError("getData", l.Path+"/"+line[0].Name, err)
 			}
 			ws.data, ws.st, ws.head = StripRevoke(data), st, ch
 			if w == 0 {
@@ -796,7 +804,7 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 		if st != nil {
 			ws.nodeVersion = st.Version
 		}
-		return ws, err
+		return ws, session.ACLError("getData", l.Path+"/"+line[w].Name, err)
 	}, nil)
 }
 
@@ -830,7 +838,7 @@ func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) er
 				} else {
 					names, _, err = c.Children(r.Path)
 				}
-				return counted{len(Sort(names, r.Kinds...)), ch}, err
+				return counted{len(Sort(names, r.Kinds...)), ch}, session.ACLError("getChildren", r.Path, err)
 			}, nil)
 			if err != nil {
 				return err

@@ -19,7 +19,7 @@ import (
 var zk *zktest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.Main(m, &zk, 1))
+	os.Exit(testutil.Main(m, &zk, 1, zktest.WithSuperDigest(superUser, superPassword)))
 }
 
 func enter(t *testing.T, s *session.Session, l *recipe.Line) *recipe.Node {

@@ -162,7 +162,7 @@ func Revoke(ctx context.Context, sess *session.Session, node string, grace time.
 		return gone, err
 	}
 	err = sess.Do(ctx, func(ep *session.Epoch) error {
-		err := Do(ctx, ep, func(c *zk.Conn) error { return c.Delete(node, -1) })
+		err := Do(ctx, ep, func(c *zk.Conn) error { return session.ACLError("delete", node, c.Delete(node, -1)) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -187,7 +187,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, node, mode string
 				}
 				data, st, err := c.Get(node)
 				if err != nil {
-					return err
+					return session.ACLError("getData", node, err)
 				}
 				holder, had := revokeRequest(data)
 				if had == mode || had == revokeForce {
@@ -195,7 +195,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, node, mode string
 				}
 				req := append(append(append([]byte(nil), holder...), revokeSuffix...), mode...)
 				_, err = c.Set(node, req, st.Version)
-				return err
+				return session.ACLError("setData", node, err)
 			})
 		})
 		if !errors.Is(err, zk.ErrBadVersion) || i == tries {
@@ -223,7 +223,7 @@ func headsLine(c *zk.Conn, node string) error {
 	}
 	names, _, err := c.Children(parent)
 	if err != nil {
-		return err
+		return session.ACLError("getChildren", parent, err)
 	}
 	for _, n := range Sort(names) {
 		if n.Name == own.Name {

@@ -172,6 +172,9 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if errors.Is(err, zk.ErrNoAuth) {
+				return nil, session.ACLError("getData", node, err) // no READ: waiting cannot help
+			}
 			if err := WaitLive(ctx, ep); err != nil {
 				return nil, err
 			}
@@ -238,11 +241,13 @@ func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt) ([]zk
 		res []zk.MultiResponse
 		err error
 	}
+	ops := []any{
+		&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
+		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: -1},
+	}
 	r, err := session.CallValue(ctx, func() (multi, error) {
-		res, err := ep.Conn().Multi(
-			&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
-			&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: -1})
-		return multi{res, err}, nil
+		res, err := ep.Conn().Multi(ops...)
+		return multi{res, session.ACLMultiError(ops, res, err)}, nil
 	}, func(r multi, _ error) {
 		if r.err == nil || session.OutcomeUnknown(r.err) {
 			s.removeIfOurs(ep, a.GUID)
@@ -274,7 +279,7 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 	r, err := session.CallValue(ctx, func() (res, error) {
 		data, st, err := ep.Conn().Get(s.Path)
 		if err != nil {
-			return res{}, err
+			return res{}, session.ACLError("getData", s.Path, err)
 		}
 		g, ok := strings.CutPrefix(string(data), s.Mark)
 		if !ok {
@@ -295,7 +300,7 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
 		names, _, err := c.Children(s.Path)
-		return names, err
+		return names, session.ACLError("getChildren", s.Path, err)
 	}, nil)
 	if err == nil {
 		for _, n := range names {

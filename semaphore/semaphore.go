@@ -192,7 +192,7 @@ func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
 		return nil
 	}
 	if !errors.Is(err, zk.ErrNoNode) {
-		return err
+		return session.ACLError("create", s.locks.Path, err)
 	}
 	return s.create(ep)
 }
@@ -218,7 +218,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			return session.ACLError("create", s.path, err)
 		}
 		// A container just created has had no child: the server does not
 		// remove it before its children exist.
@@ -232,7 +232,7 @@ func (s *Semaphore) ensureChildren(ep *session.Epoch) error {
 	for _, c := range []string{locksChild, leasesChild} {
 		_, err := ep.Conn().CreateContainer(s.path+"/"+c, nil, zk.FlagContainer, s.sess.ACL())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
+			return session.ACLError("create", s.path+"/"+c, err)
 		}
 	}
 	return nil
@@ -273,13 +273,13 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			}
 			continue
 		} else if err != nil {
-			return err
+			return session.ACLError("getData", s.path, err)
 		}
 		if len(data) == 0 {
 			// An empty node: adopt it, unless it is another recipe's.
 			names, _, err := ep.Conn().Children(s.path)
 			if err != nil {
-				return err
+				return session.ACLError("getChildren", s.path, err)
 			}
 			for _, n := range names {
 				if _, ok := recipe.ParseName(n); ok || n == "nonfair-lock" {
@@ -289,7 +289,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			_, err = ep.Conn().Multi(
 				&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: st.Version})
 			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
-				return err
+				return session.ACLError("setData", s.path, err)
 			}
 			if err := s.ensureChildren(ep); err != nil && !errors.Is(err, zk.ErrNoNode) {
 				return err
@@ -521,7 +521,7 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 				return taken{paths: paths}, nil
 			}
 		}
-		return taken{res: res, err: err}, nil
+		return taken{res: res, err: session.ACLMultiError(ops, res, err)}, nil
 	}, func(t taken, _ error) {
 		// The caller gave up: leases taken after all are held by no one.
 		if t.paths != nil {
@@ -699,7 +699,7 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 				return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
 			}
 			if err != nil {
-				return err
+				return session.ACLError("setData", s.path, err)
 			}
 			s.mu.Lock()
 			s.max, s.known = max, false

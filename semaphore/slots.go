@@ -138,7 +138,7 @@ func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.H
 		}
 		err := recipe.Do(ctx, r.ep, func(c *zk.Conn) error {
 			_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
-			return err
+			return session.ACLError("create", p, err)
 		})
 		switch {
 		case err == nil:
@@ -154,7 +154,7 @@ func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.H
 				if errors.Is(err, zk.ErrNodeExists) {
 					err = nil
 				}
-				return err
+				return session.ACLError("create", dir, err)
 			})
 			if err != nil {
 				return false, err

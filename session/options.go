@@ -95,7 +95,23 @@ func WithNamespace(ns string) Option {
 	}
 }
 
-// WithACL sets the ACL of every node the recipes create (default: open to all).
+// WithACL sets the ACL of every node the recipes create: contender nodes,
+// and the paths, parents and containers they create on demand.
+//
+// The default depends on the session. A session with a principal of its own
+// (credentials, WithAuth, or a client certificate in WithTLS's config) gets
+// CreatorACL: all permissions to the principals it authenticated as, READ to
+// anyone. Nobody else may then delete or overwrite its nodes, nor create
+// children under them: a path it created can be joined (locked, leased,
+// campaigned for) only by sessions of the same principal. So every holder of
+// one path shares one principal (a service account), or WithACL lists the
+// principals that may join (e.g. a digest ACL naming each of them). A session
+// without a principal gets zk.WorldACL(zk.PermAll): open to all.
+//
+// ZooKeeper checks a delete against the parent's ACL, not the node's: whoever
+// may join a path (CREATE and DELETE on it) may also delete the other
+// holders' nodes there, and so end their holds. An ACL keeps out those who
+// may not join, never those who may.
 func WithACL(acl []zk.ACL) Option {
 	return func(c *config) {
 		if len(acl) == 0 {

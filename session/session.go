@@ -101,7 +101,6 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 		timeout:        DefaultSessionTimeout,
 		connectTimeout: DefaultConnectTimeout,
 		backoff:        defaultBackoff,
-		acl:            zk.WorldACL(zk.PermAll),
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -112,6 +111,12 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 	}
 	if cfg.err != nil {
 		return nil, cfg.err
+	}
+	if cfg.acl == nil {
+		cfg.acl = zk.WorldACL(zk.PermAll)
+		if cfg.authenticated() {
+			cfg.acl = CreatorACL()
+		}
 	}
 	cfg.namespace = cfg.chroot + cfg.namespace
 	if err := checkServers(servers); err != nil {
@@ -498,7 +503,10 @@ func (s *Session) Namespace() string { return s.cfg.namespace }
 // Path returns p under the session's namespace.
 func (s *Session) Path(p string) string { return s.cfg.namespace + p }
 
-// ACL returns a copy of the ACL for created nodes.
+// ACL returns a copy of the ACL of the nodes the recipes create: WithACL's,
+// or by default CreatorACL for a session with credentials or a client
+// certificate, zk.WorldACL(zk.PermAll) for one without (see WithACL: its
+// consequences for who may join a path).
 func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
 
 // Logger returns the session's logger (never nil).

@@ -1,6 +1,8 @@
 package zktest
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -98,6 +100,24 @@ func WithClientPort(port int) Option { return func(c *config) { c.port = port } 
 // WithJVMFlags adds flags to the java command line.
 func WithJVMFlags(flags ...string) Option {
 	return func(c *config) { c.jvmFlags = append(append([]string(nil), c.jvmFlags...), flags...) }
+}
+
+// WithSuperDigest makes user, with password, ZooKeeper's super user: a
+// session that authenticates as it (scheme "digest", "user:password") passes
+// every ACL check, as an operator's admin account does. The servers are
+// given only the digest (zookeeper.DigestAuthenticationProvider.superDigest),
+// never the password. Other digest users need no server configuration: any
+// session may authenticate as any "user:password" (session.WithAuth).
+func WithSuperDigest(user, password string) Option {
+	return WithJVMFlags("-Dzookeeper.DigestAuthenticationProvider.superDigest=" + digestID(user, password))
+}
+
+// digestID is the ID that names user, with password, in a digest ACL
+// (zk.DigestACL computes it too): "user:" and the base64 of the SHA-1 of
+// "user:password".
+func digestID(user, password string) string {
+	h := sha1.Sum([]byte(user + ":" + password))
+	return user + ":" + base64.StdEncoding.EncodeToString(h[:])
 }
 
 // WithContainerCheckInterval sets how often the server removes container

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -218,6 +219,8 @@ environment, the exit statuses and what happens to CMD's processes: see
 		return result
 	case errors.Is(cause, errTimedOut):
 		return exitCode{exitTimeout, fmt.Errorf("elect %s: not elected within %v", path, o.timeout)}
+	case errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal):
+		return deniedError("elect", path, err)
 	case err != nil:
 		return fmt.Errorf("elect %s: %w", path, err)
 	}

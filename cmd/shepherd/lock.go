@@ -256,6 +256,8 @@ func acquireError(ctx context.Context, o *options, sess *session.Session, what, 
 		return interruptedWaiting(ctx, "waiting for "+path)
 	case errors.Is(err, recipe.ErrMaxLeasesMismatch) || errors.Is(err, recipe.ErrWrongKind):
 		return refused(sess, what, path, err)
+	case errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal):
+		return deniedError(what, path, err)
 	}
 	return fmt.Errorf("%s %s: %w", what, path, err)
 }
@@ -270,6 +272,13 @@ func refused(sess *session.Session, what, path string, err error) error {
 		there = describe(snap)
 	}
 	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s holds %s (%v)", what, path, path, there, err)}
+}
+
+// deniedError is the error of a refusal by an ACL (a node's, or the
+// server's refusal of the creator ACL for want of a principal): exit status
+// 6; err names the node and the permission.
+func deniedError(what, path string, err error) error {
+	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %w", what, path, err)}
 }
 
 // describe names what a snapshot shows at its path.

@@ -72,10 +72,12 @@ secureClientPort), -tls-cert FILE and -tls-key FILE add a client certificate
 SHEPHERD_TLS_KEY. Credentials never go on the command line (ps shows it):
 -auth-file FILE (a line scheme:credentials, e.g. digest:alice:secret, in a
 file only you can read) or SHEPHERD_AUTH=scheme:credentials. -acl creator
-makes the nodes shepherd creates changeable only by their creator's
-principal and readable by all (status works for anyone); -acl creator-only
-hides them too (PATH's missing parents get the same ACL: create shared
-parents beforehand). ZooKeeper's ACLs cannot separate the holders of one PATH:
+(the default with credentials or a client certificate) makes the nodes
+shepherd creates changeable, and PATH joinable, only by their creator's
+principal, and readable by all (status works for anyone); -acl creator-only
+hides them too; -acl open opens them to all (the default without
+credentials). PATH's missing parents get the same ACL: create shared
+parents beforehand. ZooKeeper's ACLs cannot separate the holders of one PATH:
 deleting a node takes DELETE on its parent, so whoever may take part in
 PATH's line may delete the others' nodes in it. ACLs keep out the principals
 without rights on PATH, not fellow holders. (SASL/Kerberos is not supported.)
@@ -159,7 +161,9 @@ Exit status:
   5           the hold was lost while CMD ran (CMD was stopped)
   6           refused: PATH holds another kind of recipe, or a semaphore
               with another -n, or a schedule with another -every (the
-              message says what is there)
+              message says what is there); or an ACL denies this principal
+              a permission the recipe needs (the message names the node
+              and the permission)
   7           status: nothing at PATH; ls: no recipe under PREFIX; revoke:
               nobody holds PATH (or NODE is not there)
   126, 127    CMD cannot be executed, or is not found

@@ -162,8 +162,8 @@ func revokeTarget(ctx context.Context, sess *session.Session, path, name string)
 
 func revokeError(path string, err error) error {
 	if errors.Is(err, zk.ErrNoAuth) {
-		return fmt.Errorf("revoke %s: permission denied: the revoking principal needs WRITE on the holder's node "+
-			"(to ask) and DELETE on %s (to force) (-auth-file, a client certificate): %w", path, path, err)
+		return exitCode{exitRefused, fmt.Errorf("revoke %s: %w (the revoking principal needs WRITE on the holder's node "+
+			"to ask, and DELETE on its parent to force: -auth-file, SHEPHERD_AUTH or a client certificate)", path, err)}
 	}
 	return fmt.Errorf("revoke %s: %w", path, err)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
 )
 
@@ -166,6 +167,9 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 	if err != nil {
 		if errors.Is(err, schedule.ErrIntervalMismatch) || errors.Is(err, schedule.ErrBadRecord) {
 			return exitCode{exitRefused, fmt.Errorf("schedule %s refused: %w", path, err)}
+		}
+		if errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal) {
+			return deniedError("schedule", path, err)
 		}
 		return fmt.Errorf("schedule %s: %w", path, err)
 	}

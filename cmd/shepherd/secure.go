@@ -66,12 +66,14 @@ func (a *aclPreset) Set(s string) error {
 }
 
 func (a *aclPreset) help() string {
-	return "ACL of the nodes shepherd creates (`open|creator|creator-only`): open to\n" +
-		"all (the default); creator: only the creator's principal may change or\n" +
-		"delete them, anyone may read them (status works for all); creator-only:\n" +
-		"nobody else may even read them. Both need -auth-file, " + envAuth + " or a\n" +
-		"client certificate. Whoever may hold PATH may still delete the other\n" +
-		"holders' nodes: ZooKeeper's ACLs cannot tell them apart ('shepherd help')"
+	return "ACL of the nodes shepherd creates (`open|creator|creator-only`): open:\n" +
+		"open to all; creator: only the creator's principal may change or delete\n" +
+		"them or join PATH, anyone may read them (status works for all);\n" +
+		"creator-only: nobody else may even read them. Both need -auth-file,\n" +
+		envAuth + " or a client certificate. Default: creator with credentials or a\n" +
+		"client certificate, open without. Whoever may hold PATH may still delete\n" +
+		"the other holders' nodes: ZooKeeper's ACLs cannot tell them apart\n" +
+		"('shepherd help')"
 }
 
 // acl is the preset's ACL, and whether it needs an authenticated creator.
@@ -80,7 +82,7 @@ func (a aclPreset) acl() (acl []zk.ACL, needsAuth bool) {
 	case aclCreator:
 		// The "auth" scheme stands for every principal the creating session
 		// authenticated as (its digest user, its certificate's subject).
-		return []zk.ACL{{Perms: zk.PermAll, Scheme: "auth"}, {Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}, true
+		return session.CreatorACL(), true
 	case aclCreatorOnly:
 		return zk.AuthACL(zk.PermAll), true
 	}
@@ -112,7 +114,8 @@ func (o *options) security(stderr io.Writer) ([]session.Option, error) {
 			"give -auth-file FILE (or %s=scheme:credentials), or a client certificate (-tls-cert and -tls-key, "+
 			"on a ZooKeeper with the x509 auth provider)", o.acl, envAuth)
 	}
-	if o.acl != "" && o.acl != aclOpen {
+	if o.acl != "" {
+		// No -acl: the session's default (creator when authenticated).
 		opts = append(opts, session.WithACL(acl))
 	}
 	return opts, nil

@@ -362,3 +362,27 @@ func TestCLITLSRotatedCert(t *testing.T) {
 		return strings.Contains(c.LogTail(0, 1000), "Authenticated Id 'CN=after-rotation'")
 	}, 30*time.Second, 100*time.Millisecond, "the reconnect presents the rotated certificate")
 }
+
+// TestCLIACLRefused: with credentials and no -acl, the holder's nodes get
+// the creator ACL (the library's default); another principal, or a client
+// without credentials, is refused at once with exit status 6 and a message
+// naming the node and the permission it lacks, for a lock and an election.
+func TestCLIACLRefused(t *testing.T) {
+	alice := []string{"SHEPHERD_AUTH=digest:alice:pw-a"}
+	bob := []string{"SHEPHERD_AUTH=digest:bob:pw-b"}
+	for _, sub := range []string{"lock", "elect"} {
+		path := uniquePath(t)
+		openParent(t, path)
+		start(t, alice, sub, "-id", "alice-holds", path, "--", "sleep", "30")
+		waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+		for _, env := range [][]string{bob, nil} {
+			r := shepherd(t, env, sub, "-timeout", "30s", path, "--", "true")
+			require.Equal(t, 6, r.code, "%s: %s", sub, r.stderr)
+			require.Contains(t, r.stderr, "permission denied", sub)
+			require.Contains(t, r.stderr, "the ACL of "+path+" does not grant CREATE", sub)
+		}
+		r := shepherd(t, bob, "status", path)
+		require.Equal(t, 0, r.code, "anyone reads: %s", r.stderr)
+		require.Contains(t, r.stdout, "alice-holds")
+	}
+}
