@@ -108,7 +108,9 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	perReq := float64(p1-p0-1) / chain // less the first mntr read's own packet
 	t.Logf("line of %d: %d handoffs cost %d bytes (%.0f per handoff) and %d requests (%.2f per handoff)",
 		chain+tail+1, chain, b1-b0, perBytes, p1-p0-1, perReq)
-	require.Less(t, perBytes, 1024.0, "bytes per handoff in a line of %d", chain+tail+1)
+	// About 950 with the new holder's read of its own node (recipe/revoke.go;
+	// about 800 before it).
+	require.Less(t, perBytes, 1280.0, "bytes per handoff in a line of %d", chain+tail+1)
 	// Release (delete), the mark (set), the next waiter's watch again (get),
 	// and the new holder's watch on its own node (get, recipe/revoke.go).
 	require.LessOrEqual(t, perReq, 4.5, "requests per handoff")
