@@ -125,6 +125,31 @@ func TestW6(t *testing.T) {
 	}
 }
 
+// TestTLS runs W1 for the Go peers on a TLS-only server: the runner hands
+// the cluster's client configuration to the peers through the spec (the
+// server has no plaintext port, so a run that did not use it would fail).
+func TestTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper")
+	}
+	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
+	r, err := bench.NewRunner(t.Context(), c, bench.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range []gopeers.Library{gopeers.Shepherd(), gopeers.GoZookeeper()} {
+		t.Run(lib.Name, func(t *testing.T) {
+			rec := run(t, r, gopeers.Peer(lib), spec(bench.W1, 1, 40))
+			if rec.Spec.TLS == nil {
+				t.Error("the spec carried no TLS configuration")
+			}
+			if rec.Metrics[bench.MOpsPerS] <= 0 || rec.Metrics[bench.MLatencyP50] <= 0 {
+				t.Errorf("W1 over TLS: no throughput or latency in %v", rec.Metrics)
+			}
+		})
+	}
+}
+
 // newRunner starts a standalone server for the test and a runner on it.
 func newRunner(t *testing.T) *bench.Runner {
 	t.Helper()

@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"math"
+	"net"
 	"strings"
 	"time"
 
@@ -18,6 +20,13 @@ import (
 type Target interface {
 	MntrSource
 	ConnectString() string
+}
+
+// TLSTarget is a Target that serves clients over TLS only (a zktest.Cluster
+// started WithTLS): ClientTLS returns the configuration clients connect with,
+// nil for a plaintext cluster.
+type TLSTarget interface {
+	ClientTLS() *tls.Config
 }
 
 // Config configures a Runner.
@@ -173,6 +182,9 @@ func brief(rec Record) string {
 // the record (Error set if it failed).
 func (r *Runner) RunOne(ctx context.Context, p Peer, spec Spec, rep int) Record {
 	spec.Connect = r.target.ConnectString()
+	if t, ok := r.target.(TLSTarget); ok {
+		spec.TLS = t.ClientTLS()
+	}
 	spec.Path = fmt.Sprintf("/shepherd-bench/%s/%d-%s-%s", r.runID, rep, spec.Workload, p.Name())
 	rec := Record{Time: time.Now(), Label: r.cfg.Label, Rep: rep, Peer: p.Name(), Workload: spec.Workload, Spec: spec}
 	if err := r.runOne(ctx, p, spec, &rec); err != nil {
@@ -185,7 +197,7 @@ func (r *Runner) runOne(ctx context.Context, p Peer, spec Spec, rec *Record) err
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	if err := EnsurePath(ctx, spec.Servers(), spec.Path); err != nil {
+	if err := ensurePath(ctx, spec.Servers(), ZKDialer(spec.TLS), spec.Path); err != nil {
 		return err
 	}
 	run, err := p.Prepare(ctx, spec)
@@ -240,7 +252,11 @@ func (r *Runner) runOne(ctx context.Context, p Peer, spec Spec, rec *Record) err
 // short-lived session of its own, so that no peer pays for them in its
 // counts and no idle session pings during a run.
 func EnsurePath(ctx context.Context, servers []string, path string) error {
-	conn, err := Dial(ctx, servers, 10*time.Second)
+	return ensurePath(ctx, servers, nil, path)
+}
+
+func ensurePath(ctx context.Context, servers []string, dialer zk.Dialer, path string) error {
+	conn, err := DialWith(ctx, servers, 10*time.Second, dialer)
 	if err != nil {
 		return err
 	}
@@ -292,6 +308,19 @@ func DialWith(ctx context.Context, servers []string, sessionTimeout time.Duratio
 			conn.Close()
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// ZKDialer is a go-zookeeper dialer that speaks TLS with cfg, or nil (the
+// default, plaintext dialer) when cfg is nil. The server name, unless cfg
+// names one, is the host of the address dialled.
+func ZKDialer(cfg *tls.Config) zk.Dialer {
+	if cfg == nil {
+		return nil
+	}
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		d := &net.Dialer{Timeout: timeout}
+		return tls.DialWithDialer(d, network, addr, cfg)
 	}
 }
 

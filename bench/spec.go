@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
@@ -109,6 +110,10 @@ type Spec struct {
 	// again. W8's Cycles is the number of server restarts (the ensemble's
 	// size per round), Seconds bounds the whole roll.
 	DownMS float64 `json:"down_ms,omitempty"`
+	// TLS, when set, is the client configuration for a TLS-only cluster
+	// (zktest.WithTLS): the runner sets it from the target's ClientTLS, and
+	// the Go peers connect with it. Subprocess peers do not receive it.
+	TLS *tls.Config `json:"-"`
 }
 
 // Duration is Seconds as a time.Duration.

@@ -157,3 +157,50 @@ func writeVariants(w io.Writer, byKey map[[2]string][]Record, wl string, peers [
 		}
 	}
 }
+
+// WriteComparison writes, per workload and per peer found in both base and
+// other, every table metric's median in each and their ratio, other's over
+// base's ("TLS / plaintext" when other ran over TLS): the same setup but for
+// one change, in one run.
+func WriteComparison(w io.Writer, base, other []Record, peerOrder []string, baseName, otherName string) {
+	group := func(recs []Record) map[[2]string][]Record {
+		m := map[[2]string][]Record{}
+		for _, r := range recs {
+			if r.Error == "" {
+				k := [2]string{r.Workload, r.Peer}
+				m[k] = append(m[k], r)
+			}
+		}
+		return m
+	}
+	bg, og := group(base), group(other)
+	for _, wl := range Workloads {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		header := false
+		for _, m := range tableMetrics(wl) {
+			first := true
+			for _, p := range peerOrder {
+				b := metricSummary(bg[[2]string{wl, p}], m.key)
+				o := metricSummary(og[[2]string{wl, p}], m.key)
+				if b.n == 0 || o.n == 0 {
+					continue
+				}
+				if !header {
+					fmt.Fprintf(w, "\n%s  %s\n", wl, Title(wl))
+					fmt.Fprintf(tw, "metric\tpeer\t%s\t%s\t%s / %s\t\n", baseName, otherName, otherName, baseName)
+					header = true
+				}
+				label := ""
+				if first {
+					label, first = m.label, false
+				}
+				ratio := "—"
+				if b.med != 0 && !math.IsNaN(b.med) && !math.IsNaN(o.med) {
+					ratio = fmt.Sprintf("%.2f", o.med/b.med)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", label, p, fmtNum(b.med), fmtNum(o.med), ratio)
+			}
+		}
+		tw.Flush()
+	}
+}

@@ -13,6 +13,15 @@
 //
 //	go run ./bench/cmd/zkbench -only W8
 //
+// -tls runs the selected workloads (W8 aside) a second time, in the same run,
+// on a TLS-only server (zktest.WithTLS: mutual TLS) of the same shape, for
+// the Go peers only: Curator's and Kazoo's TLS setup (a JVM keystore and
+// truststore, a Python ssl context) is not wired into their drivers. A second
+// table shows the TLS runs, and a third each Go peer's TLS medians next to its
+// plaintext ones:
+//
+//	go run ./bench/cmd/zkbench -only W1,W4 -tls
+//
 // Peers run one at a time, interleaved: in every repetition each workload
 // runs on each peer in turn. Server requests and watch notifications per
 // operation come from ZooKeeper's own counters (mntr) around each run. The
@@ -76,6 +85,7 @@ func run(ctx context.Context) error {
 	jsonOut := flag.String("json", "", "write one JSON line per run to this file")
 	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5,W6,W7-10,W7-1000,W7-10000,W8)")
 	peerList := flag.String("peers", "", "comma-separated peers to run (default all available)")
+	withTLS := flag.Bool("tls", false, "run the workloads (W8 aside) again on a TLS-only server, Go peers only, and compare")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runner (the Go peers run in it) to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -141,6 +151,7 @@ func run(ctx context.Context) error {
 			peers = append(peers, gopeers.Peer(lib))
 		}
 	}
+	goPeers := slices.Clone(peers) // the in-process peers: -tls runs these
 	type ext struct {
 		name string
 		make func(context.Context, string) (*bench.Subprocess, error)
@@ -179,26 +190,34 @@ func run(ctx context.Context) error {
 		dataDir = dir
 		opts = append(opts, zktest.WithDataDir(dir))
 	}
-	describe := func(size int) string {
+	describe := func(size int, overTLS bool) string {
 		label := "standalone"
 		if size > 1 {
 			label = fmt.Sprintf("%d-node ensemble", size)
 		}
 		if *disk {
-			return label + ", data on disk with fsync (" + dataDir + ")"
+			label += ", data on disk with fsync (" + dataDir + ")"
+		} else {
+			label += ", data on tmpfs"
 		}
-		return label + ", data on tmpfs"
+		if overTLS {
+			label += ", TLS"
+		}
+		return label
 	}
-	startCluster := func(size int) (*zktest.Cluster, error) {
-		fmt.Fprintf(os.Stderr, "zkbench: starting ZooKeeper (%s) ...\n", describe(size))
+	startCluster := func(size int, overTLS bool) (*zktest.Cluster, error) {
+		fmt.Fprintf(os.Stderr, "zkbench: starting ZooKeeper (%s) ...\n", describe(size, overTLS))
 		o := opts
-		if *disk && size != mainSize(*ensemble) {
+		if overTLS {
+			o = append(slices.Clone(opts), zktest.WithTLS(zktest.TLSConfig{}))
+		}
+		if *disk && (size != mainSize(*ensemble) || overTLS) {
 			// A second cluster gets a data directory of its own.
 			dir, err := os.MkdirTemp(dataDir, "roll-")
 			if err != nil {
 				return nil, err
 			}
-			o = append(slices.Clone(opts), zktest.WithDataDir(dir))
+			o = append(slices.Clone(o), zktest.WithDataDir(dir))
 		}
 		cluster, err := zktest.StartCluster(ctx, size, o...)
 		if err != nil {
@@ -251,17 +270,18 @@ func run(ctx context.Context) error {
 	}
 	var (
 		recs     []bench.Record
+		tlsRecs  []bench.Record // -tls: the Go peers' runs on the TLS-only server
 		runErr   error
 		setups   []string
 		failedOn []*zktest.Cluster
 	)
-	runOn := func(cluster *zktest.Cluster, cfg bench.Config) error {
+	runOn := func(cluster *zktest.Cluster, cfg bench.Config, peers []bench.Peer, into *[]bench.Record) error {
 		runner, err := bench.NewRunner(ctx, cluster, cfg)
 		if err != nil {
 			return err
 		}
 		rs, err := runner.Run(ctx, peers)
-		recs = append(recs, rs...)
+		*into = append(*into, rs...)
 		setups = append(setups, fmt.Sprintf("%s at %s: %s, %d repetition(s)",
 			strings.Join(cfg.Workloads, ","), cluster.ConnectString(), cfg.Label, cfg.Repeat))
 		for _, r := range rs {
@@ -280,11 +300,11 @@ func run(ctx context.Context) error {
 	var ens *zktest.Cluster // the ensemble, kept for W8 with -ensemble
 	if len(rest) > 0 {
 		size := mainSize(*ensemble)
-		cluster, err := startCluster(size)
+		cluster, err := startCluster(size, false)
 		if err != nil {
 			return err
 		}
-		err = runOn(cluster, config(describe(size), rest))
+		err = runOn(cluster, config(describe(size, false), rest), peers, &recs)
 		if *ensemble && roll {
 			ens = cluster
 			defer cluster.Close()
@@ -295,18 +315,33 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
+	// -tls: the same workloads again on a TLS-only server of the same shape
+	// (its own, started once the plaintext one is closed, or beside the
+	// ensemble -ensemble keeps for W8), for the Go peers only.
+	if *withTLS && len(rest) > 0 && len(goPeers) > 0 && ctx.Err() == nil {
+		size := mainSize(*ensemble)
+		cluster, err := startCluster(size, true)
+		if err != nil {
+			return err
+		}
+		err = runOn(cluster, config(describe(size, true), rest), goPeers, &tlsRecs)
+		cluster.Close()
+		if err != nil {
+			return err
+		}
+	}
 	if roll && ctx.Err() == nil {
 		if ens == nil {
-			cluster, err := startCluster(3)
+			cluster, err := startCluster(3, false)
 			if err != nil {
 				return err
 			}
 			defer cluster.Close()
 			ens = cluster
 		}
-		cfg := config(describe(3), []string{bench.W8})
+		cfg := config(describe(3, false), []string{bench.W8})
 		cfg.Repeat, cfg.Warmup = 1, false
-		if err := runOn(ens, cfg); err != nil {
+		if err := runOn(ens, cfg, peers, &recs); err != nil {
 			return err
 		}
 	}
@@ -334,6 +369,22 @@ func run(ctx context.Context) error {
 		fmt.Printf("  ratio column: shepherd is not registered yet, so it is raw / peer (the floor's median over the peer's)\n")
 	}
 	bench.WriteTable(os.Stdout, recs, names, baseline)
+	if len(tlsRecs) > 0 {
+		var goNames []string
+		tlsBaseline := floorPeer
+		for _, p := range goPeers {
+			goNames = append(goNames, p.Name())
+			if p.Name() == shepherdPeer {
+				tlsBaseline = shepherdPeer
+			}
+		}
+		fmt.Printf("\nover TLS (%s): the Go peers only; Curator and Kazoo are not run over TLS\n"+
+			"(their TLS setup, a JVM keystore and truststore, a Python ssl context, is not wired into their drivers)\n",
+			tlsRecs[0].Label)
+		bench.WriteTable(os.Stdout, tlsRecs, goNames, tlsBaseline)
+		fmt.Printf("\nTLS next to plaintext (medians; same run, same machine):\n")
+		bench.WriteComparison(os.Stdout, recs, tlsRecs, goNames, "plaintext", "TLS")
+	}
 	fmt.Printf("\ntotal %v", time.Since(t0).Round(100*time.Millisecond))
 	if jsonFile != nil {
 		fmt.Printf("; raw results: %s", *jsonOut)

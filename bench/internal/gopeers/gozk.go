@@ -19,7 +19,7 @@ var openACL = zk.WorldACL(zk.PermAll)
 type zkClient struct{ conn *zk.Conn }
 
 func dialZK(ctx context.Context, spec bench.Spec) (*zkClient, error) {
-	conn, err := bench.Dial(ctx, spec.Servers(), spec.SessionTimeout())
+	conn, err := bench.DialWith(ctx, spec.Servers(), spec.SessionTimeout(), bench.ZKDialer(spec.TLS))
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,11 @@ func Shepherd() Library {
 		Name:      "shepherd",
 		Workloads: shepherdWorkloads,
 		Connect: func(ctx context.Context, spec bench.Spec) (Client, error) {
-			s, err := session.Open(ctx, spec.Servers(), session.WithSessionTimeout(spec.SessionTimeout()))
+			opts := []session.Option{session.WithSessionTimeout(spec.SessionTimeout())}
+			if spec.TLS != nil {
+				opts = append(opts, session.WithTLS(spec.TLS))
+			}
+			s, err := session.Open(ctx, spec.Servers(), opts...)
 			if err != nil {
 				return nil, err
 			}
