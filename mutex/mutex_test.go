@@ -14,6 +14,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/semaphore"
 )
 
 func TestBadInput(t *testing.T) {
@@ -446,4 +447,49 @@ func TestFairAndNonFairOnOnePathRefuse(t *testing.T) {
 			require.NoError(t, a.Unlock(ctx))
 		})
 	}
+}
+
+// TestNonFairRefusesBeforeWriting: a non-fair lock refuses another recipe's
+// path before it writes there (each of its grants writes its mark in the
+// path's data): a semaphore's limit record and a fair lock's empty path are
+// left as they were, and their clients go on.
+func TestNonFairRefusesBeforeWriting(t *testing.T) {
+	ctx := ctxT(t, 20*time.Second)
+	s := open(t, zk.Servers())
+	data := func(p string) string {
+		ep, err := s.Wait(ctx)
+		require.NoError(t, err)
+		d, _, err := ep.Conn().Get(s.Path(p))
+		require.NoError(t, err)
+		return string(d)
+	}
+
+	semPath := uniquePath(t)
+	sem, err := semaphore.New(open(t, zk.Servers()), semPath, 2)
+	require.NoError(t, err)
+	lease, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	record := data(semPath)
+	require.Contains(t, record, "maxLeases=2")
+	nf, err := mutex.New(s, semPath, mutex.NonFair())
+	require.NoError(t, err)
+	require.ErrorIs(t, nf.Lock(ctx), mutex.ErrWrongKind)
+	require.Equal(t, record, data(semPath), "the semaphore's record was overwritten")
+	require.NotContains(t, children(t, s, semPath), mutex.NonFairNode, "nothing left behind")
+	other, err := semaphore.New(open(t, zk.Servers()), semPath, 2)
+	require.NoError(t, err)
+	l2, err := other.Acquire(ctx)
+	require.NoError(t, err, "the semaphore's clients go on")
+	require.NoError(t, l2.Release(ctx))
+	require.NoError(t, lease.Release(ctx))
+
+	fairPath := uniquePath(t)
+	fair, err := mutex.New(open(t, zk.Servers()), fairPath)
+	require.NoError(t, err)
+	require.NoError(t, fair.Lock(ctx))
+	nf2, err := mutex.New(s, fairPath, mutex.NonFair())
+	require.NoError(t, err)
+	require.ErrorIs(t, nf2.Lock(ctx), mutex.ErrWrongKind)
+	require.Empty(t, data(fairPath), "the fair lock's path was written")
+	require.NoError(t, fair.Unlock(ctx))
 }

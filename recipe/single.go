@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -53,6 +54,10 @@ type Single struct {
 	// OnDisconnect is what a lost connection does to the race's holds (0:
 	// the session's DisconnectPolicy).
 	OnDisconnect session.DisconnectPolicy
+
+	// checked: Path was found to be this race's (see refuseForeign) and a
+	// grant's write landed there since.
+	checked atomic.Bool
 }
 
 // Attempt is one contender's claim in a Single race.
@@ -116,8 +121,22 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.create(ctx, ep, a)
+		version := int32(-1)
+		if !s.checked.Load() {
+			// Before the first write to Path: refuse another recipe's.
+			if version, err = s.refuseForeign(ctx, ep); err != nil {
+				if errors.Is(err, ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
+					return nil, err
+				}
+				if err := WaitLive(ctx, ep); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		res, err := s.create(ctx, ep, a, version)
 		if err == nil {
+			s.checked.Store(true)
 			st := res[1].Stat // Path's, set in the same transaction: Mzxid is the node's Czxid
 			if h, err := grant(ep, st.Mzxid, st.Version); h != nil || err != nil {
 				return h, err
@@ -144,6 +163,8 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			}
 			continue
 		case errors.Is(err, zk.ErrNodeExists):
+		case errors.Is(err, zk.ErrBadVersion): // Path changed since refuseForeign read it
+			continue
 		case session.OutcomeUnknown(err):
 			unknown = ep
 		case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrLost):
@@ -236,14 +257,14 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 // create makes attempt a's grant: the node and Path's mark, in one multi-op.
 // If ctx ends with it in flight, a node it made is deleted once its answer
 // (or the connection) is back.
-func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt) ([]zk.MultiResponse, error) {
+func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt, version int32) ([]zk.MultiResponse, error) {
 	type multi struct {
 		res []zk.MultiResponse
 		err error
 	}
 	ops := []any{
 		&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
-		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: -1},
+		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: version},
 	}
 	r, err := session.CallValue(ctx, func() (multi, error) {
 		res, err := ep.Conn().Multi(ops...)
@@ -303,24 +324,72 @@ func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 		return names, session.ACLError("getChildren", s.Path, err)
 	}, nil)
 	if err == nil {
-		for _, n := range names {
-			if n == s.Name {
-				continue
-			}
-			if what, ok := s.Refuse[n]; ok {
-				err = fmt.Errorf("%w: %s is %s", ErrWrongKind, s.Path, what)
-				break
-			}
-			if _, ok := ParseName(n); ok {
-				err = fmt.Errorf("%w: %s has %s, a waiting line's node (a fair recipe's path)", ErrWrongKind, s.Path, n)
-				break
-			}
-		}
+		err = s.foreignChild(names)
 	}
 	if err != nil {
+		s.checked.Store(false)
 		_ = h.Release(ctx) // not granted after all (it lets go whatever ctx)
 	}
 	return err
+}
+
+// foreignChild returns ErrWrongKind if names (Path's children) hold another
+// kind of recipe's node: one Refuse names, or a waiting line's.
+func (s *Single) foreignChild(names []string) error {
+	for _, n := range names {
+		if n == s.Name {
+			continue
+		}
+		if what, ok := s.Refuse[n]; ok {
+			return fmt.Errorf("%w: %s is %s", ErrWrongKind, s.Path, what)
+		}
+		if _, ok := ParseName(n); ok {
+			return fmt.Errorf("%w: %s has %s, a waiting line's node (a fair recipe's path)", ErrWrongKind, s.Path, n)
+		}
+	}
+	return nil
+}
+
+// refuseForeign checks, before this race first writes to Path (each grant
+// writes its Mark there), that Path is not another recipe's: its data is
+// empty or this race's Mark, and no child is another kind's (foreignChild).
+// It returns Path's version, for the write to be made at (so that Path did
+// not change in between), or -1 when there is no Path yet (the create then
+// fails, Path is made, and the check runs again). Once a grant's write has
+// landed, later attempts of this value skip it (Single.checked): alone still
+// checks the children after each grant.
+func (s *Single) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, error) {
+	type read struct {
+		data  []byte
+		st    *zk.Stat
+		names []string
+	}
+	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
+		data, st, err := c.Get(s.Path)
+		if err != nil {
+			return read{}, session.ACLError("getData", s.Path, err)
+		}
+		names, _, err := c.Children(s.Path)
+		return read{data, st, names}, session.ACLError("getChildren", s.Path, err)
+	}, nil)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return -1, nil
+	case err != nil:
+		return 0, err
+	case len(r.data) > 0 && !strings.HasPrefix(string(r.data), s.Mark):
+		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", ErrWrongKind, s.Path,
+			truncateData(r.data), strings.TrimSpace(s.Mark))
+	}
+	return r.st.Version, s.foreignChild(r.names)
+}
+
+// truncateData is data for an error message: at most 64 bytes.
+func truncateData(d []byte) string {
+	if len(d) > 64 {
+		return string(d[:64]) + "…"
+	}
+	return string(d)
 }
 
 // hold is the grant of the node in ep at Path's version: its token is the
