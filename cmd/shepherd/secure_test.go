@@ -384,5 +384,13 @@ func TestCLIACLRefused(t *testing.T) {
 		r := shepherd(t, bob, "status", path)
 		require.Equal(t, 0, r.code, "anyone reads: %s", r.stderr)
 		require.Contains(t, r.stdout, "alice-holds")
+		// Nor may bob revoke alice's hold: a clear refusal, and she holds.
+		for _, args := range [][]string{{"revoke", path}, {"revoke", "-ask", "-wait", "1s", path}} {
+			r = shepherd(t, bob, args...)
+			require.Equal(t, 6, r.code, "%v: %s", args, r.stderr)
+			require.Contains(t, r.stderr, "permission denied", "%v", args)
+		}
+		r = shepherd(t, bob, "status", path)
+		require.Contains(t, r.stdout, "alice-holds", "a refused revoke ended the hold")
 	}
 }
