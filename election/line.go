@@ -6,15 +6,16 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
-const leaderChild = "leader" // the node of the non-fair mode
+const leaderChild = layout.NonFairLeaderNode // the node of the non-fair mode
 
 // nonFairMark is the data the non-fair mode writes to the election's path
 // with each grant, followed by the attempt's guid (see recipe.Single).
-const nonFairMark = "shepherd:election:nonfair "
+const nonFairMark = layout.NonFairLeaderMark
 
 type member struct {
 	name string

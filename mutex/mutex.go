@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -27,15 +28,15 @@ var (
 )
 
 // NonFairNode is the name of the single node of a non-fair lock.
-const NonFairNode = "nonfair-lock"
+const NonFairNode = layout.NonFairLockNode
 
 // semaphoreChild is a child every semaphore path has: a mutex refuses such a
 // path rather than corrupt it.
-const semaphoreChild = "leases"
+const semaphoreChild = layout.SemaphoreLeases
 
 // nonFairMark is the data a non-fair lock writes to its path with each
 // grant, followed by the grant attempt's guid (see recipe.Single).
-const nonFairMark = "shepherd:mutex:nonfair "
+const nonFairMark = layout.NonFairLockMark
 
 // Option configures a Mutex or an RWMutex. An invalid value makes New (or
 // NewRW) fail with an error matching ErrInvalidArgument.

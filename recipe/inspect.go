@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -58,10 +59,10 @@ const semaphoreWaiters = "curator lock- (InterProcessSemaphoreV2 lease waiters)"
 
 // Names of the nodes of non-fair recipes and of a semaphore's layout.
 const (
-	nonFairLockNode   = "nonfair-lock"
-	nonFairLeaderNode = "leader"
-	semaphoreMarker   = "shepherd:semaphore:v1 maxLeases="
-	semaphoreSlots    = "slots"
+	nonFairLockNode   = layout.NonFairLockNode
+	nonFairLeaderNode = layout.NonFairLeaderNode
+	semaphoreMarker   = layout.SemaphoreMarker
+	semaphoreSlots    = layout.SemaphoreSlots
 )
 
 // Inspect reads what is at path (full path, namespace included): the kind of

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -44,7 +45,7 @@ func Inspect(ctx context.Context, sess *session.Session, path string) (st *Statu
 	var data []byte
 	var stat *zk.Stat
 	err = sess.Do(ctx, func(ep *session.Epoch) error {
-		d, s, err := ep.Conn().Get(sess.Path(path + "/state"))
+		d, s, err := ep.Conn().Get(sess.Path(path + "/" + layout.ScheduleState))
 		data, stat = d, s
 		return err
 	})
@@ -65,7 +66,7 @@ func Inspect(ctx context.Context, sess *session.Session, path string) (st *Statu
 	r.Epoch = stat.Ctime
 	st = &Status{Path: path, Every: every, Record: r, NextN: r.N + 1}
 	st.NextDue = time.UnixMilli(r.Epoch).Add(time.Duration(st.NextN) * every).UTC()
-	if e, err := election.New(sess, path+"/leader", "inspect"); err == nil {
+	if e, err := election.New(sess, path+"/"+layout.ScheduleLeader, "inspect"); err == nil {
 		l, err := e.Leader(ctx)
 		switch {
 		case err == nil:

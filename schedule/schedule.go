@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -254,11 +255,11 @@ func New(sess *session.Session, path, id string, every time.Duration, opts ...Op
 	if every < time.Millisecond {
 		return nil, fmt.Errorf("schedule: %w: interval %v (at least 1ms)", ErrInvalidArgument, every)
 	}
-	e, err := election.New(sess, path+"/leader", id, c.election...)
+	e, err := election.New(sess, path+"/"+layout.ScheduleLeader, id, c.election...)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	return &Schedule{sess: sess, path: path, state: path + "/state", id: id, every: every, cfg: c, e: e,
+	return &Schedule{sess: sess, path: path, state: path + "/" + layout.ScheduleState, id: id, every: every, cfg: c, e: e,
 		log: sess.Logger().With("schedule", sess.Path(path), "id", id)}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -39,9 +40,8 @@ var (
 )
 
 const (
-	marker      = "shepherd:semaphore:v1"
-	locksChild  = "locks"
-	leasesChild = "leases"
+	locksChild  = layout.SemaphoreLocks
+	leasesChild = layout.SemaphoreLeases
 	// MaxLeasesLimit bounds maxLeases (a multi-op creates up to n nodes).
 	MaxLeasesLimit = 10000
 )
@@ -156,11 +156,11 @@ func (s *Semaphore) MaxLeases() int {
 // Path is the semaphore's full path (namespace included).
 func (s *Semaphore) Path() string { return s.path }
 
-func markerData(max int) []byte { return []byte(fmt.Sprintf("%s maxLeases=%d", marker, max)) }
+func markerData(max int) []byte { return []byte(layout.SemaphoreMarker + strconv.Itoa(max)) }
 
 // parseMarker returns the limit recorded in data.
 func parseMarker(data []byte) (int, bool) {
-	rest, ok := strings.CutPrefix(string(data), marker+" maxLeases=")
+	rest, ok := strings.CutPrefix(string(data), layout.SemaphoreMarker)
 	if !ok {
 		return 0, false
 	}

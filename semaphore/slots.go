@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -29,7 +30,7 @@ import (
 // count toward max and hold no claim: more are free, never fewer.)
 
 // slotsChild is the container of the slot claims.
-const slotsChild = "slots"
+const slotsChild = layout.SemaphoreSlots
 
 // claimPasses bounds the listings of the slots one lease node's claim
 // makes: each pass tries every slot it saw free, so a pass ends without a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -24,10 +25,10 @@ import (
 // election writes to its path (mutex.nonFairMark, election.nonFairMark),
 // which stays when the path is idle. TestLsFindsIdleNonFair pins them.
 const (
-	semaphoreMark     = "shepherd:semaphore:v1 maxLeases="
-	nonFairMutexMark  = "shepherd:mutex:nonfair "
-	nonFairElectMark  = "shepherd:election:nonfair "
-	nonFairLeaderNode = "leader" // election's non-fair node (mutex.NonFairNode is the lock's)
+	semaphoreMark     = layout.SemaphoreMarker
+	nonFairMutexMark  = layout.NonFairLockMark
+	nonFairElectMark  = layout.NonFairLeaderMark
+	nonFairLeaderNode = layout.NonFairLeaderNode
 )
 
 // Default bounds of a walk.
