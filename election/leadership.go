@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -113,10 +114,10 @@ func (l *Leadership) Validate(ctx context.Context) error {
 // matching ErrLost. The check prepended to ops: in a fair election, that the
 // leader's node exists; in a non-fair one, also that no leader was granted
 // since (see recipe.Hold.Fenced). ops are fence.Set, fence.Create and
-// fence.Delete (paths in the session's namespace), or go-zookeeper's
-// requests; it returns one response per op (a Set's Stat.Version is the
+// fence.Delete (paths in the session's namespace), or fence.Raw's
+// go-zookeeper requests; it returns one response per op (a Set's Stat.Version is the
 // node's new version).
-func (l *Leadership) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (l *Leadership) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	if err := l.ended(); err != nil {
 		return nil, err
 	}

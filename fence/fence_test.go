@@ -40,7 +40,7 @@ func TestEnsure(t *testing.T) {
 }
 
 // A hold's Fenced takes fence ops (namespaced paths) and go-zookeeper's
-// requests (full paths) together; an op that fails on its own lands nothing
+// requests (Raw: full paths) together; an op that fails on its own lands nothing
 // and is matched with fence's errors; a released hold refuses.
 func TestFencedOps(t *testing.T) {
 	ns := testutil.UniquePath(t, "fence-test")
@@ -55,7 +55,7 @@ func TestFencedOps(t *testing.T) {
 	res, err := m.Fenced(ctx,
 		fence.Set("/jobs/state", []byte("1"), 0),
 		fence.Create("/jobs/done", []byte("yes")),
-		&gozk.SetDataRequest{Path: ns + "/jobs/state", Data: []byte("2"), Version: 1})
+		fence.Raw(&gozk.SetDataRequest{Path: ns + "/jobs/state", Data: []byte("2"), Version: 1}))
 	require.NoError(t, err)
 	require.Len(t, res, 3)
 	require.EqualValues(t, 1, res[0].Stat.Version, "a Set's response carries the new version")
@@ -85,10 +85,10 @@ func TestFencedOps(t *testing.T) {
 	require.Equal(t, "2", get("/jobs/state"), "a failed multi-op lands nothing")
 	_, err = m.Fenced(ctx, fence.Set("jobs/state", nil, 0))
 	require.ErrorIs(t, err, fence.ErrInvalidPath)
-	_, err = m.Fenced(ctx, fence.Op{})
-	require.Error(t, err)
-	_, err = m.Fenced(ctx, "set /jobs/state")
-	require.ErrorIs(t, err, recipe.ErrInvalidArgument)
+	_, err = m.Fenced(ctx, nil)
+	require.ErrorIs(t, err, fence.ErrInvalidPath, "a nil Op")
+	_, err = m.Fenced(ctx, fence.Raw((*gozk.SetDataRequest)(nil)))
+	require.ErrorIs(t, err, fence.ErrInvalidPath, "a nil request")
 
 	_, err = m.Fenced(ctx, fence.Delete("/jobs/done", 0))
 	require.NoError(t, err)

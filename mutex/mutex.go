@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -533,13 +534,13 @@ func (m *Mutex) Node() string {
 // Fenced runs ops as one multi-op that lands only while the lock is held; a
 // write after the hold is gone fails with an error matching ErrLost. ops are
 // fence.Set, fence.Create and fence.Delete (paths in the session's
-// namespace), or go-zookeeper's requests (see recipe.Hold.Fenced); it
-// returns one response per op (a Set's Stat.Version is the node's new
+// namespace), or fence.Raw's go-zookeeper requests (see recipe.Hold.Fenced);
+// it returns one response per op (a Set's Stat.Version is the node's new
 // version). The check prepended to ops: for a fair lock (and each
 // side of a read-write lock), that the hold's node exists; for a non-fair
 // lock, that the lock's node exists and that the path's version is still the
 // one this grant wrote (no grant since).
-func (m *Mutex) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (m *Mutex) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	h, err := m.held()
 	if err != nil {
 		return nil, err

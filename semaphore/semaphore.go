@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -798,10 +799,10 @@ func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold
 // (its first node exists: the nodes of one lease are created and deleted
 // together); a write after the lease is gone fails with an error matching
 // ErrLost. ops are fence.Set, fence.Create and fence.Delete (paths in the
-// session's namespace), or go-zookeeper's requests (see recipe.Hold.Fenced);
-// it returns one response per op (a Set's Stat.Version is the node's new
+// session's namespace), or fence.Raw's go-zookeeper requests (see
+// recipe.Hold.Fenced); it returns one response per op (a Set's Stat.Version is the node's new
 // version).
-func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (l *Lease) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	return l.hold.Fenced(ctx, ops...)
 }
 
