@@ -12,20 +12,13 @@ import (
 )
 
 // Leadership is one held leadership: what Campaign returns, and what
-// Election.Leadership reports while Run's OnElected runs. Like a mutex's hold
-// and a semaphore's Lease, it has two end signals:
-//
-//   - Lost() is closed when leadership is, or may be, lost: the connection
-//     dropped (Suspended; under PauseOnDisconnect leadership pauses instead,
-//     see Paused), the session was lost, or the session manager closed,
-//     before another candidate can be elected (see recipe.Hold). Resign never closes
-//     it: a select on Lost tells a loss from your own Resign.
-//   - Context() ends when the leadership ends for any reason: a loss (as
-//     Lost), Resign, or, under Run, OnElected returning or Run's ctx ending.
-//     It is the ctx Run passes to OnElected. Its context.Cause tells them
-//     apart: an error matching ErrLost for a loss, recipe.ErrReleased for
-//     Resign (or OnElected returning), Run's ctx's own cause (such as
-//     context.Canceled) for a shutdown.
+// Election.Leadership reports while Run's OnElected runs. It is a hold
+// (Resign is its release): see recipe.Hold for the hold contract. Its
+// Context() is the ctx Run passes to OnElected: under Run it ends also when
+// OnElected returns or Run's ctx ends. Its context.Cause tells the ends
+// apart: an error matching ErrLost for a loss, recipe.ErrReleased for
+// Resign (or OnElected returning), Run's ctx's own cause (such as
+// context.Canceled) for a shutdown.
 //
 // Its methods are safe for concurrent use.
 type Leadership struct {

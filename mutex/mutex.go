@@ -421,13 +421,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // closedCh is a closed channel: the Lost of a lock not held.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Lost returns the held lock's loss signal: a channel closed when the hold is,
-// or may be, lost (the connection dropped, unless the lock rides through
-// disconnects; the session was lost; the session manager closed), before any
-// other client can be granted the lock (see recipe.Hold). Unlock
-// does not close it: take it after Lock, and a select on it tells a loss from
-// your own Unlock. Called when the value holds no lock, it returns a closed
-// channel (there is no hold to keep).
+// Lost returns the held lock's loss signal, a channel closed when the hold
+// is, or may be, lost, never by Unlock (see recipe.Hold for the hold
+// contract): take it after Lock. Called when the value holds no lock, it
+// returns a closed channel (there is no hold to keep).
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -764,11 +764,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.err
 }
 
-// Lost is closed when the lease is, or may be, lost: the connection dropped
-// (Suspended, unless the lease rides through disconnects), the session was
-// lost, or the session manager closed, before any other client can be
-// granted its place (see recipe.Hold). Release does not close it: a
-// select on Lost tells a loss from your own Release.
+// Lost is closed when the lease is, or may be, lost, never by Release (see
+// recipe.Hold for the hold contract).
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
 // Paused returns the lease's pause signal (PauseOnDisconnect): a channel
