@@ -137,3 +137,34 @@ func TestGetAndMissingNode(t *testing.T) {
 	_, _, err = fence.Get(ctx, s, "relative")
 	require.ErrorIs(t, err, fence.ErrInvalidPath)
 }
+
+// Raw sends go-zookeeper's requests as they are (full paths, their own
+// flags and ACL), a version check of another node included; an op's String
+// names it as the errors do.
+func TestRaw(t *testing.T) {
+	ns := testutil.UniquePath(t, "fence-test")
+	s := testutil.Open(t, zk.Servers(), session.WithNamespace(ns))
+	ctx := testutil.Ctx(t, 20*time.Second)
+	require.NoError(t, fence.Ensure(ctx, s, "/jobs/state", []byte("0")))
+	m, err := mutex.New(s, "/jobs/lock")
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(ctx)) }()
+
+	res, err := m.Fenced(ctx,
+		fence.Raw(&gozk.CheckVersionRequest{Path: ns + "/jobs/state", Version: 0}),
+		fence.Raw(&gozk.CreateRequest{Path: ns + "/jobs/eph-", Acl: s.ACL(), Flags: gozk.FlagEphemeral | gozk.FlagSequence}),
+		fence.Raw(&gozk.DeleteRequest{Path: ns + "/jobs/state", Version: 0}))
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.Contains(t, res[1].String, ns+"/jobs/eph-", "a sequential create's path")
+	_, err = m.Fenced(ctx, fence.Raw(&gozk.CheckVersionRequest{Path: ns + "/jobs/state", Version: 0}))
+	require.ErrorIs(t, err, fence.ErrNoNode)
+	require.Contains(t, err.Error(), "checking "+ns+"/jobs/state")
+
+	require.Equal(t, "set /a version 3", fence.Set("/a", nil, 3).String())
+	require.Equal(t, "create /a", fence.Create("/a", nil).String())
+	require.Equal(t, "delete /a version -1", fence.Delete("/a", fence.AnyVersion).String())
+	require.Equal(t, "check /a version 2", fence.Raw(&gozk.CheckVersionRequest{Path: "/a", Version: 2}).String())
+	require.Equal(t, "nil *zk.DeleteRequest", fence.Raw((*gozk.DeleteRequest)(nil)).String())
+}
