@@ -7,6 +7,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -118,7 +119,7 @@ func fenceWith(h *recipe.Hold) func(context.Context, *session.Session, string) (
 		}
 		var prev int64
 		fmt.Sscan(string(data), &prev)
-		_, err = h.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte(fmt.Sprint(int64(tok))), Version: st.Version})
+		_, err = h.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte(fmt.Sprint(int64(tok))), Version: st.Version}))
 		return prev, int64(tok), err
 	}
 }

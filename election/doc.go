@@ -45,12 +45,12 @@
 // can be elected by the session's expiry (the server drops the connection and
 // deletes the node together; another candidate learns of it milliseconds
 // later). It is also cancelled on Resign, when Run's ctx ends, and when Run
-// learns the node is gone. A Leadership has the two end signals every hold
-// of this module has: Lost() closes only when leadership is, or may be,
-// lost (never on Resign, nor when OnElected returns or Run's ctx ends), and
-// Context() — OnElected's ctx — ends when leadership ends for any reason. When the same session reconnects with its node still
-// at the head, leadership is granted again at once with the same Term: a
-// ZooKeeper rolling restart does not move leadership to another process.
+// learns the node is gone. A Leadership is a hold (Resign is its release):
+// see recipe.Hold for the hold contract. Its Context() is OnElected's ctx;
+// its Lost() is not closed when OnElected returns or Run's ctx ends either.
+// When the same session reconnects with its node still at the head,
+// leadership is granted again at once with the same Term: a ZooKeeper
+// rolling restart does not move leadership to another process.
 // A candidate never trusts a node from an earlier session: each node is bound
 // to the session that created it.
 //

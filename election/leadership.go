@@ -6,25 +6,19 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
 // Leadership is one held leadership: what Campaign returns, and what
-// Election.Leadership reports while Run's OnElected runs. Like a mutex's hold
-// and a semaphore's Lease, it has two end signals:
-//
-//   - Lost() is closed when leadership is, or may be, lost: the connection
-//     dropped (Suspended; under PauseOnDisconnect leadership pauses instead,
-//     see Paused), the session was lost, or the session manager closed,
-//     before another candidate can be elected (see recipe.Hold). Resign never closes
-//     it: a select on Lost tells a loss from your own Resign.
-//   - Context() ends when the leadership ends for any reason: a loss (as
-//     Lost), Resign, or, under Run, OnElected returning or Run's ctx ending.
-//     It is the ctx Run passes to OnElected. Its context.Cause tells them
-//     apart: an error matching ErrLost for a loss, recipe.ErrReleased for
-//     Resign (or OnElected returning), Run's ctx's own cause (such as
-//     context.Canceled) for a shutdown.
+// Election.Leadership reports while Run's OnElected runs. It is a hold
+// (Resign is its release): see recipe.Hold for the hold contract. Its
+// Context() is the ctx Run passes to OnElected: under Run it ends also when
+// OnElected returns or Run's ctx ends. Its context.Cause tells the ends
+// apart: an error matching ErrLost for a loss, recipe.ErrReleased for
+// Resign (or OnElected returning), Run's ctx's own cause (such as
+// context.Canceled) for a shutdown.
 //
 // Its methods are safe for concurrent use.
 type Leadership struct {
@@ -113,10 +107,10 @@ func (l *Leadership) Validate(ctx context.Context) error {
 // matching ErrLost. The check prepended to ops: in a fair election, that the
 // leader's node exists; in a non-fair one, also that no leader was granted
 // since (see recipe.Hold.Fenced). ops are fence.Set, fence.Create and
-// fence.Delete (paths in the session's namespace), or go-zookeeper's
-// requests; it returns one response per op (a Set's Stat.Version is the
+// fence.Delete (paths in the session's namespace), or fence.Raw's
+// go-zookeeper requests; it returns one response per op (a Set's Stat.Version is the
 // node's new version).
-func (l *Leadership) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (l *Leadership) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	if err := l.ended(); err != nil {
 		return nil, err
 	}

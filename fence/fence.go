@@ -13,11 +13,14 @@
 //	res, err := m.Fenced(ctx, fence.Set("/jobs/backup/state", []byte(tok.String()), fence.AnyVersion))
 //	// res[0].Stat.Version is the node's new version
 //
-// An Op's path is in the session's namespace, as a recipe's path is (see
-// session.WithNamespace); a Create makes a persistent node with the session's
-// ACL. Fenced also accepts go-zookeeper's own requests (*zk.CreateRequest,
-// *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest), with full
-// paths, for anything else (a sequential or ephemeral create, another ACL).
+// Fenced takes Ops only, so a wrong argument does not compile. A Set's,
+// Create's or Delete's path is in the session's namespace, as a recipe's
+// path is (see session.WithNamespace); a Create makes a persistent node with
+// the session's ACL. For anything else (a sequential or ephemeral create,
+// another ACL, a version check), Raw makes an Op of go-zookeeper's own
+// request, whose path is full (sess.Path(p) is p's, with the namespace):
+//
+//	res, err := m.Fenced(ctx, fence.Raw(&zk.CreateRequest{Path: full, Data: data, Acl: acl, Flags: zk.FlagEphemeral}))
 //
 // Fenced returns one response per op, in order: for a Set, its Stat holds
 // the node's new version (Stat.Version); for a Create, String is the
@@ -74,9 +77,19 @@ const (
 	opDelete
 )
 
-// Op is one write of a fenced multi-op: Set, Create or Delete. The zero Op is
-// invalid (Fenced refuses it).
-type Op struct {
+// Op is one write (or check) of a fenced multi-op. Only this package makes
+// Ops: Set, Create and Delete (paths in the session's namespace) and Raw
+// (one of go-zookeeper's requests, its path full), so a hold's Fenced takes
+// nothing else. A nil Op is invalid (Fenced refuses it).
+type Op interface {
+	// String names the op and its path, as errors do.
+	String() string
+	// request is the go-zookeeper request the op stands for in sess.
+	request(sess *session.Session) (any, error)
+}
+
+// op is an Op of Set, Create or Delete.
+type op struct {
 	kind    kind
 	path    string
 	data    []byte
@@ -86,25 +99,22 @@ type Op struct {
 // Set writes data to the node at path if its version is version (AnyVersion:
 // whatever it is). Its response's Stat holds the node's new version.
 func Set(path string, data []byte, version int32) Op {
-	return Op{kind: opSet, path: path, data: append([]byte(nil), data...), version: version}
+	return op{kind: opSet, path: path, data: append([]byte(nil), data...), version: version}
 }
 
 // Create creates a persistent node at path holding data, with the session's
 // ACL. Its parent must exist (see Ensure).
 func Create(path string, data []byte) Op {
-	return Op{kind: opCreate, path: path, data: append([]byte(nil), data...)}
+	return op{kind: opCreate, path: path, data: append([]byte(nil), data...)}
 }
 
 // Delete removes the node at path if its version is version (AnyVersion:
 // whatever it is).
 func Delete(path string, version int32) Op {
-	return Op{kind: opDelete, path: path, version: version}
+	return op{kind: opDelete, path: path, version: version}
 }
 
-// Path is the op's path (in the session's namespace).
-func (o Op) Path() string { return o.path }
-
-func (o Op) String() string {
+func (o op) String() string {
 	switch o.kind {
 	case opSet:
 		return "set " + o.path + " version " + strconv.Itoa(int(o.version))
@@ -116,13 +126,7 @@ func (o Op) String() string {
 	return "invalid op"
 }
 
-// Request is the go-zookeeper request o stands for in sess: its path in the
-// session's namespace, a Create with the session's ACL. Holds call it for
-// the ops given to Fenced; a caller has no need to.
-func (o Op) Request(sess *session.Session) (any, error) {
-	if o.kind == 0 {
-		return nil, fmt.Errorf("fence: %w: the zero Op", ErrInvalidPath)
-	}
+func (o op) request(sess *session.Session) (any, error) {
 	if err := zkpath.Validate(o.path); err != nil {
 		return nil, fmt.Errorf("fence: %s: %w", o, err)
 	}
@@ -135,6 +139,68 @@ func (o Op) Request(sess *session.Session) (any, error) {
 	default:
 		return &zk.DeleteRequest{Path: p, Version: o.version}, nil
 	}
+}
+
+// Raw is req as an Op, for what Set, Create and Delete do not say: a
+// sequential or ephemeral create, another ACL, a version check of another
+// node. req's path is full (the session's namespace is not prepended) and
+// is sent as it is; req is not copied, so it must not change until Fenced
+// returns. A nil req is invalid (Fenced refuses it).
+func Raw[R *zk.CreateRequest | *zk.SetDataRequest | *zk.DeleteRequest | *zk.CheckVersionRequest](req R) Op {
+	return raw{req: req, isNil: req == nil}
+}
+
+// raw is an Op of Raw: one of the go-zookeeper requests Raw takes.
+type raw struct {
+	req   any
+	isNil bool
+}
+
+func (o raw) String() string {
+	if o.isNil {
+		return fmt.Sprintf("nil %T", o.req)
+	}
+	switch r := o.req.(type) {
+	case *zk.SetDataRequest:
+		return "set " + r.Path + " version " + strconv.Itoa(int(r.Version))
+	case *zk.CreateRequest:
+		return "create " + r.Path
+	case *zk.DeleteRequest:
+		return "delete " + r.Path + " version " + strconv.Itoa(int(r.Version))
+	case *zk.CheckVersionRequest:
+		return "check " + r.Path + " version " + strconv.Itoa(int(r.Version))
+	}
+	return "invalid op"
+}
+
+func (o raw) request(*session.Session) (any, error) {
+	if o.isNil {
+		return nil, fmt.Errorf("fence: %w: Raw(%s)", ErrInvalidPath, o)
+	}
+	return o.req, nil
+}
+
+// Requests is the go-zookeeper requests ops stand for in sess, in order,
+// as a hold's Fenced sends them: a Set's, Create's or Delete's path in the
+// session's namespace, a Create with the session's ACL, a Raw op's request
+// as it is. A nil op, or an invalid path of a Set, Create or Delete, is an
+// error matching ErrInvalidPath. Holds call it; a caller has no need to.
+func Requests(sess *session.Session, ops []Op) ([]any, error) {
+	if sess == nil {
+		return nil, errors.New("fence: nil session")
+	}
+	reqs := make([]any, len(ops))
+	for i, o := range ops {
+		if o == nil {
+			return nil, fmt.Errorf("fence: %w: op %d is nil", ErrInvalidPath, i)
+		}
+		r, err := o.request(sess)
+		if err != nil {
+			return nil, err
+		}
+		reqs[i] = r
+	}
+	return reqs, nil
 }
 
 // Ensure creates the node at path (in the session's namespace) holding data,

@@ -40,7 +40,7 @@ func TestEnsure(t *testing.T) {
 }
 
 // A hold's Fenced takes fence ops (namespaced paths) and go-zookeeper's
-// requests (full paths) together; an op that fails on its own lands nothing
+// requests (Raw: full paths) together; an op that fails on its own lands nothing
 // and is matched with fence's errors; a released hold refuses.
 func TestFencedOps(t *testing.T) {
 	ns := testutil.UniquePath(t, "fence-test")
@@ -55,7 +55,7 @@ func TestFencedOps(t *testing.T) {
 	res, err := m.Fenced(ctx,
 		fence.Set("/jobs/state", []byte("1"), 0),
 		fence.Create("/jobs/done", []byte("yes")),
-		&gozk.SetDataRequest{Path: ns + "/jobs/state", Data: []byte("2"), Version: 1})
+		fence.Raw(&gozk.SetDataRequest{Path: ns + "/jobs/state", Data: []byte("2"), Version: 1}))
 	require.NoError(t, err)
 	require.Len(t, res, 3)
 	require.EqualValues(t, 1, res[0].Stat.Version, "a Set's response carries the new version")
@@ -85,10 +85,10 @@ func TestFencedOps(t *testing.T) {
 	require.Equal(t, "2", get("/jobs/state"), "a failed multi-op lands nothing")
 	_, err = m.Fenced(ctx, fence.Set("jobs/state", nil, 0))
 	require.ErrorIs(t, err, fence.ErrInvalidPath)
-	_, err = m.Fenced(ctx, fence.Op{})
-	require.Error(t, err)
-	_, err = m.Fenced(ctx, "set /jobs/state")
-	require.ErrorIs(t, err, recipe.ErrInvalidArgument)
+	_, err = m.Fenced(ctx, nil)
+	require.ErrorIs(t, err, fence.ErrInvalidPath, "a nil Op")
+	_, err = m.Fenced(ctx, fence.Raw((*gozk.SetDataRequest)(nil)))
+	require.ErrorIs(t, err, fence.ErrInvalidPath, "a nil request")
 
 	_, err = m.Fenced(ctx, fence.Delete("/jobs/done", 0))
 	require.NoError(t, err)
@@ -136,4 +136,35 @@ func TestGetAndMissingNode(t *testing.T) {
 	require.NoError(t, m.Unlock(ctx))
 	_, _, err = fence.Get(ctx, s, "relative")
 	require.ErrorIs(t, err, fence.ErrInvalidPath)
+}
+
+// Raw sends go-zookeeper's requests as they are (full paths, their own
+// flags and ACL), a version check of another node included; an op's String
+// names it as the errors do.
+func TestRaw(t *testing.T) {
+	ns := testutil.UniquePath(t, "fence-test")
+	s := testutil.Open(t, zk.Servers(), session.WithNamespace(ns))
+	ctx := testutil.Ctx(t, 20*time.Second)
+	require.NoError(t, fence.Ensure(ctx, s, "/jobs/state", []byte("0")))
+	m, err := mutex.New(s, "/jobs/lock")
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(ctx)) }()
+
+	res, err := m.Fenced(ctx,
+		fence.Raw(&gozk.CheckVersionRequest{Path: ns + "/jobs/state", Version: 0}),
+		fence.Raw(&gozk.CreateRequest{Path: ns + "/jobs/eph-", Acl: s.ACL(), Flags: gozk.FlagEphemeral | gozk.FlagSequence}),
+		fence.Raw(&gozk.DeleteRequest{Path: ns + "/jobs/state", Version: 0}))
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.Contains(t, res[1].String, ns+"/jobs/eph-", "a sequential create's path")
+	_, err = m.Fenced(ctx, fence.Raw(&gozk.CheckVersionRequest{Path: ns + "/jobs/state", Version: 0}))
+	require.ErrorIs(t, err, fence.ErrNoNode)
+	require.Contains(t, err.Error(), "checking "+ns+"/jobs/state")
+
+	require.Equal(t, "set /a version 3", fence.Set("/a", nil, 3).String())
+	require.Equal(t, "create /a", fence.Create("/a", nil).String())
+	require.Equal(t, "delete /a version -1", fence.Delete("/a", fence.AnyVersion).String())
+	require.Equal(t, "check /a version 2", fence.Raw(&gozk.CheckVersionRequest{Path: "/a", Version: 2}).String())
+	require.Equal(t, "nil *zk.DeleteRequest", fence.Raw((*gozk.DeleteRequest)(nil)).String())
 }

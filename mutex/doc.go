@@ -4,16 +4,8 @@
 // *Mutex value: Lock on a value that holds the lock increments a hold count,
 // and Unlock releases at zero.
 //
-// Every held lock has two end signals, with the same meaning on every hold
-// of this module (locks, semaphore leases, election leaderships):
-//
-//   - Lost() is closed the moment the lock is, or may be, lost — the
-//     connection dropped (Suspended), the session was lost, or the session
-//     manager was closed — before the server can grant the lock to anyone
-//     else (see package session). It is never closed by the holder's own
-//     Unlock: a select on Lost() tells a loss from a release.
-//   - Context() ends when the hold ends for any reason, a loss or Unlock:
-//     pass it to the work the lock protects.
+// A held lock is a hold (Unlock is its release): see recipe.Hold for the
+// hold contract.
 //
 // A lost hold is over: Unlock reports ErrLost and the node is removed once
 // the connection returns (or by the server with the session); Lock again to

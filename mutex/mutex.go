@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -421,13 +422,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // closedCh is a closed channel: the Lost of a lock not held.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Lost returns the held lock's loss signal: a channel closed when the hold is,
-// or may be, lost (the connection dropped, unless the lock rides through
-// disconnects; the session was lost; the session manager closed), before any
-// other client can be granted the lock (see recipe.Hold). Unlock
-// does not close it: take it after Lock, and a select on it tells a loss from
-// your own Unlock. Called when the value holds no lock, it returns a closed
-// channel (there is no hold to keep).
+// Lost returns the held lock's loss signal, a channel closed when the hold
+// is, or may be, lost, never by Unlock (see recipe.Hold for the hold
+// contract): take it after Lock. Called when the value holds no lock, it
+// returns a closed channel (there is no hold to keep).
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -534,13 +532,13 @@ func (m *Mutex) Node() string {
 // Fenced runs ops as one multi-op that lands only while the lock is held; a
 // write after the hold is gone fails with an error matching ErrLost. ops are
 // fence.Set, fence.Create and fence.Delete (paths in the session's
-// namespace), or go-zookeeper's requests (see recipe.Hold.Fenced); it
-// returns one response per op (a Set's Stat.Version is the node's new
+// namespace), or fence.Raw's go-zookeeper requests (see recipe.Hold.Fenced);
+// it returns one response per op (a Set's Stat.Version is the node's new
 // version). The check prepended to ops: for a fair lock (and each
 // side of a read-write lock), that the hold's node exists; for a non-fair
 // lock, that the lock's node exists and that the path's version is still the
 // one this grant wrote (no grant since).
-func (m *Mutex) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (m *Mutex) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	h, err := m.held()
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -361,12 +362,12 @@ func TestFenced(t *testing.T) {
 			require.NoError(t, err)
 			_, err = ep.Conn().Create(res, nil, 0, s.ACL())
 			require.NoError(t, err)
-			_, err = m.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1})
+			_, err = m.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1}))
 			require.NoError(t, err)
 			h := m.Hold()
 			require.NoError(t, m.Unlock(ctx))
 			require.NoError(t, other.Lock(ctx))
-			_, err = h.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("2"), Version: -1})
+			_, err = h.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte("2"), Version: -1}))
 			require.ErrorIs(t, err, mutex.ErrLost)
 			require.NoError(t, other.Unlock(ctx))
 
@@ -381,7 +382,7 @@ func TestFenced(t *testing.T) {
 				require.NoError(t, other.Lock(ctx)) // bumps the fence
 				defer other.Unlock(ctx)
 			}
-			_, err = m.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("3"), Version: -1})
+			_, err = m.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte("3"), Version: -1}))
 			require.ErrorIs(t, err, mutex.ErrLost)
 			require.ErrorIs(t, m.Validate(ctx), mutex.ErrLost)
 			data, _, err := ep.Conn().Get(res)

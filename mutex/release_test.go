@@ -9,6 +9,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -138,7 +139,7 @@ func TestFencedAfterLossIsErrLost(t *testing.T) {
 			p.MuteReplies()
 			got := make(chan error, 1)
 			go func() {
-				_, err := m.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1})
+				_, err := m.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1}))
 				got <- err
 			}()
 			require.Eventually(t, func() bool {
@@ -172,7 +173,7 @@ func TestNonFairFenceChecksTheNode(t *testing.T) {
 	// The node removed behind the holder's back (as the server does with an
 	// expired session), and no grant since.
 	require.NoError(t, aep.Conn().Delete(m.Node(), -1))
-	_, err = m.Fenced(ctx, &gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1})
+	_, err = m.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1}))
 	require.ErrorIs(t, err, mutex.ErrLost)
 	data, _, err := aep.Conn().Get(res)
 	require.NoError(t, err)

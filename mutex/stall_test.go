@@ -8,6 +8,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 )
@@ -77,7 +78,7 @@ func TestCtxDeadlineUnderStall(t *testing.T) {
 	})
 	t.Run("Fenced", func(t *testing.T) {
 		held(t, func(m *mutex.Mutex, ctx context.Context) error {
-			_, err := m.Fenced(ctx, &gozk.SetDataRequest{Path: s.Path(path), Data: []byte("x"), Version: -1})
+			_, err := m.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: s.Path(path), Data: []byte("x"), Version: -1}))
 			return err
 		})
 	})

@@ -85,10 +85,9 @@ func (h *Hold) knownToken() Token {
 //     this grant wrote, so no grant was made since (the node's name is
 //     reused by every grant; the version tells the grants apart).
 //
-// ops are fence.Op values (fence.Set, fence.Create, fence.Delete: paths in
-// the session's namespace) or go-zookeeper's requests (*zk.CreateRequest,
-// *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest: full
-// paths), mixed as needed.
+// ops are fence's: fence.Set, fence.Create and fence.Delete (paths in the
+// session's namespace) and fence.Raw (go-zookeeper's requests: full paths),
+// mixed as needed; fence.Requests makes the requests sent.
 //
 // While the hold is paused, the write waits at the gate (see Gate) until
 // the hold resumes (then it is sent), is lost (ErrLost), or ctx ends: it
@@ -101,35 +100,17 @@ func (h *Hold) knownToken() Token {
 // version, a Create's String the created path. When one of ops fails on its
 // own, none lands, and the error is that op's (fence.ErrBadVersion,
 // fence.ErrNodeExists, fence.ErrNoNode). A hold that has ended (lost or
-// released) refuses with ErrLost.
-func (h *Hold) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+// released) refuses with ErrLost; a nil op, or a Set's, Create's or
+// Delete's invalid path, with fence.ErrInvalidPath: nothing is sent.
+func (h *Hold) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	if h.ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: fenced write refused, the hold on %s has ended", ErrLost, h.nodes[0])
 	}
-	all := append(make([]any, 0, len(h.fence)+len(ops)), h.fence...)
-	for _, op := range ops {
-		switch o := op.(type) {
-		case fence.Op:
-			r, err := o.Request(h.sess)
-			if err != nil {
-				return nil, err
-			}
-			op = r
-		case *fence.Op:
-			if o == nil {
-				return nil, fmt.Errorf("%w: a nil *fence.Op", ErrInvalidArgument)
-			}
-			r, err := o.Request(h.sess)
-			if err != nil {
-				return nil, err
-			}
-			op = r
-		case *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest, *zk.CheckVersionRequest:
-		default:
-			return nil, fmt.Errorf("%w: fenced op of type %T (want a fence.Op or a go-zookeeper request)", ErrInvalidArgument, op)
-		}
-		all = append(all, op)
+	reqs, err := fence.Requests(h.sess, ops)
+	if err != nil {
+		return nil, err
 	}
+	all := append(append(make([]any, 0, len(h.fence)+len(reqs)), h.fence...), reqs...)
 	ep, err := h.gate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fenced write not sent: %w", err)

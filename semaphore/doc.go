@@ -54,16 +54,12 @@
 //
 // # Loss
 //
-// Each Lease has two end signals, with the same meaning on every hold of this
-// module (locks, leases, leaderships). Lost() is closed the moment the lease
-// is, or may be, lost — the connection dropped (Suspended), the session was
-// lost, or the session manager closed — before the server can hand its place
-// to anyone else; it is never closed by the holder's own Release. Context()
-// ends when the lease ends for any reason, a loss or Release: pass it to the
-// work the lease bounds. A lost lease is over; Release removes its node (in the background if
-// the connection is down). A waiter keeps its place in line through a
-// disconnect its session survives and re-enters the line on a new session. A
-// holder whose process dies frees its lease when its session expires.
+// A Lease is a hold (Release is its release): see recipe.Hold for the hold
+// contract. A lost lease is over; Release removes its node (in the
+// background if the connection is down). A waiter keeps its place in line
+// through a disconnect its session survives and re-enters the line on a new
+// session. A holder whose process dies frees its lease when its session
+// expires.
 //
 // A Lease's Token (its fencing token) costs no request (the lease's own-node
 // watch reads it); Fenced runs writes (the ops of

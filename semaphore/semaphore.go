@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -763,11 +764,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.err
 }
 
-// Lost is closed when the lease is, or may be, lost: the connection dropped
-// (Suspended, unless the lease rides through disconnects), the session was
-// lost, or the session manager closed, before any other client can be
-// granted its place (see recipe.Hold). Release does not close it: a
-// select on Lost tells a loss from your own Release.
+// Lost is closed when the lease is, or may be, lost, never by Release (see
+// recipe.Hold for the hold contract).
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
 // Paused returns the lease's pause signal (PauseOnDisconnect): a channel
@@ -798,10 +796,10 @@ func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold
 // (its first node exists: the nodes of one lease are created and deleted
 // together); a write after the lease is gone fails with an error matching
 // ErrLost. ops are fence.Set, fence.Create and fence.Delete (paths in the
-// session's namespace), or go-zookeeper's requests (see recipe.Hold.Fenced);
-// it returns one response per op (a Set's Stat.Version is the node's new
+// session's namespace), or fence.Raw's go-zookeeper requests (see
+// recipe.Hold.Fenced); it returns one response per op (a Set's Stat.Version is the node's new
 // version).
-func (l *Lease) Fenced(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+func (l *Lease) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	return l.hold.Fenced(ctx, ops...)
 }
 

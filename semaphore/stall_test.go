@@ -8,6 +8,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
@@ -105,7 +106,7 @@ func TestCtxDeadlineUnderStall(t *testing.T) {
 	})
 	t.Run("Fenced", func(t *testing.T) {
 		held(t, func(l *semaphore.Lease, ctx context.Context) error {
-			_, err := l.Hold().Fenced(ctx, &gozk.SetDataRequest{Path: l.Nodes()[0], Data: []byte("x"), Version: -1})
+			_, err := l.Hold().Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: l.Nodes()[0], Data: []byte("x"), Version: -1}))
 			return err
 		})
 	})
