@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -36,13 +35,11 @@ var (
 // MaxIDLen bounds a candidate id (it is stored as the node's data).
 const MaxIDLen = 1024
 
-// Term identifies one leadership: the creation zxid of the leader's node. Terms
-// grow strictly from one leadership to the next; use them as fencing tokens.
-type Term int64
-
-// String is the term in decimal, as the CLI's SHEPHERD_TOKEN and `shepherd
-// status` print it.
-func (t Term) String() string { return strconv.FormatInt(int64(t), 10) }
+// Term identifies one leadership: the creation zxid of the leader's node,
+// the leadership's fencing token. It is recipe.Token (the election's name
+// for it): terms grow strictly from one leadership to the next, and print in
+// decimal, as the CLI's SHEPHERD_TOKEN and `shepherd status` do.
+type Term = recipe.Token
 
 // Leader describes the current leader.
 type Leader struct {
