@@ -28,7 +28,6 @@ const (
 	OpCreate2         = 15
 	OpCreateContainer = 19
 	OpCreateTTL       = 21
-	OpCloseSession    = -11
 )
 
 // Bounds of a ConnectResponse body.
@@ -47,8 +46,8 @@ const (
 	ConnectHeadLen = 4 + 4 + 4 + 8
 )
 
-// ErrShortFrame is the error of a decode that ran past the end of a frame.
-var ErrShortFrame = errors.New("frame too short")
+// errShortFrame is the error of a decode that ran past the end of a frame.
+var errShortFrame = errors.New("frame too short")
 
 // Frame prepends body's length.
 func Frame(body []byte) []byte {
@@ -78,30 +77,19 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	return body, nil
 }
 
-// Decoder reads jute fields from a frame body and remembers the first error,
+// decoder reads jute fields from a frame body and remembers the first error,
 // so a parser can read every field and check once.
-type Decoder struct {
+type decoder struct {
 	b   []byte
 	err error
 }
 
-// NewDecoder returns a Decoder reading body.
-func NewDecoder(body []byte) *Decoder { return &Decoder{b: body} }
-
-// Err is the first error met, if any: ErrShortFrame, or a negative buffer
-// length.
-func (d *Decoder) Err() error { return d.err }
-
-// Rest is what has not been read yet.
-func (d *Decoder) Rest() []byte { return d.b }
-
-// Next returns the next n bytes, or nil after an error.
-func (d *Decoder) Next(n int) []byte {
+func (d *decoder) next(n int) []byte {
 	if d.err != nil {
 		return nil
 	}
 	if n < 0 || n > len(d.b) {
-		d.err = ErrShortFrame
+		d.err = errShortFrame
 		return nil
 	}
 	p := d.b[:n]
@@ -109,28 +97,26 @@ func (d *Decoder) Next(n int) []byte {
 	return p
 }
 
-// Int32 reads an int32 (0 after an error).
-func (d *Decoder) Int32() int32 {
-	p := d.Next(4)
+func (d *decoder) int32() int32 {
+	p := d.next(4)
 	if p == nil {
 		return 0
 	}
 	return int32(binary.BigEndian.Uint32(p))
 }
 
-// Int64 reads an int64 (0 after an error).
-func (d *Decoder) Int64() int64 {
-	p := d.Next(8)
+func (d *decoder) int64() int64 {
+	p := d.next(8)
 	if p == nil {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(p))
 }
 
-// Buffer reads a jute buffer: an int32 length (-1 for null, read as nil) and
+// buffer reads a jute buffer: an int32 length (-1 for null, read as nil) and
 // the bytes, which alias the body.
-func (d *Decoder) Buffer() []byte {
-	n := d.Int32()
+func (d *decoder) buffer() []byte {
+	n := d.int32()
 	if d.err != nil || n == -1 {
 		return nil
 	}
@@ -138,7 +124,7 @@ func (d *Decoder) Buffer() []byte {
 		d.err = fmt.Errorf("negative buffer length %d", n)
 		return nil
 	}
-	return d.Next(int(n))
+	return d.next(int(n))
 }
 
 // RequestPath returns the path of the request in frame (length prefix
@@ -224,11 +210,11 @@ type ConnectResponse struct {
 // its length prefix): int32 protocolVersion, int32 timeOut (ms), int64
 // sessionId, buffer passwd, and an optional bool readOnly.
 func ParseConnectResponse(body []byte) (ConnectResponse, error) {
-	d := Decoder{b: body}
-	version := d.Int32()
-	timeout := d.Int32()
-	id := d.Int64()
-	passwd := d.Buffer()
+	d := decoder{b: body}
+	version := d.int32()
+	timeout := d.int32()
+	id := d.int64()
+	passwd := d.buffer()
 	if d.err != nil {
 		return ConnectResponse{}, fmt.Errorf("ConnectResponse: %w", d.err)
 	}
@@ -266,8 +252,8 @@ type ReplyHeader struct {
 
 // ParseReplyHeader decodes the header at the start of a reply body.
 func ParseReplyHeader(body []byte) (ReplyHeader, error) {
-	d := Decoder{b: body}
-	h := ReplyHeader{Xid: d.Int32(), Zxid: d.Int64(), Err: d.Int32()}
+	d := decoder{b: body}
+	h := ReplyHeader{Xid: d.int32(), Zxid: d.int64(), Err: d.int32()}
 	if d.err != nil {
 		return ReplyHeader{}, fmt.Errorf("reply header: %w", d.err)
 	}
@@ -275,9 +261,9 @@ func ParseReplyHeader(body []byte) (ReplyHeader, error) {
 }
 
 // CloseSessionRequest returns a length-prefixed closeSession request: a
-// request header (xid, type OpCloseSession) and no body.
+// request header (xid, type -11) and no body.
 func CloseSessionRequest(xid int32) []byte {
-	op := int32(OpCloseSession)
+	op := int32(-11) // a variable: -11 is no uint32 constant
 	b := make([]byte, 0, 8)
 	b = binary.BigEndian.AppendUint32(b, uint32(xid))
 	b = binary.BigEndian.AppendUint32(b, uint32(op))

@@ -17,15 +17,15 @@ func TestRequests(t *testing.T) {
 	req := ConnectRequest{LastZxidSeen: 42, Timeout: 1500 * time.Millisecond, SessionID: -2, Password: testPasswd}.Encode()
 	body, err := ReadFrame(bytes.NewReader(req), 1024)
 	require.NoError(t, err)
-	d := NewDecoder(body)
-	require.Equal(t, int32(0), d.Int32())
-	require.Equal(t, int64(42), d.Int64())
-	require.Equal(t, int32(1500), d.Int32())
-	require.Equal(t, int64(-2), d.Int64())
-	require.Equal(t, testPasswd, d.Buffer())
-	require.Equal(t, []byte{0}, d.Next(1)) // readOnly false
-	require.NoError(t, d.Err())
-	require.Empty(t, d.Rest())
+	d := decoder{b: body}
+	require.Equal(t, int32(0), d.int32())
+	require.Equal(t, int64(42), d.int64())
+	require.Equal(t, int32(1500), d.int32())
+	require.Equal(t, int64(-2), d.int64())
+	require.Equal(t, testPasswd, d.buffer())
+	require.Equal(t, []byte{0}, d.next(1)) // readOnly false
+	require.NoError(t, d.err)
+	require.Empty(t, d.b)
 
 	// A timeout beyond int32 milliseconds is clamped, not wrapped negative.
 	body, err = ReadFrame(bytes.NewReader(ConnectRequest{Timeout: 1e6 * time.Hour}.Encode()), 1024)
