@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkwire"
 )
 
 // handle is one *zk.Conn and what the manager knows of it. go-zookeeper may
@@ -130,9 +131,9 @@ func (h *handle) drop() {
 // answers go-zookeeper.
 var errExpiredHandle = errors.New("session: the session expired; this connection is not redialled")
 
-// trackedConn caps deadlines until the first reply and parses the
-// ConnectResponse (int32 length, int32 protocolVersion, int32 timeOut,
-// int64 sessionId, ...).
+// trackedConn caps deadlines until the first reply and reads the negotiated
+// timeout and the session ID from the ConnectResponse's fixed fields
+// (zkwire.ParseConnectHead).
 type trackedConn struct {
 	net.Conn          // what go-zookeeper reads and writes: raw, or TLS over raw
 	raw      net.Conn // the dialer's connection
@@ -141,7 +142,7 @@ type trackedConn struct {
 	h        *handle
 	limit    time.Duration
 	replied  atomic.Bool
-	hello    [20]byte
+	hello    [zkwire.ConnectHeadLen]byte
 	helloN   int // bytes of hello collected; only the reading goroutine touches it
 }
 
@@ -196,8 +197,9 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 			k := copy(c.hello[c.helloN:], p[:n])
 			c.helloN += k
 			if c.helloN == len(c.hello) {
-				c.h.timeoutNs.Store(int64(binary.BigEndian.Uint32(c.hello[8:12])) * int64(time.Millisecond))
-				c.h.helloSID.Store(int64(binary.BigEndian.Uint64(c.hello[12:20])))
+				timeout, sid := zkwire.ParseConnectHead(&c.hello)
+				c.h.timeoutNs.Store(int64(timeout))
+				c.h.helloSID.Store(sid)
 				c.replied.Store(true)
 			}
 		}

@@ -1,25 +1,13 @@
 package session
 
 import (
-	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
-)
 
-// Opcodes of ZooKeeper's create requests (create, create2, createContainer,
-// createTTL), of getData and of setData: each one's body starts with the
-// path.
-const (
-	opCreate          = 1
-	opGetData         = 4
-	opSetData         = 5
-	opMulti           = 14
-	opCreate2         = 15
-	opCreateContainer = 19
-	opCreateTTL       = 21
+	"github.com/shepherdzk/shepherd/internal/zkwire"
 )
 
 // writeTap tells waiters when a create (or a setData) of a given path has been written to
@@ -69,38 +57,16 @@ func (t *writeTap) expectFunc(path string, get bool, seen func()) (done func()) 
 	}
 }
 
-// saw looks at one written frame: int32 length, int32 xid, int32 opcode,
-// then for a create or a setData the path as int32 length + bytes; for a
-// multi, its first op's header (int32 type, one byte done, int32 error) and
-// then that op, when it is a create or a setData.
+// saw looks at one written frame (see zkwire.RequestPath for what it
+// recognises): an expected create, setData or multi of a path, or an expected
+// getData of it, fires that path's entry.
 func (t *writeTap) saw(frame []byte) {
-	if len(frame) < 16 {
+	op, p, ok := zkwire.RequestPath(frame)
+	if !ok {
 		return
 	}
-	at := 12 // where the path's length is
-	op := binary.BigEndian.Uint32(frame[8:12])
-	switch op {
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData, opGetData:
-	case opMulti:
-		if len(frame) < 25 || frame[16] != 0 {
-			return
-		}
-		switch binary.BigEndian.Uint32(frame[12:16]) {
-		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opSetData:
-		default:
-			return
-		}
-		at = 21
-	default:
-		return
-	}
-	n := int(int32(binary.BigEndian.Uint32(frame[at : at+4])))
-	if n <= 0 || at+4+n > len(frame) {
-		return
-	}
-	p := frame[at+4 : at+4+n]
 	t.mu.Lock()
-	if en, ok := t.paths[string(p)]; ok && en.get == (op == opGetData) {
+	if en, ok := t.paths[string(p)]; ok && en.get == (op == zkwire.OpGetData) {
 		delete(t.paths, string(p))
 		t.waiting.Store(int32(len(t.paths)))
 		en.seen()

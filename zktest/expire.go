@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkwire"
 )
 
 // attemptTimeout bounds the work on one server, so that a server that accepts
@@ -74,7 +76,7 @@ func ExpireSession(ctx context.Context, servers []string, cred Credentials) erro
 func expireOn(ctx context.Context, addr string, cred Credentials) (sent bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	conn, err := attach(ctx, addr, cred, closeSessionRequest())
+	conn, err := attach(ctx, addr, cred, zkwire.CloseSessionRequest(closeSessionXid))
 	if err != nil {
 		return false, err
 	}
@@ -82,19 +84,19 @@ func expireOn(ctx context.Context, addr string, cred Credentials) (sent bool, er
 	// Nothing else is expected on a connection that set no watches, but skip a
 	// few unrelated frames rather than misread one.
 	for range 16 {
-		body, err := readFrame(conn, maxReplyFrame)
+		body, err := zkwire.ReadFrame(conn, maxReplyFrame)
 		if err != nil {
 			return true, fmt.Errorf("%s: await closeSession reply: %w", addr, ctxErr(ctx, err))
 		}
-		h, err := parseReplyHeader(body)
+		h, err := zkwire.ParseReplyHeader(body)
 		if err != nil {
 			return true, fmt.Errorf("%s: %w", addr, err)
 		}
-		if h.xid != closeSessionXid {
+		if h.Xid != closeSessionXid {
 			continue
 		}
-		if h.err != 0 {
-			return true, fmt.Errorf("%s: closeSession failed: ZooKeeper error code %d", addr, h.err)
+		if h.Err != 0 {
+			return true, fmt.Errorf("%s: closeSession failed: ZooKeeper error code %d", addr, h.Err)
 		}
 		return true, nil
 	}
@@ -236,7 +238,7 @@ func attach(ctx context.Context, addr string, cred Credentials, then []byte) (ne
 	if _, err := conn.Write(append(connectRequest(cred, 0), then...)); err != nil {
 		return fail("send ConnectRequest", err)
 	}
-	body, err := readFrame(conn, maxConnectResponse)
+	body, err := zkwire.ReadFrame(conn, zkwire.MaxConnectResponse)
 	if err != nil {
 		return fail("await ConnectResponse", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/zkwire"
 )
 
 // Tap records the Credentials of the ZooKeeper sessions whose connections it
@@ -117,7 +119,7 @@ func (s *sniffer) observe(p []byte) {
 		p = p[k:]
 		if len(s.buf) == 4 {
 			n := int32(binary.BigEndian.Uint32(s.buf))
-			if n < minConnectResponse || n > maxConnectResponse {
+			if n < zkwire.MinConnectResponse || n > zkwire.MaxConnectResponse {
 				s.finish()
 				return
 			}

@@ -117,35 +117,6 @@ func TestWireSnifferSplitReads(t *testing.T) {
 	}
 }
 
-func TestWireRequests(t *testing.T) {
-	cred := Credentials{SessionID: -2, Password: testPasswd, Timeout: 1500 * time.Millisecond}
-	req := connectRequest(cred, 42)
-	body, err := readFrame(bytes.NewReader(req), 1024)
-	require.NoError(t, err)
-	d := decoder{b: body}
-	require.Equal(t, int32(0), d.int32())
-	require.Equal(t, int64(42), d.int64())
-	require.Equal(t, int32(1500), d.int32())
-	require.Equal(t, int64(-2), d.int64())
-	require.Equal(t, testPasswd, d.buffer())
-	require.Equal(t, []byte{0}, d.next(1)) // readOnly false
-	require.NoError(t, d.err)
-	require.Empty(t, d.b)
-
-	// A timeout beyond int32 milliseconds is clamped, not wrapped negative.
-	body, err = readFrame(bytes.NewReader(connectRequest(Credentials{Timeout: 1e6 * time.Hour}, 0)), 1024)
-	require.NoError(t, err)
-	require.Equal(t, uint32(1<<31-1), binary.BigEndian.Uint32(body[12:]))
-
-	require.Equal(t, []byte{0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xf5}, closeSessionRequest())
-
-	h, err := parseReplyHeader([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0xff, 0xff, 0xff, 0x8f})
-	require.NoError(t, err)
-	require.Equal(t, replyHeader{xid: 1, zxid: 9, err: -113}, h)
-	_, err = parseReplyHeader([]byte{0, 0, 0, 1})
-	require.Error(t, err)
-}
-
 func TestWireReadFrame(t *testing.T) {
 	for _, tc := range []struct {
 		name string

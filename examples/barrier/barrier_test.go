@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -27,11 +28,11 @@ func TestMain(m *testing.M) {
 // recorder keeps the recipe events the barrier reports.
 type recorder struct {
 	mu     sync.Mutex
-	events []session.RecipeEvent
+	events []observe.RecipeEvent
 }
 
 func (r *recorder) SessionEvent(session.Event) {}
-func (r *recorder) RecipeEvent(ev session.RecipeEvent) {
+func (r *recorder) RecipeEvent(ev observe.RecipeEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
@@ -93,13 +94,13 @@ func TestDoubleBarrier(t *testing.T) {
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	kinds := map[session.RecipeEventKind]int{}
+	kinds := map[observe.RecipeEventKind]int{}
 	for _, ev := range rec.events {
 		require.Equal(t, "barrier", ev.Recipe)
 		kinds[ev.Kind]++
 	}
-	require.Equal(t, n, kinds[session.Acquired])
-	require.Equal(t, n, kinds[session.Released])
+	require.Equal(t, n, kinds[observe.Acquired])
+	require.Equal(t, n, kinds[observe.Released])
 }
 
 // A member that gives up waiting (ctx ends) leaves nothing behind, and bad

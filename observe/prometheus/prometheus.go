@@ -45,6 +45,7 @@ package prometheus
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -152,9 +153,9 @@ func (o *Observer) SessionEvent(ev session.Event) {
 }
 
 // RecipeEvent implements session.Observer.
-func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
+func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 	switch ev.Kind {
-	case session.Acquired:
+	case observe.Acquired:
 		// The loss counters start at 0 with the first hold, so that
 		// increase() sees a recipe's first loss too.
 		o.holdLost.WithLabelValues(ev.Recipe)
@@ -164,10 +165,10 @@ func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
 		if ev.Recipe != "election" { // leaderships count from Elected to Revoked
 			o.holds.WithLabelValues(ev.Recipe).Inc()
 		}
-	case session.Released:
+	case observe.Released:
 		o.holds.WithLabelValues(ev.Recipe).Dec()
 		o.holdDuration.WithLabelValues(ev.Recipe, "released").Observe(ev.Held.Seconds())
-	case session.HoldLost:
+	case observe.HoldLost:
 		o.holds.WithLabelValues(ev.Recipe).Dec()
 		o.holdLost.WithLabelValues(ev.Recipe).Inc()
 		o.holdDuration.WithLabelValues(ev.Recipe, "lost").Observe(ev.Held.Seconds())
@@ -175,33 +176,33 @@ func (o *Observer) RecipeEvent(ev session.RecipeEvent) {
 			o.lostPaused.WithLabelValues(ev.Recipe).Inc()
 			o.pauseTime.WithLabelValues(ev.Recipe, "lost").Observe(ev.Paused.Seconds())
 		}
-	case session.HoldPaused:
+	case observe.HoldPaused:
 		o.pauses.WithLabelValues(ev.Recipe).Inc()
-	case session.HoldResumed:
+	case observe.HoldResumed:
 		o.resumes.WithLabelValues(ev.Recipe).Inc()
 		o.pauseTime.WithLabelValues(ev.Recipe, "resumed").Observe(ev.Paused.Seconds())
-	case session.Campaigning:
+	case observe.Campaigning:
 		// A follower exports leader{path} 0 (sum by (path) is the number of
 		// leaders); the counters start at 0 so increase() sees the first.
 		o.leader.WithLabelValues(ev.Path)
 		o.changes.WithLabelValues(ev.Path, "elected")
 		o.changes.WithLabelValues(ev.Path, "revoked")
 		o.stuck.WithLabelValues(ev.Path)
-	case session.Elected:
+	case observe.Elected:
 		o.holds.WithLabelValues("election").Inc()
 		o.leader.WithLabelValues(ev.Path).Set(1)
 		o.term.WithLabelValues(ev.Path).Set(float64(ev.Term))
 		o.changes.WithLabelValues(ev.Path, "elected").Inc()
-	case session.Revoked:
+	case observe.Revoked:
 		o.holds.WithLabelValues("election").Dec()
 		o.leader.WithLabelValues(ev.Path).Set(0)
 		o.changes.WithLabelValues(ev.Path, "revoked").Inc()
 		o.stop.WithLabelValues(ev.Path).Observe(ev.Took.Seconds())
-	case session.CallbackStuck:
+	case observe.CallbackStuck:
 		o.stuck.WithLabelValues(ev.Path).Inc()
-	case session.OrphanCleanup:
+	case observe.OrphanCleanup:
 		o.orphans.Inc()
-	case session.DeleteRetry:
+	case observe.DeleteRetry:
 		o.deletes.Inc()
 	}
 }

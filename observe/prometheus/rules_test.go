@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/shepherdzk/shepherd/observe"
 	promobs "github.com/shepherdzk/shepherd/observe/prometheus"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -62,8 +63,8 @@ func exportedNames(t *testing.T) map[string]bool {
 	obs, err := promobs.New(d)
 	require.NoError(t, err)
 	obs.SessionEvent(session.Event{State: session.Connected, Previous: session.Suspended, InPrevious: time.Second})
-	for k := session.RecipeEventKind(1); k.String() != "unknown"; k++ {
-		obs.RecipeEvent(session.RecipeEvent{Kind: k, Recipe: "mutex", Path: "/p", Term: 1,
+	for k := observe.RecipeEventKind(1); k.String() != "unknown"; k++ {
+		obs.RecipeEvent(observe.RecipeEvent{Kind: k, Recipe: "mutex", Path: "/p", Term: 1,
 			Wait: time.Second, Held: time.Second, Paused: time.Second, Took: time.Second})
 	}
 	mfs, err := reg.Gather()

@@ -1,0 +1,95 @@
+// Package observe is the vocabulary of what shepherd's recipes report: a
+// RecipeEvent and its RecipeEventKind. Recipes hand events to their session
+// (session.Session.Report), which passes them on to the session's
+// session.Observer, if it has one; package observe/prometheus turns them
+// into metrics.
+//
+// The package depends on nothing of shepherd's, so that an observer, a
+// recipe of one's own or an exporter can name the events without importing
+// the session or a recipe.
+package observe
+
+import "time"
+
+// RecipeEventKind says what happened to a recipe.
+type RecipeEventKind int
+
+// Kinds of recipe events.
+const (
+	// Acquired: a lock, lease or leadership was granted (Wait, Position).
+	Acquired RecipeEventKind = iota + 1
+	// Released: a hold was given up by its holder (Held).
+	Released
+	// HoldLost: a hold's loss signal fired (Held): the connection or session
+	// was lost while it was held.
+	HoldLost
+	// Elected: leadership gained (Term).
+	Elected
+	// Revoked: a leader's callback returned after leadership ended (Term,
+	// Took: from the loss signal to the callback's return).
+	Revoked
+	// CallbackStuck: a leader's callback overran its stop deadline (Term).
+	CallbackStuck
+	// OrphanCleanup: a node left by an abandoned or lost-answer create was
+	// found and removed.
+	OrphanCleanup
+	// DeleteRetry: a release met a connection problem and is retried in the
+	// background (guaranteed delete).
+	DeleteRetry
+	// HoldPaused: a hold riding through a disconnect (PauseOnDisconnect) was
+	// paused (Held: how long it had been held).
+	HoldPaused
+	// HoldResumed: a paused hold resumed, its session back and its node
+	// confirmed (Paused: how long it was paused).
+	HoldResumed
+	// Campaigning: an election's Run began campaigning at Path; the process
+	// takes part in that election from now on, as a follower until Elected.
+	Campaigning
+)
+
+// String names k in snake case ("acquired", "hold_lost", ...), or returns
+// "unknown".
+func (k RecipeEventKind) String() string {
+	switch k {
+	case Acquired:
+		return "acquired"
+	case Released:
+		return "released"
+	case HoldLost:
+		return "hold_lost"
+	case Elected:
+		return "elected"
+	case Revoked:
+		return "revoked"
+	case CallbackStuck:
+		return "callback_stuck"
+	case OrphanCleanup:
+		return "orphan_cleanup"
+	case DeleteRetry:
+		return "delete_retry"
+	case HoldPaused:
+		return "hold_paused"
+	case HoldResumed:
+		return "hold_resumed"
+	case Campaigning:
+		return "campaigning"
+	}
+	return "unknown"
+}
+
+// RecipeEvent is one thing a recipe did.
+type RecipeEvent struct {
+	Kind      RecipeEventKind
+	Recipe    string // "mutex", "rwlock", "semaphore", "election", or a recipe of one's own
+	Path      string // the recipe's path; for OrphanCleanup and DeleteRetry, the node's
+	SessionID int64
+	Time      time.Time
+	Wait      time.Duration // Acquired: from the call to the grant
+	Position  int           // Acquired: place in line when it joined (0: head)
+	Held      time.Duration // Released, HoldLost, HoldPaused: how long it was held
+	// Paused: HoldResumed, and HoldLost of a paused hold: how long it was
+	// paused (0 for a hold lost while not paused).
+	Paused time.Duration
+	Took   time.Duration // Revoked: loss signal to callback return
+	Term   int64         // Elected, Revoked, CallbackStuck
+}
