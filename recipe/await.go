@@ -83,33 +83,17 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 }
 
 // AwaitWith is Await with options: the one waiting loop of every recipe.
+// Each pass looks at the line (look), grants or picks the node to watch
+// (turn), watches it, and sleeps until a change that matters (sleep).
 func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
-	grant := func() error {
-		if opt.Mark && own.Position > 0 && !own.marked {
-			l.mark(ctx, ep, own, opt.MarkFor)
-		}
-		return l.room(ctx, ep, opt)
-	}
 	for {
-		line, ok := own.TakeSeen()
-		if !ok {
-			var err error
-			line, err = l.listCtx(ctx, ep)
-			if err != nil {
-				return err
-			}
+		line, i, err := l.look(ctx, ep, own)
+		if err != nil {
+			return err
 		}
-		i := Index(line, own.Name.Name)
-		if i < 0 {
-			return ErrNodeGone
-		}
-		if own.Position < 0 {
-			own.Position = i
-		}
-		own.setNext(line, i)
 		granted, w, delGrants := turn(line, i)
 		if granted {
-			return grant()
+			return l.granted(ctx, ep, own, opt)
 		}
 		if opt.NoWait {
 			return ErrWouldWait
@@ -133,50 +117,116 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		if ws.nodeVersion > 0 && afterMark {
 			delGrants = true
 		}
-	wait:
-		for {
-			select {
-			case ev := <-ws.node:
-				switch {
-				case ev.Type == zk.EventNodeDeleted && delGrants && ep.Context().Err() == nil:
-					return grant()
-				case ev.Type == zk.EventNodeDataChanged && afterMark && ws.head == nil:
-					// line[w] is marked: watch it again for its deletion.
-					ch, err := l.rewatch(ctx, ep, line[w])
-					if errors.Is(err, zk.ErrNoNode) {
-						if ep.Context().Err() != nil {
-							return errEpochEnded
-						}
-						return grant() // marked, then deleted
-					} else if err != nil {
-						return err
-					}
-					ws.node, delGrants = ch, true
-					if opt.Mark && opt.MarkFor != nil {
-						l.learnNext(ctx, ep, own)
-					}
-					continue wait
-				}
-			case ev := <-ws.head:
-				if ev.Type == zk.EventNodeDataChanged {
-					// The head marked its node: it is still the head.
-					// Watch it again rather than list the line.
-					ch, err := l.rewatch(ctx, ep, line[0])
-					if err == nil {
-						ws.head = ch
-						continue wait
-					} else if !errors.Is(err, zk.ErrNoNode) {
-						return err
-					}
-				}
-			case <-ep.Done():
-				return errEpochEnded
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			break
+		s := sleeper{line: line, w: w, ws: ws, delGrants: delGrants, afterMark: afterMark}
+		grant, err := l.sleep(ctx, ep, own, opt, &s)
+		if err != nil {
+			return err
+		}
+		if grant {
+			return l.granted(ctx, ep, own, opt)
 		}
 	}
+}
+
+// look returns the line (the one listed with own's create, the first time)
+// and own's index in it, recording own's first position and its successor.
+func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, int, error) {
+	line, ok := own.TakeSeen()
+	if !ok {
+		var err error
+		line, err = l.listCtx(ctx, ep)
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	i := Index(line, own.Name.Name)
+	if i < 0 {
+		return nil, 0, ErrNodeGone
+	}
+	if own.Position < 0 {
+		own.Position = i
+	}
+	own.setNext(line, i)
+	return line, i, nil
+}
+
+// granted is what a waiter whose turn has come does: mark its node (see
+// AwaitOptions.Mark), then wait for room (see Room).
+func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) error {
+	if opt.Mark && own.Position > 0 && !own.marked {
+		l.mark(ctx, ep, own, opt.MarkFor)
+	}
+	return l.room(ctx, ep, opt)
+}
+
+// sleeper is a waiter between two looks at the line: the line as looked at,
+// the index of the node it watches, its watches, and what the watched
+// node's deletion means.
+type sleeper struct {
+	line      []Name
+	w         int
+	ws        watches
+	delGrants bool // the watched node's deletion grants us
+	afterMark bool // it does once the watched node is marked
+}
+
+// sleep waits for a change that matters to a waiter: it reports true when
+// the change grants the waiter without looking again, false when it is to
+// look again, or an error (errEpochEnded, ctx.Err(), a failed watch).
+func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
+	for {
+		select {
+		case ev := <-s.ws.node:
+			switch {
+			case ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil:
+				return true, nil
+			case ev.Type == zk.EventNodeDataChanged && s.afterMark && s.ws.head == nil:
+				// line[w] is marked: watch it again for its deletion.
+				grant, err := l.watchMarked(ctx, ep, own, opt, s)
+				if grant || err != nil {
+					return grant, err
+				}
+				continue
+			}
+		case ev := <-s.ws.head:
+			if ev.Type == zk.EventNodeDataChanged {
+				// The head marked its node: it is still the head.
+				// Watch it again rather than list the line.
+				ch, err := l.rewatch(ctx, ep, s.line[0])
+				if err == nil {
+					s.ws.head = ch
+					continue
+				} else if !errors.Is(err, zk.ErrNoNode) {
+					return false, err
+				}
+			}
+		case <-ep.Done():
+			return false, errEpochEnded
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		return false, nil
+	}
+}
+
+// watchMarked watches the marked node s waits behind again, for its
+// deletion, which now grants the waiter: it reports true when the node is
+// gone already (marked, then deleted).
+func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
+	ch, err := l.rewatch(ctx, ep, s.line[s.w])
+	if errors.Is(err, zk.ErrNoNode) {
+		if ep.Context().Err() != nil {
+			return false, errEpochEnded
+		}
+		return true, nil // marked, then deleted
+	} else if err != nil {
+		return false, err
+	}
+	s.ws.node, s.delGrants = ch, true
+	if opt.Mark && opt.MarkFor != nil {
+		l.learnNext(ctx, ep, own)
+	}
+	return false, nil
 }
 
 // mark marks own's node (see AwaitOptions.Mark): a write of its own data at

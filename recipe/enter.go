@@ -23,59 +23,9 @@ import (
 // when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
-	kind = l.Names.Kind(kind)
-	prefix := l.Path + "/" + l.Names.Prefix(guid, kind)
+	prefix := l.Path + "/" + l.Names.Prefix(guid, l.Names.Kind(kind))
 	res, err := session.CallValue(ctx, func() (entered, error) {
-		unknown := false // a create's outcome was unknown
-		for attempt := 0; ; attempt++ {
-			if ep.Context().Err() != nil {
-				// Not connected: a create now would wait in go-zookeeper's
-				// queue. Recover a node we may have made, then give up.
-				if attempt > 0 {
-					if e, dups, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
-						return l.adopt(ep, e, dups), nil
-					}
-				}
-				return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
-			}
-			r := ep.CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
-			switch err := r.Err; {
-			case err == nil:
-				e := entered{path: r.Path, seen: r.Children}
-				if attempt > 0 {
-					// An earlier create's answer was lost and the lookup
-					// did not find it: if it has landed since, it is in
-					// the listing, and it goes.
-					e.seen = l.dropLate(ep, guid, r.Path, r.Children)
-				}
-				if unknown {
-					// It may land later still (see sweepLate).
-					go l.sweepLate(ep, guid, r.Path)
-				}
-				return e, nil
-			case errors.Is(err, zk.ErrNoNode) && attempt < ensureRounds:
-				// The path is missing (or was an empty container the
-				// server has just removed): create it and go again.
-				if err := l.EnsurePath(ep); err != nil {
-					return entered{}, err
-				}
-			case session.OutcomeUnknown(err) && attempt < 20:
-				unknown = true
-				e, dups, found, ferr := l.findOwnWhenBack(ep, guid)
-				if ferr == nil && found {
-					if attempt > 0 {
-						// Another of our creates may land later still.
-						go l.sweepLate(ep, guid, e.path)
-					}
-					return l.adopt(ep, e, dups), nil
-				}
-				if ep.SessionContext().Err() != nil {
-					return entered{}, ErrLost
-				}
-			default:
-				return entered{}, session.ACLError("create", prefix, err)
-			}
-		}
+		return l.create(ep, guid, prefix, data)
 	}, func(made entered, err error) {
 		// The caller gave up (ctx ended) with the create in flight: remove
 		// what it made, or look for it by guid if its answer was lost.
@@ -94,6 +44,11 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		}
 		return nil, err
 	}
+	return l.newNode(ep, res, data), nil
+}
+
+// newNode is the Node for res, made by Enter with data.
+func (l *Line) newNode(ep *session.Epoch, res entered, data []byte) *Node {
 	n, _ := ParseName(res.path[len(l.Path)+1:])
 	own := &Node{Path: res.path, Name: n, SessionID: ep.SessionID(), Czxid: res.czxid, Position: -1, data: data}
 	if res.seen != nil {
@@ -103,7 +58,79 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 			own.seen = line
 		}
 	}
-	return own, nil
+	return own
+}
+
+// create is Enter's create, tried again (bounded) while the path is missing
+// or an answer is lost, each time after looking for a node an earlier try
+// may have made (see recoverLost).
+func (l *Line) create(ep *session.Epoch, guid, prefix string, data []byte) (entered, error) {
+	unknown := false // a create's outcome was unknown
+	for attempt := 0; ; attempt++ {
+		if ep.Context().Err() != nil {
+			// Not connected: a create now would wait in go-zookeeper's
+			// queue. Recover a node we may have made, then give up.
+			if attempt > 0 {
+				if e, dups, ok, ferr := l.findOwnWhenBack(ep, guid); ferr == nil && ok {
+					return l.adopt(ep, e, dups), nil
+				}
+			}
+			return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
+		}
+		r := ep.CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
+		switch err := r.Err; {
+		case err == nil:
+			return l.made(ep, guid, r, attempt, unknown), nil
+		case errors.Is(err, zk.ErrNoNode) && attempt < ensureRounds:
+			// The path is missing (or was an empty container the
+			// server has just removed): create it and go again.
+			if err := l.EnsurePath(ep); err != nil {
+				return entered{}, err
+			}
+		case session.OutcomeUnknown(err) && attempt < 20:
+			unknown = true
+			if e, ok, err := l.recoverLost(ep, guid, attempt); ok || err != nil {
+				return e, err
+			}
+		default:
+			return entered{}, session.ACLError("create", prefix, err)
+		}
+	}
+}
+
+// made is the node a create of attempt made (r), after an earlier create's
+// answer was lost (unknown) or not.
+func (l *Line) made(ep *session.Epoch, guid string, r session.CreateListResult, attempt int, unknown bool) entered {
+	e := entered{path: r.Path, seen: r.Children}
+	if attempt > 0 {
+		// An earlier create's answer was lost and the lookup
+		// did not find it: if it has landed since, it is in
+		// the listing, and it goes.
+		e.seen = l.dropLate(ep, guid, r.Path, r.Children)
+	}
+	if unknown {
+		// It may land later still (see sweepLate).
+		go l.sweepLate(ep, guid, r.Path)
+	}
+	return e
+}
+
+// recoverLost looks, once the connection is back, for the node a create of
+// attempt whose answer was lost made: it reports the node adopted (true),
+// or false to create again, or ErrLost when the session has ended.
+func (l *Line) recoverLost(ep *session.Epoch, guid string, attempt int) (entered, bool, error) {
+	e, dups, found, ferr := l.findOwnWhenBack(ep, guid)
+	if ferr == nil && found {
+		if attempt > 0 {
+			// Another of our creates may land later still.
+			go l.sweepLate(ep, guid, e.path)
+		}
+		return l.adopt(ep, e, dups), true, nil
+	}
+	if ep.SessionContext().Err() != nil {
+		return entered{}, false, ErrLost
+	}
+	return entered{}, false, nil
 }
 
 // entered is a node Enter made: its path and creation zxid, and the line as

@@ -36,30 +36,16 @@ func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) er
 		}
 		return nil
 	}
-	type counted struct {
-		n  int
-		ch <-chan zk.Event
-	}
 	watch := !opt.NoWait
 	held := -1 // children of r.Path, when known without listing
 	for {
 		var ch <-chan zk.Event
 		if held < 0 {
-			res, err := Call(ctx, ep, func(c *zk.Conn) (counted, error) {
-				var names []string
-				var ch <-chan zk.Event
-				var err error
-				if watch {
-					names, _, ch, err = c.ChildrenW(r.Path)
-				} else {
-					names, _, err = c.Children(r.Path)
-				}
-				return counted{len(Sort(names, r.Kinds...)), ch}, session.ACLError("getChildren", r.Path, err)
-			}, nil)
+			c, err := r.count(ctx, ep, watch)
 			if err != nil {
 				return err
 			}
-			held, ch = res.n, res.ch
+			held, ch = c.n, c.ch
 		}
 		if held+r.Need <= r.Max() {
 			if ep.Context().Err() != nil {
@@ -92,4 +78,27 @@ func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) er
 			return ctx.Err()
 		}
 	}
+}
+
+// counted is the number of children of a Room's path, and the watch set on
+// them (nil when none was).
+type counted struct {
+	n  int
+	ch <-chan zk.Event
+}
+
+// count counts the children of r.Path (of r.Kinds), with a watch on them if
+// watch is set.
+func (r *Room) count(ctx context.Context, ep *session.Epoch, watch bool) (counted, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (counted, error) {
+		var names []string
+		var ch <-chan zk.Event
+		var err error
+		if watch {
+			names, _, ch, err = c.ChildrenW(r.Path)
+		} else {
+			names, _, err = c.Children(r.Path)
+		}
+		return counted{len(Sort(names, r.Kinds...)), ch}, session.ACLError("getChildren", r.Path, err)
+	}, nil)
 }
