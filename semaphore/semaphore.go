@@ -346,143 +346,77 @@ var errRecheck = errors.New("semaphore: limit changed")
 // errNoLeases: the leases container is gone; create it again.
 var errNoLeases = errors.New("semaphore: no leases child")
 
+// acquire waits in the line through the contender loop (see
+// recipe.Acquire): the head of the line waits for n leases to be free
+// (recipe.Room) and takes them with a multi-op that consumes its node (see
+// take). The head marks its node when it had waited (see
+// recipe.AwaitOptions.Mark): the next in line then takes over from it
+// without listing the line.
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
 	}
 	start := time.Now()
-	var own *recipe.Node
-	var ownEp *session.Epoch // the epoch own was created in
-	defer func() {
-		if own != nil { // not granted: leave the line (now, or once the session is back)
-			s.locks.Leave(ownEp, own.Path)
-		}
-	}()
 	noLeases := 0 // times the leases child was found missing
-	for attempt := 0; ; attempt++ {
-		ep, err := s.sess.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		retry := func(err error) error {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, ErrNoLease) {
-				return err
-			}
-			if !recipe.Retryable(err) && !errors.Is(err, errRecheck) || attempt > 10000 {
-				return err
-			}
-			if errors.Is(err, errRecheck) {
+	l, err := recipe.Acquire(ctx, &s.locks, recipe.Driver[*Lease]{
+		// Entered first: our node pins the path (a container) before its
+		// limit is read, so the limit read is the one of the path our
+		// leases are taken in.
+		Kind: recipe.KindLock,
+		Data: s.data,
+		Options: recipe.AwaitOptions{NoWait: !wait, Mark: true,
+			Room: &recipe.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}},
+		MaxRounds: 10000,
+		Prepare: func(ctx context.Context, ep *session.Epoch) error {
+			if s.fresh() {
 				return nil
 			}
-			return recipe.WaitLive(ctx, ep)
-		}
-		if own != nil && own.SessionID != ep.SessionID() {
-			own = nil // a node of a lost session is never reused
-		}
-		if own == nil {
-			// Enter first: our node pins the path (a container) before its
-			// limit is read, so the limit read is the one of the path our
-			// leases are taken in.
-			ownEp = ep
-			own, err = s.locks.Enter(ctx, ep, recipe.KindLock, s.data)
-			if err != nil {
-				own = nil
-				if err := retry(err); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		}
-		if !s.fresh() {
 			// Reads the limit (and records it the first time): its writes
 			// are idempotent, a late one needs no undo.
-			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) }); err != nil {
-				if err := retry(err); err != nil {
-					return nil, err
-				}
-				continue
+			return recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
+		},
+		Fix: func(ctx context.Context, ep *session.Epoch, err error) error {
+			switch {
+			case errors.Is(err, errRecheck):
+				s.mu.Lock()
+				s.known = false
+				s.mu.Unlock()
+				return nil
+			case (errors.Is(err, zk.ErrNoNode) || errors.Is(err, errNoLeases)) && noLeases < 10:
+				// The leases container was removed (no lease was held): our
+				// node still pins the path and its locks.
+				noLeases++
+				return recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
 			}
-		}
-		// Wait for our turn at the head of the line, then for n leases to
-		// be free.
-		room := &recipe.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}
-		// The head marks its node when it had waited (see
-		// recipe.AwaitOptions.Mark): the next in line then takes over from it
-		// without listing the line.
-		err = s.locks.AwaitWith(ctx, ep, own, headTurn, recipe.AwaitOptions{NoWait: !wait, Room: room, Mark: true})
-		if errors.Is(err, recipe.ErrWouldWait) {
-			err = ErrNoLease
-		}
-		if errors.Is(err, zk.ErrNoNode) && noLeases < 10 {
-			// The leases container was removed (no lease was held): our
-			// node still pins the path and its locks.
-			noLeases++
-			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) }); err != nil {
-				if err := retry(err); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		if errors.Is(err, recipe.ErrNodeGone) {
-			own = nil
-			continue
-		}
-		if err != nil {
-			if err := retry(err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		position := own.Position
-		l, err := s.take(ctx, ep, own, n)
-		if err == nil {
-			own = nil // consumed by the multi-op
-			s.pin(l.hold)
-			if s.slots {
-				if err := s.claimSlots(ctx, ep, l); err != nil {
-					if err := retry(err); err != nil {
-						return nil, err
-					}
-					continue // the lease was given back: enter the line again
-				}
-			}
-			l.hold.Observe("semaphore", s.path, time.Since(start), max(position, 0))
-			return l, nil
-		}
-		if errors.Is(err, errRecheck) {
-			s.mu.Lock()
-			s.known = false
-			s.mu.Unlock()
-		}
-		if errors.Is(err, errNoLeases) && noLeases < 10 {
-			noLeases++
-			if err := recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) }); err != nil {
-				if err := retry(err); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		if errors.Is(err, recipe.ErrNodeGone) {
-			own = nil
-			continue
-		}
-		if err := retry(err); err != nil {
-			return nil, err
-		}
+			return err
+		},
+		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*Lease, error) {
+			return s.granted(ctx, ep, own, n, start)
+		},
+	})
+	if errors.Is(err, recipe.ErrWouldWait) {
+		return nil, ErrNoLease
 	}
+	return l, err
 }
 
-// headTurn: only the head of the line may take leases.
-func headTurn(line []recipe.Name, i int) (bool, int, bool) {
-	if i == 0 {
-		return true, 0, false
+// granted takes n leases for own, at the head of the line with n free (see
+// take), and their slots (WithSlots). Slots not taken, the lease is given
+// back and own is spent (see recipe.Spent): the contender enters again.
+func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int, start time.Time) (*Lease, error) {
+	position := own.Position
+	l, err := s.take(ctx, ep, own, n)
+	if err != nil {
+		return nil, err
 	}
-	return false, i - 1, i == 1
+	s.pin(l.hold) // own is consumed by the multi-op
+	if s.slots {
+		if err := s.claimSlots(ctx, ep, l); err != nil {
+			return nil, recipe.Spent(err) // the lease was given back
+		}
+	}
+	l.hold.Observe("semaphore", s.path, time.Since(start), max(position, 0))
+	return l, nil
 }
 
 // take, as the head of the line with n leases free, takes them in one
