@@ -151,12 +151,19 @@ func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, 
 }
 
 // granted is what a waiter whose turn has come does: mark its node (see
-// AwaitOptions.Mark), then wait for room (see Room).
+// AwaitOptions.Mark), then wait for room (see Room), if any. It is granted
+// only while ep is live.
 func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) error {
 	if opt.Mark && own.Position > 0 && !own.marked {
 		l.mark(ctx, ep, own, opt.MarkFor)
 	}
-	return l.room(ctx, ep, opt)
+	if opt.Room != nil {
+		return l.room(ctx, ep, opt)
+	}
+	if ep.Context().Err() != nil {
+		return errEpochEnded
+	}
+	return nil
 }
 
 // sleeper is a waiter between two looks at the line: the line as looked at,

@@ -24,18 +24,12 @@ type Room struct {
 	Held int
 }
 
-// room waits, for a waiter whose turn has come, until opt.Room (if any)
-// leaves room. A waiter (not NoWait) sets a watch with its first look: it
+// room waits, for a waiter whose turn has come, until opt.Room leaves
+// room. A waiter (not NoWait) sets a watch with its first look: it
 // expects no room (the head before it most likely took the last), and a
 // second look to set the watch would cost a round trip.
 func (l *Line) room(ctx context.Context, ep *session.Epoch, opt AwaitOptions) error {
 	r := opt.Room
-	if r == nil {
-		if ep.Context().Err() != nil {
-			return errEpochEnded
-		}
-		return nil
-	}
 	watch := !opt.NoWait
 	held := -1 // children of r.Path, when known without listing
 	for {
