@@ -31,36 +31,8 @@ func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leaders
 	if !e.fair {
 		return e.acquireNonFair(ctx, report)
 	}
-	for {
-		ep, err := e.sess.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l, err := e.tryFair(ctx, ep, report)
-		if l != nil || err == nil {
-			return l, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, session.ErrClosed) {
-			return nil, err
-		}
-		if !recipe.Retryable(err) && !errors.Is(err, errRetry) {
-			return nil, err
-		}
-		// A connection problem: wait until the session is usable again.
-		select {
-		case <-ep.Done():
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return e.acquireFair(ctx, report)
 }
-
-// errRetry asks acquire to go round again at once.
-var errRetry = errors.New("election: retry")
 
 // elected grants leadership for node n with hold h (bound to the epoch that
 // granted it): the leadership's context derives from the hold's, so it is
@@ -82,70 +54,56 @@ func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Lead
 	return e.elected(n, e.line().NewHold(ep, recipe.Token(n.czxid), n.path), report)
 }
 
-// tryFair runs the fair line within one epoch: it returns a leadership, or an
-// error (errRetry to go round again).
-func (e *Election) tryFair(ctx context.Context, ep *session.Epoch, report func(Leader)) (*Leadership, error) {
+// acquireFair waits in the line through the contender loop (see
+// recipe.Acquire) until this candidate leads. The candidate's node is kept
+// across calls (recipe.Driver.Keep: leave removes it): after a loss, a
+// candidate whose session survived waits again with the node it has, and
+// leads again at once, with the same term, if it still heads the line.
+func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
-	node := e.node
+	cand := e.node
 	e.mu.Unlock()
-	if node != nil && node.sid != ep.SessionID() {
-		node = nil // a node of an earlier session is never trusted
+	var own *recipe.Node
+	if cand != nil {
+		own = cand.node
 	}
-	if node == nil {
-		n, err := e.create(ctx, ep)
-		if err != nil {
-			return nil, err
-		}
-		e.mu.Lock()
-		e.node = n
-		e.mu.Unlock()
-		node = n
-		e.mu.Lock()
-		first := !e.checkedIDs
-		e.checkedIDs = true
-		e.mu.Unlock()
-		if first {
-			// Once per Election: it costs a read per candidate.
-			_ = recipe.Do(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, n); return nil })
-		}
-	}
-	// Wait through the line's one loop. When leader changes are reported,
-	// the head is watched as well as the predecessor (every candidate then
-	// hears of each change, by design).
+	// When leader changes are reported, the head is watched as well as the
+	// predecessor (every candidate then hears of each change, by design).
 	var onHead func(recipe.Name, []byte, *zk.Stat)
 	if report != nil {
 		onHead = func(h recipe.Name, data []byte, st *zk.Stat) {
 			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner})
 		}
 	}
-	// A leader that waited marks its node when the candidate after it is
-	// shepherd's (recipe.AwaitOptions.MarkFor): that candidate is then
-	// elected by the node's deletion alone, without listing the line.
-	err := e.line().AwaitWith(ctx, ep, node.node, headTurn,
-		recipe.AwaitOptions{OnHead: onHead, Mark: true, MarkFor: recipe.Name.Shepherd})
-	switch {
-	case err == nil:
-		return e.electedFair(ep, node, report), nil
-	case errors.Is(err, recipe.ErrNodeGone):
-		// Our node is gone: its session must be too. Re-enter.
-		e.mu.Lock()
-		if e.node == node {
-			e.node = nil
-		}
-		e.mu.Unlock()
-		return nil, errRetry
-	}
-	return nil, err
-}
-
-// headTurn: the head of the line leads; a candidate watches its
-// predecessor, whose deletion alone elects it when it was the head
-// (sequence numbers only grow).
-func headTurn(line []recipe.Name, i int) (bool, int, bool) {
-	if i == 0 {
-		return true, 0, false
-	}
-	return false, i - 1, i == 1
+	return recipe.Acquire(ctx, e.line(), recipe.Driver[*Leadership]{
+		Kind: recipe.KindLatch,
+		Data: []byte(e.id),
+		// A leader that waited marks its node when the candidate after it
+		// is shepherd's (recipe.AwaitOptions.MarkFor): that candidate is
+		// then elected by the node's deletion alone, without listing the
+		// line.
+		Options: recipe.AwaitOptions{OnHead: onHead, Mark: true, MarkFor: recipe.Name.Shepherd},
+		Node:    own,
+		Keep:    true,
+		Entered: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) error {
+			c, err := e.entered(ctx, ep, own)
+			if err == nil {
+				cand = c
+			}
+			return err
+		},
+		Grant: func(_ context.Context, ep *session.Epoch, _ *recipe.Node) (*Leadership, error) {
+			return e.electedFair(ep, cand, report), nil
+		},
+		Gone: func(own *recipe.Node) {
+			// Our node is gone: its session must be too. Re-enter.
+			e.mu.Lock()
+			if e.node != nil && e.node.node == own {
+				e.node = nil
+			}
+			e.mu.Unlock()
+		},
+	})
 }
 
 // acquireNonFair races for the single leader node (recipe.Single) until

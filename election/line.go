@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"errors"
 
 	"github.com/go-zookeeper/zk"
 
@@ -56,14 +55,10 @@ func members(names []recipe.Name) []member {
 	return ms
 }
 
-// create enters the line in ep's session (a protected create: a lost answer
-// leaves neither an orphan nor a duplicate); the node's creation zxid is the
-// term it will lead with.
-func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, error) {
-	n, err := e.line().Enter(ctx, ep, recipe.KindLatch, []byte(e.id))
-	if err != nil {
-		return nil, err
-	}
+// entered makes the candidate of n, a node just entered in ep's session,
+// and records it as the candidate's node: its creation zxid is the term it
+// will lead with. The first time, it warns of other candidates using our id.
+func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *recipe.Node) (*candidate, error) {
 	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid, node: n}
 	if c.czxid == 0 {
 		// The term is the node's creation zxid, which a create's answer
@@ -77,13 +72,18 @@ func (e *Election) create(ctx context.Context, ep *session.Epoch) (*candidate, e
 			return st, err
 		}, nil)
 		if err != nil {
-			e.line().Leave(ep, n.Path)
-			if errors.Is(err, recipe.ErrNodeGone) {
-				err = errRetry
-			}
-			return nil, err
+			return nil, err // the contender loop removes the node
 		}
 		c.czxid = st.Czxid
+	}
+	e.mu.Lock()
+	e.node = c
+	first := !e.checkedIDs
+	e.checkedIDs = true
+	e.mu.Unlock()
+	if first {
+		// Once per Election: it costs a read per candidate.
+		_ = recipe.Do(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
 	}
 	return c, nil
 }

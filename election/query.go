@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -140,6 +139,7 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 	go func() {
 		defer close(out)
 		last, first := Leader{}, true
+		var pace recipe.Pacer // after failed reads (see recipe.Pacer)
 		for {
 			ep, err := sess.Wait(ctx)
 			if err != nil {
@@ -166,11 +166,12 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 			}
 			w, l := r.w, r.l
 			if err != nil && !errors.Is(err, ErrNoLeader) {
-				if waitRetry(ctx, ep) != nil {
+				if pace.Wait(ctx, ep) != nil {
 					return
 				}
 				continue
 			}
+			pace = recipe.Pacer{}
 			if first || l != last {
 				select {
 				case out <- l:
@@ -188,19 +189,4 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 		}
 	}()
 	return out, nil
-}
-
-// waitRetry pauses after a failed read: until the connection drops, a short
-// delay passes, or ctx ends.
-func waitRetry(ctx context.Context, ep *session.Epoch) error {
-	t := time.NewTimer(100 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ep.Done():
-		return nil
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -265,17 +265,8 @@ func (m *Mutex) turnFor() recipe.Turn {
 			return ok, w, grants
 		}
 	default:
-		return exclusiveTurn
+		return recipe.HeadTurn
 	}
-}
-
-// exclusiveTurn: granted at the head; else watch the predecessor, whose
-// deletion grants us if it was the head.
-func exclusiveTurn(line []recipe.Name, i int) (bool, int, bool) {
-	if i == 0 {
-		return true, 0, false
-	}
-	return false, i - 1, i == 1
 }
 
 // isReader reports whether a node is a reader's (readers share).
@@ -305,70 +296,31 @@ func recipeName(kind string) string {
 	return "rwlock"
 }
 
+// acquireFair waits in the line through the contender loop (see
+// recipe.Acquire). An exclusive holder that waited marks its node (a reader
+// never: readers before it may still hold). TryLock's "not now" is a nil
+// hold.
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
 	start := time.Now()
-	var own *recipe.Node
-	var ownEp *session.Epoch // the epoch own was created in
-	defer func() {
-		if own != nil { // not granted: leave the line (now, or once the session is back)
-			m.line.Leave(ownEp, own.Path)
-		}
-	}()
-	for {
-		ep, err := m.sess.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if own != nil && own.SessionID != ep.SessionID() {
-			own = nil // a node of a lost session is never reused
-		}
-		if own == nil {
-			ownEp = ep
-			own, err = m.line.Enter(ctx, ep, m.kind, m.data)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				if recipe.Retryable(err) {
-					if err := recipe.WaitLive(ctx, ep); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				return nil, err
+	h, err := recipe.Acquire(ctx, &m.line, recipe.Driver[*recipe.Hold]{
+		Kind:    m.kind,
+		Data:    m.data,
+		Turn:    m.turnFor(),
+		Options: recipe.AwaitOptions{NoWait: !wait, Mark: m.kind != recipe.KindRead},
+		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*recipe.Hold, error) {
+			h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
+			if h.Context().Err() != nil {
+				_ = h.Release(ctx) // lost at once: it returns without waiting
+				return nil, recipe.ErrNodeGone
 			}
-		}
-		// An exclusive holder that waited marks its node (a reader never:
-		// readers before it may still hold).
-		mark := m.kind != recipe.KindRead
-		err = m.line.AwaitWith(ctx, ep, own, m.turnFor(), recipe.AwaitOptions{NoWait: !wait, Mark: mark})
-		switch {
-		case err == nil:
-		case errors.Is(err, recipe.ErrWouldWait):
-			return nil, nil // own is deleted by the deferred cleanup
-		case errors.Is(err, recipe.ErrNodeGone):
-			own = nil
-			continue
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case recipe.Retryable(err):
-			if err := recipe.WaitLive(ctx, ep); err != nil {
-				return nil, err
-			}
-			continue
-		default:
-			return nil, err
-		}
-		h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
-		if h.Context().Err() != nil {
-			_ = h.Release(ctx) // lost at once: it returns without waiting
-			own = nil
-			continue
-		}
-		h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
-		own = nil
-		return h, nil
+			h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
+			return h, nil
+		},
+	})
+	if errors.Is(err, recipe.ErrWouldWait) {
+		return nil, nil // our node is removed
 	}
+	return h, err
 }
 
 func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {

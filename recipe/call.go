@@ -2,7 +2,6 @@ package recipe
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,31 +27,4 @@ func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T,
 func Do(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
 	_, err := session.CallValue(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
 	return err
-}
-
-// leaveWait bounds how long a waiter that gives up waits for the delete of
-// its node: a delete on a healthy connection takes about a millisecond
-// (p99 1.5 ms on loopback); most of the slack a caller whose ctx has ended
-// is allowed (50 ms) stays for the machine.
-const leaveWait = 15 * time.Millisecond
-
-// Leave removes a waiter's node of the line that was not granted, with a
-// guaranteed delete (see Line.Delete), and waits for it at most a short
-// while: on a healthy connection the node is gone when Leave returns, and on
-// a stalled one the caller, whose ctx has ended, still returns at once while
-// the delete goes on in the background. The returned channel is closed when
-// the delete is over.
-func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		<-l.Delete(ep, path)
-		close(done)
-	}()
-	t := time.NewTimer(leaveWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-	return done
 }

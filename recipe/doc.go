@@ -97,6 +97,20 @@
 // lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
 // exclusive holders and leaders mark (Mark, MarkFor).
 //
+// # Contending
+//
+// Every fair recipe contends through one loop, Acquire: it waits for the
+// session, enters the line, waits (AwaitWith), and goes round again after a
+// lost connection or answer (one classification, Retryable; one pacing,
+// Pacer: exponential backoff with jitter, 20 ms to 1 s, cut short by a new
+// epoch), entering again at once when its node has left the line; on any
+// failure it removes its node (Line.Leave). A recipe supplies only what
+// differs, in a Driver: its Turn (HeadTurn for a lock, a writer, the
+// semaphore's head and the leader), its AwaitOptions, and Grant, which makes
+// its hold (a Hold, the semaphore's take, a leadership); Prepare, Fix,
+// Entered, Gone, Keep and MaxRounds cover the rest (the semaphore's limit
+// and containers, the election's term and kept place).
+//
 // # Deadlines
 //
 // go-zookeeper's requests have no deadline: on a stalled connection a call

@@ -1,0 +1,331 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// ErrNodeGone reports that a contender's node disappeared from the line: its
+// session must have ended. The contender re-enters the line.
+var ErrNodeGone = errors.New("our node is gone from the line")
+
+// Turn decides, from the line and our index i in it, whether we are granted;
+// if not, which node to watch (its index: usually one ahead of i, the node
+// whose deletion can change the answer; any node of the line may be
+// watched), and whether that node's deletion alone grants us (no need to
+// list the line again).
+type Turn func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
+
+// ErrWouldWait: with AwaitOptions.NoWait, the waiter is not granted now.
+var ErrWouldWait = NewError("not granted without waiting")
+
+// AwaitOptions adds to what Await does. The zero value is Await's.
+type AwaitOptions struct {
+	// NoWait makes AwaitWith look once and return ErrWouldWait instead of
+	// waiting (TryLock, TryAcquire).
+	NoWait bool
+	// OnHead, when set, is told the head of the line (its name, data and
+	// Stat, read with a watch) each time a waiter that is not the head looks
+	// at the line, on the caller's goroutine. The head is then watched too
+	// (with the same GetW when it is the node turn names), and a change of
+	// it wakes the waiter, which looks again. The election reports its
+	// leaders with it.
+	OnHead func(head Name, data []byte, st *zk.Stat)
+	// Room, when set, is a second condition once turn grants (see Room).
+	Room *Room
+	// Mark, for a line whose turn grants only its head (a lock, a writer,
+	// the semaphore's head), makes a waiter that is granted after having
+	// waited (not at the head when it first looked) mark its node: it writes
+	// the node's own data again, so its version moves from 0. A mark says
+	// "every node before this one is gone", for good (sequence numbers only
+	// grow), and the waiter watching the node learns it from the data-change
+	// notification (or from the version its watch reads): when the node is
+	// then deleted, that waiter is granted without listing the line, so a
+	// handoff costs the same few bytes however long the line. Nothing else
+	// writes a line node's data (whoever could forge a mark could as well
+	// delete the node). A node without a mark (a foreign contender's, a
+	// holder that died first) costs a listing, as before. Never for a
+	// shared hold (a reader: a reader before it may still hold), nor for an
+	// election unless MarkFor is set: Curator's LeaderLatch acts only on
+	// NodeDeleted, and a data change spends its one-shot watch. The mark
+	// costs the holder one write and its watcher one more notification and
+	// one GetW.
+	Mark bool
+	// MarkFor, with Mark, marks only when the node after the holder's, as
+	// the line was last listed, is one MarkFor accepts (a contender that
+	// handles a data change of the node it waits behind, see Name.Shepherd),
+	// and only while that node is still there: the mark is a multi with a
+	// check of it. Nobody can join the line between the two (sequence
+	// numbers only grow), so while it is there it is the one contender
+	// watching the holder's node for its turn; a contender that left has
+	// only a stale watch, and a foreign one never sees a data change it
+	// could mistake. A waiter told that the node before it is marked then
+	// lists the line once more, while it waits, to learn its own successor
+	// (one more request, off the handoff's path). The election marks so.
+	MarkFor func(next Name) bool
+}
+
+// Await waits in line until turn grants own, within epoch ep. The first
+// look uses the line listed with own's create (see Node.TakeSeen) unless it
+// was taken: a recipe that waits on something else first takes it, as it is
+// stale by then. It returns nil
+// when granted while ep is still live; ErrNodeGone when own has left the line;
+// an error matching Retryable when ep ended (wait for the session and call
+// again); or ctx.Err(). Each wait watches exactly one node, with GetW: one
+// notification per change that matters. Every call it makes honours ctx (see
+// Call).
+func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
+	return l.AwaitWith(ctx, ep, own, turn, AwaitOptions{})
+}
+
+// AwaitWith is Await with options: the one waiting loop of every recipe.
+// Each pass looks at the line (look), grants or picks the node to watch
+// (turn), watches it, and sleeps until a change that matters (sleep).
+func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
+	for {
+		line, i, err := l.look(ctx, ep, own)
+		if err != nil {
+			return err
+		}
+		granted, w, delGrants := turn(line, i)
+		if granted {
+			return l.granted(ctx, ep, own, opt)
+		}
+		if opt.NoWait {
+			return ErrWouldWait
+		}
+		ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil)
+		if ws.st != nil {
+			opt.OnHead(line[0], ws.data, ws.st)
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		// If line[w] is (or becomes) marked, every node before it is gone
+		// for good: its deletion grants us when the nodes between it and
+		// us (still there or not) would let us be granted.
+		afterMark := delGrants
+		if !delGrants {
+			afterMark, _, _ = turn(line[w+1:], i-w-1)
+		}
+		if ws.nodeVersion > 0 && afterMark {
+			delGrants = true
+		}
+		s := sleeper{line: line, w: w, ws: ws, delGrants: delGrants, afterMark: afterMark}
+		grant, err := l.sleep(ctx, ep, own, opt, &s)
+		if err != nil {
+			return err
+		}
+		if grant {
+			return l.granted(ctx, ep, own, opt)
+		}
+	}
+}
+
+// look returns the line (the one listed with own's create, the first time)
+// and own's index in it, recording own's first position and its successor.
+func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, int, error) {
+	line, ok := own.TakeSeen()
+	if !ok {
+		var err error
+		line, err = l.listCtx(ctx, ep)
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	i := Index(line, own.Name.Name)
+	if i < 0 {
+		return nil, 0, ErrNodeGone
+	}
+	if own.Position < 0 {
+		own.Position = i
+	}
+	own.setNext(line, i)
+	return line, i, nil
+}
+
+// granted is what a waiter whose turn has come does: mark its node (see
+// AwaitOptions.Mark), then wait for room (see Room), if any. It is granted
+// only while ep is live.
+func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) error {
+	if opt.Mark && own.Position > 0 && !own.marked {
+		l.mark(ctx, ep, own, opt.MarkFor)
+	}
+	if opt.Room != nil {
+		return l.room(ctx, ep, opt)
+	}
+	if ep.Context().Err() != nil {
+		return errEpochEnded
+	}
+	return nil
+}
+
+// sleeper is a waiter between two looks at the line: the line as looked at,
+// the index of the node it watches, its watches, and what the watched
+// node's deletion means.
+type sleeper struct {
+	line      []Name
+	w         int
+	ws        watches
+	delGrants bool // the watched node's deletion grants us
+	afterMark bool // it does once the watched node is marked
+}
+
+// sleep waits for a change that matters to a waiter: it reports true when
+// the change grants the waiter without looking again, false when it is to
+// look again, or an error (errEpochEnded, ctx.Err(), a failed watch).
+func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
+	for {
+		select {
+		case ev := <-s.ws.node:
+			switch {
+			case ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil:
+				return true, nil
+			case ev.Type == zk.EventNodeDataChanged && s.afterMark && s.ws.head == nil:
+				// line[w] is marked: watch it again for its deletion.
+				grant, err := l.watchMarked(ctx, ep, own, opt, s)
+				if grant || err != nil {
+					return grant, err
+				}
+				continue
+			}
+		case ev := <-s.ws.head:
+			if ev.Type == zk.EventNodeDataChanged {
+				// The head marked its node: it is still the head.
+				// Watch it again rather than list the line.
+				ch, err := l.rewatch(ctx, ep, s.line[0])
+				if err == nil {
+					s.ws.head = ch
+					continue
+				} else if !errors.Is(err, zk.ErrNoNode) {
+					return false, err
+				}
+			}
+		case <-ep.Done():
+			return false, errEpochEnded
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		return false, nil
+	}
+}
+
+// watchMarked watches the marked node s waits behind again, for its
+// deletion, which now grants the waiter: it reports true when the node is
+// gone already (marked, then deleted).
+func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
+	ch, err := l.rewatch(ctx, ep, s.line[s.w])
+	if errors.Is(err, zk.ErrNoNode) {
+		if ep.Context().Err() != nil {
+			return false, errEpochEnded
+		}
+		return true, nil // marked, then deleted
+	} else if err != nil {
+		return false, err
+	}
+	s.ws.node, s.delGrants = ch, true
+	if opt.Mark && opt.MarkFor != nil {
+		l.learnNext(ctx, ep, own)
+	}
+	return false, nil
+}
+
+// mark marks own's node (see AwaitOptions.Mark): a write of its own data at
+// version 0, so at most once. It returns once the write is on the wire
+// (session.Epoch.SetWritten), without waiting for the answer: the holder's
+// next request (its release) goes out after it, and the grant costs no round
+// trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
+// and the hold does not depend on it.
+func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor func(Name) bool) {
+	var written <-chan struct{}
+	if markFor == nil {
+		own.marked = true
+		written, _ = ep.SetWritten(own.Path, own.data, 0)
+	} else {
+		if own.next.Name == "" || !markFor(own.next) {
+			return
+		}
+		own.marked = true
+		written, _ = ep.MultiWritten(&zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
+			&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
+	}
+	select {
+	case <-written:
+	case <-ep.Done():
+	case <-ctx.Done():
+	}
+}
+
+// learnNext lists the line to learn the node after own (see
+// AwaitOptions.MarkFor). It is a hint: on any error own.next stays as it
+// was, and a mark checks that the node is still there.
+func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node) {
+	line, err := l.listCtx(ctx, ep)
+	if err != nil {
+		return
+	}
+	if i := Index(line, own.Name.Name); i >= 0 {
+		own.setNext(line, i)
+	}
+}
+
+// setNext records the node after own, line[i].
+func (own *Node) setNext(line []Name, i int) {
+	own.next = Name{}
+	if i+1 < len(line) {
+		own.next = line[i+1]
+	}
+}
+
+// listCtx is List, honouring ctx (see Call).
+func (l *Line) listCtx(ctx context.Context, ep *session.Epoch) ([]Name, error) {
+	return Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
+}
+
+// rewatch watches n again (GetW), once its data has changed.
+func (l *Line) rewatch(ctx context.Context, ep *session.Epoch, n Name) (<-chan zk.Event, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
+		_, _, ch, err := c.GetW(l.Path + "/" + n.Name)
+		return ch, err
+	}, nil)
+}
+
+// watches is what a waiter waits on: the node its turn names, and the head
+// of the line when it is told about it (nil when that is the same node).
+type watches struct {
+	node, head  <-chan zk.Event
+	data        []byte   // the head's data
+	st          *zk.Stat // the head's Stat, when read
+	nodeVersion int32    // the watched node's data version (see AwaitOptions.Mark)
+}
+
+// watch sets the watches of a waiter at its place in line: on line[w] and,
+// when head is set, on line[0] too, each with GetW.
+func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head bool) (watches, error) {
+	return Call(ctx, ep, func(c *zk.Conn) (watches, error) {
+		var ws watches
+		if head {
+			data, st, ch, err := c.GetW(l.Path + "/" + line[0].Name)
+			if err != nil {
+				return ws, session.ACLError("getData", l.Path+"/"+line[0].Name, err)
+			}
+			ws.data, ws.st, ws.head = StripRevoke(data), st, ch
+			if w == 0 {
+				ws.node, ws.head, ws.nodeVersion = ch, nil, st.Version
+				return ws, nil
+			}
+		}
+		_, st, ch, err := c.GetW(l.Path + "/" + line[w].Name)
+		ws.node = ch
+		if st != nil {
+			ws.nodeVersion = st.Version
+		}
+		return ws, session.ACLError("getData", l.Path+"/"+line[w].Name, err)
+	}, nil)
+}

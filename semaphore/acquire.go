@@ -1,0 +1,230 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// errRecheck: the limit's version changed; read it again.
+var errRecheck = errors.New("semaphore: limit changed")
+
+// errNoLeases: the leases container is gone; create it again.
+var errNoLeases = errors.New("semaphore: no leases child")
+
+// acquire waits in the line through the contender loop (see
+// recipe.Acquire): the head of the line waits for n leases to be free
+// (recipe.Room) and takes them with a multi-op that consumes its node (see
+// take). The head marks its node when it had waited (see
+// recipe.AwaitOptions.Mark): the next in line then takes over from it
+// without listing the line.
+func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
+	if n < 1 || n > s.MaxLeases() {
+		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
+	}
+	start := time.Now()
+	noLeases := 0 // times the leases child was found missing
+	l, err := recipe.Acquire(ctx, &s.locks, recipe.Driver[*Lease]{
+		// Entered first: our node pins the path (a container) before its
+		// limit is read, so the limit read is the one of the path our
+		// leases are taken in.
+		Kind: recipe.KindLock,
+		Data: s.data,
+		Options: recipe.AwaitOptions{NoWait: !wait, Mark: true,
+			Room: &recipe.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}},
+		MaxRounds: 10000,
+		Prepare: func(ctx context.Context, ep *session.Epoch) error {
+			if s.fresh() {
+				return nil
+			}
+			// Reads the limit (and records it the first time): its writes
+			// are idempotent, a late one needs no undo.
+			return recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
+		},
+		Fix: func(ctx context.Context, ep *session.Epoch, err error) error {
+			switch {
+			case errors.Is(err, errRecheck):
+				s.mu.Lock()
+				s.known = false
+				s.mu.Unlock()
+				return nil
+			case (errors.Is(err, zk.ErrNoNode) || errors.Is(err, errNoLeases)) && noLeases < 10:
+				// The leases container was removed (no lease was held): our
+				// node still pins the path and its locks.
+				noLeases++
+				return recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
+			}
+			return err
+		},
+		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*Lease, error) {
+			return s.granted(ctx, ep, own, n, start)
+		},
+	})
+	if errors.Is(err, recipe.ErrWouldWait) {
+		return nil, ErrNoLease
+	}
+	return l, err
+}
+
+// granted takes n leases for own, at the head of the line with n free (see
+// take), and their slots (WithSlots). Slots not taken, the lease is given
+// back and own is spent (see recipe.Spent): the contender enters again.
+func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int, start time.Time) (*Lease, error) {
+	position := own.Position
+	l, err := s.take(ctx, ep, own, n)
+	if err != nil {
+		return nil, err
+	}
+	s.pin(l.hold) // own is consumed by the multi-op
+	if s.slots {
+		if err := s.claimSlots(ctx, ep, l); err != nil {
+			return nil, recipe.Spent(err) // the lease was given back
+		}
+	}
+	l.hold.Observe("semaphore", s.path, time.Since(start), max(position, 0))
+	return l, nil
+}
+
+// take, as the head of the line with n leases free, takes them in one
+// multi-op that also removes own from the line (fenced by the limit's
+// version). If ctx ends with the multi-op in flight, leases it created after
+// all are removed.
+func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int) (*Lease, error) {
+	guid := recipe.NewGUID()
+	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
+	s.mu.Lock()
+	version := s.version
+	s.mu.Unlock()
+	ops := []any{&zk.CheckVersionRequest{Path: s.path, Version: version}}
+	for range n {
+		ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
+			Flags: zk.FlagEphemeral | zk.FlagSequence})
+	}
+	ops = append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
+	type taken struct {
+		paths []string // the leases created (nil: none known)
+		res   []zk.MultiResponse
+		err   error
+	}
+	t, err := recipe.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
+		res, err := c.Multi(ops...)
+		if err == nil {
+			paths := make([]string, n)
+			for i := range n {
+				paths[i] = res[1+i].String
+			}
+			return taken{paths: paths}, nil
+		}
+		if session.OutcomeUnknown(err) {
+			// Did it land? Look for our leases by guid.
+			if paths, ok := s.findLeases(ep, guid); ok {
+				return taken{paths: paths}, nil
+			}
+		}
+		return taken{res: res, err: session.ACLMultiError(ops, res, err)}, nil
+	}, func(t taken, _ error) {
+		// The caller gave up: leases taken after all are held by no one.
+		if t.paths != nil {
+			s.locks.Delete(ep, t.paths...)
+		} else if session.OutcomeUnknown(t.err) {
+			s.cleanupLeases(ep, guid)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.paths != nil {
+		return s.grant(ep, t.paths), nil
+	}
+	res := t.res
+	switch err := t.err; {
+	case len(res) > 0 && (errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoNode)):
+		return nil, errRecheck // the limit changed
+	case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
+		return nil, recipe.ErrNodeGone // our place is gone: our session too
+	case len(res) > 1 && errors.Is(res[1].Error, zk.ErrNoNode):
+		return nil, errNoLeases // the leases container was removed since we counted
+	case session.OutcomeUnknown(err):
+		// Not seen: if the multi landed after all, its leases must not
+		// stay behind, held by no one.
+		go s.cleanupLeases(ep, guid)
+		return nil, err
+	default:
+		return nil, err
+	}
+}
+
+// findLeases looks for the leases a multi-op with guid created in ep's
+// session, once the connection is back.
+func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) {
+	l := recipe.Line{Sess: s.sess, Recipe: "semaphore", Path: s.leases}
+	for i := 0; i < 3; i++ {
+		p, ok, err := l.FindOwn(ep, guid)
+		if err == nil {
+			if !ok {
+				return nil, false
+			}
+			names, _, err := ep.Conn().Children(s.leases)
+			if err != nil {
+				return nil, false
+			}
+			var paths []string
+			for _, nm := range names {
+				if x, ok := recipe.ParseName(nm); ok && x.GUID == guid {
+					paths = append(paths, s.leases+"/"+nm)
+				}
+			}
+			_ = p
+			return paths, true
+		}
+		cur, werr := s.sess.Wait(ep.SessionContext())
+		if werr != nil || cur.SessionID() != ep.SessionID() {
+			return nil, false
+		}
+		ep = cur
+	}
+	return nil, false
+}
+
+// cleanupLeases removes leases a multi-op with guid may have created in ep's
+// session without anyone learning of it: it looks a few times once the
+// session is usable (bounded), and deletes what it finds.
+func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
+	looked := 0
+	for i := 0; i < 50 && looked < 3; i++ {
+		ctx, cancel := context.WithTimeout(ep.SessionContext(), s.sess.Timeout()+5*time.Second)
+		cur, err := s.sess.Wait(ctx)
+		cancel()
+		if err != nil || cur.SessionID() != ep.SessionID() {
+			return // the session is gone: so are its leases
+		}
+		names, _, err := cur.Conn().Children(s.leases)
+		if err == nil {
+			looked++
+			var paths []string
+			for _, nm := range names {
+				if x, ok := recipe.ParseName(nm); ok && x.GUID == guid {
+					paths = append(paths, s.leases+"/"+nm)
+				}
+			}
+			if len(paths) > 0 {
+				s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: paths[0], SessionID: ep.SessionID()})
+				<-s.locks.Delete(cur, paths...)
+				return
+			}
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-cur.SessionDone():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
