@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -53,18 +52,4 @@ func Retryable(err error) bool {
 	}
 	return errors.Is(err, errEpochEnded) || errors.Is(err, ErrNodeGone) ||
 		errors.Is(err, ErrLost) || errors.Is(err, zk.ErrSessionExpired) || session.OutcomeUnknown(err)
-}
-
-// WaitLive waits until the session is usable again after ep ended (or ctx
-// ends), pacing retries so a flapping connection does not spin.
-func WaitLive(ctx context.Context, ep *session.Epoch) error {
-	t := time.NewTimer(20 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ep.Done():
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-	}
-	return nil
 }

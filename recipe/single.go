@@ -88,6 +88,7 @@ func (s *Single) node() string { return s.Path + "/" + s.Name }
 func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 	node := s.node()
 	var delay time.Duration
+	var pace Pacer             // retries after a lost connection (see Pacer)
 	var unknown *session.Epoch // an epoch in which this attempt may hold the node unseen
 	granted := false
 	defer func() {
@@ -128,7 +129,7 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 				if errors.Is(err, ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
 					return nil, err
 				}
-				if err := WaitLive(ctx, ep); err != nil {
+				if err := pace.Wait(ctx, ep); err != nil {
 					return nil, err
 				}
 				continue
@@ -168,7 +169,7 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 		case session.OutcomeUnknown(err):
 			unknown = ep
 		case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrLost):
-			if err := WaitLive(ctx, ep); err != nil {
+			if err := pace.Wait(ctx, ep); err != nil {
 				return nil, err
 			}
 			continue // a new session: race again in it
@@ -196,7 +197,7 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 			if errors.Is(err, zk.ErrNoAuth) {
 				return nil, session.ACLError("getData", node, err) // no READ: waiting cannot help
 			}
-			if err := WaitLive(ctx, ep); err != nil {
+			if err := pace.Wait(ctx, ep); err != nil {
 				return nil, err
 			}
 			continue
@@ -210,7 +211,7 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 				if !session.OutcomeUnknown(err) {
 					return nil, err
 				}
-				if err := WaitLive(ctx, ep); err != nil {
+				if err := pace.Wait(ctx, ep); err != nil {
 					return nil, err
 				}
 				continue
