@@ -37,8 +37,9 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if t := h.knownToken(); t != 0 {
 		return t, nil
 	}
-	// The hold's own-node watch reads the node's Stat first thing after
-	// the grant: wait for that read rather than make another.
+	// The hold's own-node watch reads the node's Stat first thing: start
+	// it now, and wait for that read rather than make another.
+	h.armOnce.Do(func() { close(h.arm) })
 	select {
 	case <-h.firstRead:
 	case <-ctx.Done():

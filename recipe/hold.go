@@ -77,8 +77,11 @@ type Hold struct {
 	revoke     chan struct{}
 	revokeOnce sync.Once
 	// firstRead is closed after the own-node watch's first read of
-	// nodes[0], which sets token if it was unknown (see Token).
+	// nodes[0], which sets token if it was unknown (see Token); arm starts
+	// the watch before ownWatchDelay (armOnce closes it).
 	firstRead chan struct{}
+	arm       chan struct{}
+	armOnce   sync.Once
 
 	// fence: the checks a fenced write makes (prepended to its ops).
 	fence []any
@@ -136,8 +139,8 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
 		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1), revoke: make(chan struct{}),
-		firstRead: make(chan struct{}),
-		ep:        ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
+		firstRead: make(chan struct{}), arm: make(chan struct{}),
+		ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
 	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
 	if guard != nil {
 		h.fence = []any{guard, h.fence[0]}
@@ -157,17 +160,11 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	h.mu.Lock()
 	h.stopHooks = append(h.stopHooks, hooks...)
 	h.mu.Unlock()
-	// Every hold watches its own nodes: an outside deletion or an
-	// operator's revocation reaches it within a notification (revoke.go).
-	// The first read is on the wire before the grant returns, so it reaches
-	// the server before anything the holder does next (a release).
+	// Every hold that lasts watches its own nodes: an outside deletion or
+	// an operator's revocation reaches it within a notification (see
+	// watchOwn, revoke.go).
 	for _, n := range nodes {
-		first := make(chan ownRead, 1)
-		written := ep.GetWWritten(n, func(data []byte, st *zk.Stat, w <-chan zk.Event, err error) {
-			first <- ownRead{data, st, w, err}
-		})
-		go h.watchOwn(ep, n, first)
-		<-written
+		go h.watchOwn(ep, n)
 	}
 	return h
 }

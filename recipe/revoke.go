@@ -268,17 +268,26 @@ func waitGone(ctx context.Context, sess *session.Session, node string, stop <-ch
 	}
 }
 
+// ownWatchDelay is how long a hold lives before it watches its own nodes
+// (unless Token asks for the first read sooner). A hold released sooner
+// never pays for the watch: on a contended lock most holds are that short,
+// and the read, and the notification of its own release, cost a lock's
+// throughput more than they are worth there. A deletion or a revocation in
+// that time is seen when the watch starts (its first read).
+const ownWatchDelay = 10 * time.Millisecond
+
 // watchOwn keeps a watch on each of the hold's nodes while the hold lasts
 // (one goroutine per node, started at the grant; the holder does not wait
-// for it). A node deleted by someone else (an operator, another principal)
-// loses the hold at once, paused or not; a change of its data is read for an
-// operator's revocation request (sawData). A deletion while the connection
-// was down is reported as soon as it is back (go-zookeeper sets its watches
-// again on reconnect, and fires those whose nodes are gone). Its cost: one
-// read per node and grant, one more after a change of the node's data (a
-// holder's mark for its successor), and a notification to the holder at
-// its own release (ignored: the hold is released by then).
-func (h *Hold) watchOwn(ep *session.Epoch, node string, firstRead <-chan ownRead) {
+// for it; the first read after ownWatchDelay). A node deleted by someone
+// else (an operator, another principal) loses the hold at once, paused or
+// not; a change of its data is read for an operator's revocation request
+// (sawData). A deletion while the connection was down is reported as soon as
+// it is back (go-zookeeper sets its watches again on reconnect, and fires
+// those whose nodes are gone). Its cost, for a hold that lasts: one read per
+// node, one more after a change of the node's data (a holder's mark for its
+// successor), and a notification to the holder at its own release (ignored:
+// the hold is released by then).
+func (h *Hold) watchOwn(ep *session.Epoch, node string) {
 	first := node == h.nodes[0]
 	read1 := func(st *zk.Stat) {
 		if !first {
@@ -293,24 +302,23 @@ func (h *Hold) watchOwn(ep *session.Epoch, node string, firstRead <-chan ownRead
 		close(h.firstRead)
 	}
 	defer read1(nil)
+	t := time.NewTimer(ownWatchDelay)
+	select {
+	case <-t.C:
+	case <-h.arm:
+		t.Stop()
+	case <-h.ctx.Done():
+		t.Stop()
+		return
+	}
+	if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
+		ep = c
+	}
 	for h.ctx.Err() == nil {
-		var r ownRead
-		if firstRead != nil {
-			select {
-			case r = <-firstRead:
-			case <-h.ctx.Done():
-				return
-			}
-			firstRead = nil
-		} else {
-			var err error
-			r, err = Call(h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
-				data, st, w, err := c.GetW(node)
-				return ownRead{data, st, w, err}, err
-			}, nil)
-			r.err = err
-		}
-		err := r.err
+		r, err := Call(h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
+			data, st, w, err := c.GetW(node)
+			return ownRead{data, st, w}, err
+		}, nil)
 		switch {
 		case h.ctx.Err() != nil:
 			return
@@ -354,5 +362,4 @@ type ownRead struct {
 	data []byte
 	st   *zk.Stat
 	w    <-chan zk.Event
-	err  error
 }

@@ -20,26 +20,21 @@ type writeTap struct {
 	paths   map[string]*tapEntry
 }
 
-// tapEntry is one expected write: seen runs once it is written. get: the
-// write expected is a getData (else a create or a set).
-type tapEntry struct {
-	seen func()
-	get  bool
-}
+// tapEntry is one expected write: seen runs once it is written.
+type tapEntry struct{ seen func() }
 
 // expect registers path; the returned channel is closed once a create of
 // path has been written. done unregisters it.
 func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
 	ch := make(chan struct{})
-	return ch, t.expectFunc(path, false, func() { close(ch) })
+	return ch, t.expectFunc(path, func() { close(ch) })
 }
 
 // expectFunc registers path; seen is called once a create (or a set) of
-// path has been written (a getData, if get), on the connection's writing
-// goroutine, under the tap's lock: it must only signal. done unregisters
-// it.
-func (t *writeTap) expectFunc(path string, get bool, seen func()) (done func()) {
-	en := &tapEntry{seen: seen, get: get}
+// path has been written, on the connection's writing goroutine, under the
+// tap's lock: it must only signal. done unregisters it.
+func (t *writeTap) expectFunc(path string, seen func()) (done func()) {
+	en := &tapEntry{seen: seen}
 	t.mu.Lock()
 	if t.paths == nil {
 		t.paths = make(map[string]*tapEntry)
@@ -66,7 +61,7 @@ func (t *writeTap) saw(frame []byte) {
 		return
 	}
 	t.mu.Lock()
-	if en, ok := t.paths[string(p)]; ok && en.get == (op == zkwire.OpGetData) {
+	if en, ok := t.paths[string(p)]; ok && op != zkwire.OpGetData {
 		delete(t.paths, string(p))
 		t.waiting.Store(int32(len(t.paths)))
 		en.seen()
@@ -155,7 +150,7 @@ func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, 
 // round trip. path must not be the target of another SetWritten,
 // MultiWritten or create of this session at the same time.
 func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
-	return e.sendWritten(path, false, func() error {
+	return e.sendWritten(path, func() error {
 		_, err := e.conn.Set(path, data, version)
 		return err
 	})
@@ -179,7 +174,7 @@ func (e *Epoch) MultiWritten(ops ...any) (written <-chan struct{}, answer <-chan
 		close(c)
 		return c, ans
 	}
-	return e.sendWritten(path, false, func() error {
+	return e.sendWritten(path, func() error {
 		res, err := e.conn.Multi(ops...)
 		if err == nil {
 			for _, r := range res {
@@ -201,34 +196,9 @@ func firstOp(ops []any) any {
 	return ops[0]
 }
 
-// GetWWritten reads path with a watch, as zk.Conn.GetW does, without
-// waiting for the answer: it returns once the request has been written to
-// the connection (so a request of this session queued afterwards reaches the
-// server after it, and the watch is set before that request is applied), or
-// once it has been answered or failed. answer then receives the results, on
-// a goroutine of its own. path must not be the target of another of this
-// session's requests that the tap follows (SetWritten, MultiWritten, a
-// CreateThenChildren) at the same time.
-func (e *Epoch) GetWWritten(path string, answer func(data []byte, st *zk.Stat, w <-chan zk.Event, err error)) <-chan struct{} {
-	send := func() error {
-		data, st, w, err := e.conn.GetW(path)
-		answer(data, st, w, err)
-		return err
-	}
-	if e.h == nil {
-		// No tap: do not wait for a round trip.
-		go func() { _ = send() }()
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	written, _ := e.sendWritten(path, true, send)
-	return written
-}
-
 // sendWritten sends a request through send (a blocking call of the Conn
 // writing path first) and reports when it is on the wire, then its answer.
-func (e *Epoch) sendWritten(path string, get bool, send func() error) (written <-chan struct{}, answer <-chan error) {
+func (e *Epoch) sendWritten(path string, send func() error) (written <-chan struct{}, answer <-chan error) {
 	ans := make(chan error, 1)
 	if e.h == nil {
 		ans <- send()
@@ -242,7 +212,7 @@ func (e *Epoch) sendWritten(path string, get bool, send func() error) (written <
 	w := make(chan struct{})
 	var once sync.Once
 	closeW := func() { once.Do(func() { close(w) }) }
-	done := e.h.written.expectFunc(path, get, closeW)
+	done := e.h.written.expectFunc(path, closeW)
 	go func() {
 		err := send()
 		done()

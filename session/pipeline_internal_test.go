@@ -62,21 +62,6 @@ func TestWriteTapSeesOnlyTheExpectedCreate(t *testing.T) {
 	if n := tap.waiting.Load(); n != 0 {
 		t.Fatalf("%d paths still expected", n)
 	}
-
-	// A getData expected (GetWWritten: a hold's own-node watch) fires for a
-	// getData of its path only, not for a create or a set of it.
-	g := make(chan struct{})
-	doneG := tap.expectFunc("/l/n", true, func() { close(g) })
-	defer doneG()
-	tap.saw(frame(opCreate, "/l/n"))
-	tap.saw(frame(opSetData, "/l/n"))
-	if closed(g) {
-		t.Fatal("the tap fired for a create or a set where a getData was expected")
-	}
-	tap.saw(frame(opGetData, "/l/n"))
-	if !closed(g) {
-		t.Fatal("the expected getData was not seen")
-	}
 }
 
 // OnEnd's hooks run once, synchronously, when the epoch ends, after its
