@@ -53,6 +53,30 @@ func WithSlots() Option {
 	return func(c *config) { c.slots = true }
 }
 
+// claimSlots takes the slots of l, a lease just granted with the limit read
+// (see claim), and attaches the claims to its hold: its release deletes them
+// with its lease nodes. On failure the lease is given back (its release goes
+// on in the background) and a claim that may have landed unseen is swept.
+func (s *Semaphore) claimSlots(ctx context.Context, ep *session.Epoch, l *Lease) error {
+	r, err := s.claim(ctx, ep, l.hold, s.MaxLeases())
+	if err == nil {
+		err = l.hold.Attach(r.claims...)
+	}
+	if err != nil {
+		// Given back at once: nothing waits for the server.
+		rctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = l.hold.Release(rctx)
+		go s.sweepClaims(r.ep, l.hold.Nodes(), nil)
+		return err
+	}
+	if r.unknown {
+		go s.sweepClaims(r.ep, l.hold.Nodes(), r.claims)
+	}
+	l.slots = r.slots
+	return nil
+}
+
 // claimResult is what a claim made: a slot and its claim for each lease
 // node (in order), and whether a create's outcome was unknown (a claim of
 // ours may then land unseen: see sweepClaims).
