@@ -104,23 +104,8 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold
 		got := -1
 		for pass := 0; got < 0 && pass < claimPasses; pass++ {
 			if !listed {
-				if err := s.ready(ctx, &r, h); err != nil {
+				if err := s.listSlots(ctx, &r, h, dir, taken); err != nil {
 					return r, err
-				}
-				names, err := recipe.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
-					names, _, err := c.Children(dir)
-					if errors.Is(err, zk.ErrNoNode) {
-						err = nil // created with the first claim
-					}
-					return names, err
-				}, nil)
-				if err != nil {
-					return r, err
-				}
-				for _, n := range names {
-					if k, ok := parseSlot(n); ok {
-						taken[k] = true
-					}
 				}
 			}
 			listed = false // a pass that ends without a slot lists again
@@ -146,6 +131,29 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold
 		r.claims = append(r.claims, dir+"/"+strconv.Itoa(got))
 	}
 	return r, nil
+}
+
+// listSlots marks in taken the slots claimed now (the claims in dir).
+func (s *Semaphore) listSlots(ctx context.Context, r *claimResult, h *recipe.Hold, dir string, taken map[int]bool) error {
+	if err := s.ready(ctx, r, h); err != nil {
+		return err
+	}
+	names, err := recipe.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
+		names, _, err := c.Children(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil // created with the first claim
+		}
+		return names, err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if k, ok := parseSlot(n); ok {
+			taken[k] = true
+		}
+	}
+	return nil
 }
 
 // createClaim creates the claim of slot k with data, in r.ep (moved on to
