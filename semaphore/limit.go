@@ -124,21 +124,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 		}
 		if len(data) == 0 {
 			// An empty node: adopt it, unless it is another recipe's.
-			names, _, err := ep.Conn().Children(s.path)
-			if err != nil {
-				return session.ACLError("getChildren", s.path, err)
-			}
-			for _, n := range names {
-				if _, ok := recipe.ParseName(n); ok || n == "nonfair-lock" {
-					return fmt.Errorf("semaphore: %w: %s holds %s", ErrWrongKind, s.path, n)
-				}
-			}
-			_, err = ep.Conn().Multi(
-				&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: st.Version})
-			if err != nil && !errors.Is(err, zk.ErrBadVersion) {
-				return session.ACLError("setData", s.path, err)
-			}
-			if err := s.ensureChildren(ep); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			if err := s.adopt(ep, st.Version); err != nil {
 				return err
 			}
 			continue
@@ -160,6 +146,31 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 		return nil
 	}
 	return fmt.Errorf("semaphore %s: %w: the limit kept changing while it was read or recorded", s.path, ErrConflict)
+}
+
+// adopt records this client's limit in the path's data, empty at version
+// (a write at another version is left to the next read), and creates the
+// children, unless the path is another recipe's (a child of a lock's line
+// or a non-fair lock's node).
+func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
+	names, _, err := ep.Conn().Children(s.path)
+	if err != nil {
+		return session.ACLError("getChildren", s.path, err)
+	}
+	for _, n := range names {
+		if _, ok := recipe.ParseName(n); ok || n == "nonfair-lock" {
+			return fmt.Errorf("semaphore: %w: %s holds %s", ErrWrongKind, s.path, n)
+		}
+	}
+	_, err = ep.Conn().Multi(
+		&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: version})
+	if err != nil && !errors.Is(err, zk.ErrBadVersion) {
+		return session.ACLError("setData", s.path, err)
+	}
+	if err := s.ensureChildren(ep); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
 }
 
 // SetMaxLeases changes the limit recorded at the path, from this client's
@@ -184,14 +195,12 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 				// Did it land? The path records max: ours, or the same
 				// change by someone else; either way the limit is max now.
 				// Gone: nobody uses the path, so the change is made anew.
-				data, _, err := ep.Conn().Get(s.path)
-				if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				landed, err := s.records(ep, max)
+				if err != nil {
 					return err
 				}
-				if recorded, ok := parseMarker(data); err == nil && ok && recorded == max {
-					s.mu.Lock()
-					s.max, s.known = max, false
-					s.mu.Unlock()
+				if landed {
+					s.useMax(max)
 					return nil
 				}
 			}
@@ -212,12 +221,29 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 			if err != nil {
 				return session.ACLError("setData", s.path, err)
 			}
-			s.mu.Lock()
-			s.max, s.known = max, false
-			s.mu.Unlock()
+			s.useMax(max)
 			return nil
 		}
 	})
+}
+
+// records reports whether the path records the limit max (false if it is
+// gone).
+func (s *Semaphore) records(ep *session.Epoch, max int) (bool, error) {
+	data, _, err := ep.Conn().Get(s.path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return false, err
+	}
+	recorded, ok := parseMarker(data)
+	return err == nil && ok && recorded == max, nil
+}
+
+// useMax makes max this client's limit, after a change of the recorded
+// limit to max: the record is read again before the next take.
+func (s *Semaphore) useMax(max int) {
+	s.mu.Lock()
+	s.max, s.known = max, false
+	s.mu.Unlock()
 }
 
 func markerData(max int) []byte { return []byte(layout.SemaphoreMarker + strconv.Itoa(max)) }
