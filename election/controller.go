@@ -231,51 +231,72 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		}
 		e.report(session.RecipeEvent{Kind: session.Acquired, Wait: time.Since(began), Term: int64(l.term)})
 		e.report(session.RecipeEvent{Kind: session.Elected, Term: int64(l.term)})
-		stopAfter := context.AfterFunc(ctx, func() { l.cancel(context.Cause(ctx)) }) // a shutdown
-		resign, left := e.setLeading(l)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			cb.OnElected(l.ctx, l.term)
-		}()
-		pauses := e.relayPauses(l, cb)
-		e.log.Info("election: elected", "term", l.term)
-		voluntary := false
-		select {
-		case <-done:
-			voluntary = true
-		case <-l.ctx.Done():
-		case <-resign:
+		if stop, err := e.serve(ctx, l, cb); stop {
+			return err
 		}
-		l.cancel(recipe.ErrReleased) // OnElected returned, or Resign (a loss's cause came first)
-		stopAfter()
-		<-pauses
-		cancelled := time.Now()
-		stuck := e.awaitStop(done, l.term)
-		e.report(session.RecipeEvent{Kind: session.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
-		e.setLeading(nil)
-		if cb.OnRevoked != nil {
-			cb.OnRevoked()
-		}
-		e.log.Info("election: revoked", "term", l.term)
-		if stuck || ctx.Err() != nil {
-			e.leaveBounded(ctx)
-			close(left)
-			if stuck {
-				return fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)
-			}
-			return nil
-		}
-		select {
-		case <-resign:
-			voluntary = true
-		default:
-		}
-		if voluntary {
-			e.leaveBounded(ctx) // back of the line
-		}
-		close(left)
 	}
+}
+
+// serve runs Run's term of leadership l: OnElected, until it returns, l is
+// lost, Resign is called or ctx ends; then OnRevoked (see endTerm). It
+// reports whether Run ends, the line left: when ctx has ended (nil), or
+// OnElected overran the stop deadline (ErrStopDeadline). Otherwise the
+// candidate goes back in line: at the back after OnElected returned or
+// Resign, with the node it has after a loss.
+func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool, error) {
+	stopAfter := context.AfterFunc(ctx, func() { l.cancel(context.Cause(ctx)) }) // a shutdown
+	resign, left := e.setLeading(l)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cb.OnElected(l.ctx, l.term)
+	}()
+	pauses := e.relayPauses(l, cb)
+	e.log.Info("election: elected", "term", l.term)
+	voluntary := false
+	select {
+	case <-done:
+		voluntary = true
+	case <-l.ctx.Done():
+	case <-resign:
+	}
+	l.cancel(recipe.ErrReleased) // OnElected returned, or Resign (a loss's cause came first)
+	stopAfter()
+	<-pauses
+	stuck := e.endTerm(l, done, cb)
+	if stuck || ctx.Err() != nil {
+		e.leaveBounded(ctx)
+		close(left)
+		if stuck {
+			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)
+		}
+		return true, nil
+	}
+	select {
+	case <-resign:
+		voluntary = true
+	default:
+	}
+	if voluntary {
+		e.leaveBounded(ctx) // back of the line
+	}
+	close(left)
+	return false, nil
+}
+
+// endTerm, once l's context is cancelled, waits for OnElected to return
+// (done; see awaitStop), then reports the revocation and calls OnRevoked.
+// It reports whether OnElected overran the stop deadline.
+func (e *Election) endTerm(l *Leadership, done <-chan struct{}, cb Callbacks) bool {
+	cancelled := time.Now()
+	stuck := e.awaitStop(done, l.term)
+	e.report(session.RecipeEvent{Kind: session.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
+	e.setLeading(nil)
+	if cb.OnRevoked != nil {
+		cb.OnRevoked()
+	}
+	e.log.Info("election: revoked", "term", l.term)
+	return stuck
 }
 
 // relayPauses calls cb.OnPaused and cb.OnResumed as leadership l pauses and

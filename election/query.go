@@ -136,57 +136,68 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 	}
 	full := sess.Path(path)
 	out := make(chan Leader)
-	go func() {
-		defer close(out)
-		last, first := Leader{}, true
-		var pace recipe.Pacer // after failed reads (see recipe.Pacer)
-		for {
-			ep, err := sess.Wait(ctx)
-			if err != nil {
+	go observe(ctx, sess, full, out)
+	return out, nil
+}
+
+// observe is Observe's goroutine: it sends on out the leader of the
+// election at full, first and at each change, and closes out when ctx ends
+// or the session is closed.
+func observe(ctx context.Context, sess *session.Session, full string, out chan<- Leader) {
+	defer close(out)
+	last, first := Leader{}, true
+	var pace recipe.Pacer // after failed reads (see recipe.Pacer)
+	for {
+		ep, err := sess.Wait(ctx)
+		if err != nil {
+			return
+		}
+		w, l, err := watchLeader(ctx, ep, full)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, ErrNoLeader) {
+			if pace.Wait(ctx, ep) != nil {
 				return
 			}
-			// Watch the children: every leader change changes them.
-			type seen struct {
-				w <-chan zk.Event
-				l Leader
-			}
-			r, err := recipe.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
-				_, _, w, err := c.ChildrenW(full)
-				if errors.Is(err, zk.ErrNoNode) {
-					_, _, w, err = c.ExistsW(full)
-				}
-				if err != nil {
-					return seen{}, err
-				}
-				l, err := readLeader(ep, full)
-				return seen{w, l}, err
-			}, nil)
-			if ctx.Err() != nil {
-				return
-			}
-			w, l := r.w, r.l
-			if err != nil && !errors.Is(err, ErrNoLeader) {
-				if pace.Wait(ctx, ep) != nil {
-					return
-				}
-				continue
-			}
-			pace = recipe.Pacer{}
-			if first || l != last {
-				select {
-				case out <- l:
-				case <-ctx.Done():
-					return
-				}
-				first, last = false, l
-			}
+			continue
+		}
+		pace = recipe.Pacer{}
+		if first || l != last {
 			select {
-			case <-w:
-			case <-ep.Done():
+			case out <- l:
 			case <-ctx.Done():
 				return
 			}
+			first, last = false, l
 		}
-	}()
-	return out, nil
+		select {
+		case <-w:
+		case <-ep.Done():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watchLeader reads the leader at full (ErrNoLeader when there is none)
+// and watches the children: every leader change changes them (while the
+// path is missing, it watches for its creation).
+func watchLeader(ctx context.Context, ep *session.Epoch, full string) (<-chan zk.Event, Leader, error) {
+	type seen struct {
+		w <-chan zk.Event
+		l Leader
+	}
+	r, err := recipe.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
+		_, _, w, err := c.ChildrenW(full)
+		if errors.Is(err, zk.ErrNoNode) {
+			_, _, w, err = c.ExistsW(full)
+		}
+		if err != nil {
+			return seen{}, err
+		}
+		l, err := readLeader(ep, full)
+		return seen{w, l}, err
+	}, nil)
+	return r.w, r.l, err
 }

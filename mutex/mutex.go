@@ -2,11 +2,9 @@ package mutex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,96 +26,9 @@ var (
 	ErrForeignRecipe   = recipe.ErrForeignRecipe
 )
 
-// NonFairNode is the name of the single node of a non-fair lock.
-const NonFairNode = layout.NonFairLockNode
-
 // semaphoreChild is a child every semaphore path has: a mutex refuses such a
 // path rather than corrupt it.
 const semaphoreChild = layout.SemaphoreLeases
-
-// nonFairMark is the data a non-fair lock writes to its path with each
-// grant, followed by the grant attempt's guid (see recipe.Single).
-const nonFairMark = layout.NonFairLockMark
-
-// Option configures a Mutex or an RWMutex. An invalid value makes New (or
-// NewRW) fail with an error matching ErrInvalidArgument.
-type Option func(*config)
-
-type config struct {
-	fair   bool
-	data   []byte
-	names  recipe.Names
-	policy session.DisconnectPolicy
-	err    error // the first invalid option
-}
-
-// newConfig applies opts to the defaults.
-func newConfig(opts []Option) (config, error) {
-	c := config{fair: true}
-	for _, o := range opts {
-		if o == nil {
-			c.setErr(fmt.Errorf("mutex: %w: nil option", ErrInvalidArgument))
-			continue
-		}
-		o(&c)
-	}
-	return c, c.err
-}
-
-func (c *config) setErr(err error) {
-	if c.err == nil {
-		c.err = err
-	}
-}
-
-// NonFair makes the lock a race for one ephemeral node: lowest latency for few
-// contenders; every waiter watches that node (a herd on release, by design)
-// and re-attempts with jittered backoff. No FIFO order.
-func NonFair() Option { return func(c *config) { c.fair = false } }
-
-// WithData stores data (for example the holder's id or host) in the lock's
-// node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
-func WithData(data []byte) Option {
-	return func(c *config) {
-		if err := recipe.CheckData(data); err != nil {
-			c.setErr(fmt.Errorf("mutex: %w", err))
-			return
-		}
-		c.data = append([]byte(nil), data...)
-	}
-}
-
-// WithDisconnectPolicy sets what a lost connection does to this lock's
-// holds (default: the session's, see session.WithDisconnectPolicy): end
-// them (session.StopOnDisconnect), or pause them until the same session is
-// back (session.PauseOnDisconnect; see recipe.Hold, Paused and Gate).
-func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
-	return func(c *config) {
-		if !p.Valid() {
-			c.setErr(fmt.Errorf("mutex: %w: disconnect policy %v", ErrInvalidArgument, p))
-			return
-		}
-		c.policy = p
-	}
-}
-
-// WithNames names the lock's nodes as names says (recipe.CuratorNames, the
-// default, or recipe.KazooNames). With recipe.KazooNames a mutex's and a
-// writer's nodes are <guid>__lock__<seq> and a reader's <guid>__rlock__<seq>,
-// as Kazoo's Lock, WriteLock and ReadLock name theirs: a Kazoo Lock built
-// with the default constructor sees them and shares the path. A path is
-// named one way only: a lock finding nodes named the other way fails with
-// ErrForeignRecipe (and grants no one). The non-fair lock has one node and
-// no naming; it ignores this option.
-func WithNames(names recipe.Names) Option {
-	return func(c *config) {
-		if !names.Valid() {
-			c.setErr(fmt.Errorf("mutex: %w: names %v", ErrInvalidArgument, names))
-			return
-		}
-		c.names = names
-	}
-}
 
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
 // use; holds are per value (not per goroutine).
@@ -234,105 +145,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	return true, nil
 }
 
-// turnFor is the rule of m's kind: who may hold, whom to watch.
-func (m *Mutex) turnFor() recipe.Turn {
-	switch m.kind {
-	case recipe.KindRead:
-		own := ""
-		if m.writer != nil {
-			own = m.writer.Node()
-		}
-		if own == "" {
-			return readTurn
-		}
-		own = own[len(m.path)+1:]
-		return func(line []recipe.Name, i int) (bool, int, bool) {
-			rest := make([]recipe.Name, 0, len(line))
-			j := i
-			for k, n := range line {
-				if n.Name == own {
-					if k < i {
-						j--
-					}
-					continue
-				}
-				rest = append(rest, n)
-			}
-			ok, w, grants := readTurn(rest, j)
-			if !ok {
-				w = recipe.Index(line, rest[w].Name)
-			}
-			return ok, w, grants
-		}
-	default:
-		return recipe.HeadTurn
-	}
-}
-
-// isReader reports whether a node is a reader's (readers share).
-func isReader(n recipe.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
-
-// readTurn: granted when no writer is ahead; else watch the nearest writer
-// ahead, whose deletion grants us if it is the only writer ahead.
-func readTurn(line []recipe.Name, i int) (bool, int, bool) {
-	w, writers := -1, 0
-	for j := 0; j < i; j++ {
-		if !isReader(line[j]) {
-			w = j
-			writers++
-		}
-	}
-	if w < 0 {
-		return true, 0, false
-	}
-	return false, w, writers == 1
-}
-
 // recipeName names the recipe of a lock of kind for the observer.
 func recipeName(kind string) string {
 	if kind == recipe.KindLock {
 		return "mutex"
 	}
 	return "rwlock"
-}
-
-// acquireFair waits in the line through the contender loop (see
-// recipe.Acquire). An exclusive holder that waited marks its node (a reader
-// never: readers before it may still hold). TryLock's "not now" is a nil
-// hold.
-func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
-	start := time.Now()
-	h, err := recipe.Acquire(ctx, &m.line, recipe.Driver[*recipe.Hold]{
-		Kind:    m.kind,
-		Data:    m.data,
-		Turn:    m.turnFor(),
-		Options: recipe.AwaitOptions{NoWait: !wait, Mark: m.kind != recipe.KindRead},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*recipe.Hold, error) {
-			h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
-			if h.Context().Err() != nil {
-				_ = h.Release(ctx) // lost at once: it returns without waiting
-				return nil, recipe.ErrNodeGone
-			}
-			h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
-			return h, nil
-		},
-	})
-	if errors.Is(err, recipe.ErrWouldWait) {
-		return nil, nil // our node is removed
-	}
-	return h, err
-}
-
-func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
-	start := time.Now()
-	// One guid for the whole call: a create whose answer was lost is
-	// recognised on any later attempt of this call, never left behind.
-	h, err := m.single.Acquire(ctx, recipe.Attempt{GUID: recipe.NewGUID(), Data: m.data, Wait: wait})
-	if err != nil || h == nil {
-		return nil, err
-	}
-	h.Observe(m.single.Recipe, m.path, time.Since(start), 0)
-	return h, nil
 }
 
 // Unlock decrements the hold count and releases the lock at zero, whatever

@@ -97,37 +97,9 @@ func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *recipe.
 // all are removed.
 func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int) (*Lease, error) {
 	guid := recipe.NewGUID()
-	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
-	s.mu.Lock()
-	version := s.version
-	s.mu.Unlock()
-	ops := []any{&zk.CheckVersionRequest{Path: s.path, Version: version}}
-	for range n {
-		ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
-			Flags: zk.FlagEphemeral | zk.FlagSequence})
-	}
-	ops = append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
-	type taken struct {
-		paths []string // the leases created (nil: none known)
-		res   []zk.MultiResponse
-		err   error
-	}
+	ops := s.takeOps(guid, own, n)
 	t, err := recipe.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
-		res, err := c.Multi(ops...)
-		if err == nil {
-			paths := make([]string, n)
-			for i := range n {
-				paths[i] = res[1+i].String
-			}
-			return taken{paths: paths}, nil
-		}
-		if session.OutcomeUnknown(err) {
-			// Did it land? Look for our leases by guid.
-			if paths, ok := s.findLeases(ep, guid); ok {
-				return taken{paths: paths}, nil
-			}
-		}
-		return taken{res: res, err: session.ACLMultiError(ops, res, err)}, nil
+		return s.multiTake(c, ep, guid, ops, n), nil
 	}, func(t taken, _ error) {
 		// The caller gave up: leases taken after all are held by no one.
 		if t.paths != nil {
@@ -142,21 +114,69 @@ func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Nod
 	if t.paths != nil {
 		return s.grant(ep, t.paths), nil
 	}
+	return nil, s.notTaken(ep, guid, t, n)
+}
+
+// taken is what take's multi-op did.
+type taken struct {
+	paths []string // the leases created (nil: none known)
+	res   []zk.MultiResponse
+	err   error
+}
+
+// takeOps is take's multi-op: the check of the limit's version, n creates
+// of leases named with guid, and the delete of own.
+func (s *Semaphore) takeOps(guid string, own *recipe.Node, n int) []any {
+	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
+	s.mu.Lock()
+	version := s.version
+	s.mu.Unlock()
+	ops := []any{&zk.CheckVersionRequest{Path: s.path, Version: version}}
+	for range n {
+		ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
+			Flags: zk.FlagEphemeral | zk.FlagSequence})
+	}
+	return append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
+}
+
+// multiTake sends ops (see takeOps) on c. An answer lost with the
+// connection is looked up by guid: leases found are taken.
+func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, guid string, ops []any, n int) taken {
+	res, err := c.Multi(ops...)
+	if err == nil {
+		paths := make([]string, n)
+		for i := range n {
+			paths[i] = res[1+i].String
+		}
+		return taken{paths: paths}
+	}
+	if session.OutcomeUnknown(err) {
+		// Did it land? Look for our leases by guid.
+		if paths, ok := s.findLeases(ep, guid); ok {
+			return taken{paths: paths}
+		}
+	}
+	return taken{res: res, err: session.ACLMultiError(ops, res, err)}
+}
+
+// notTaken is the error of a multi-op of take that took no lease (t), by
+// the op that failed.
+func (s *Semaphore) notTaken(ep *session.Epoch, guid string, t taken, n int) error {
 	res := t.res
 	switch err := t.err; {
 	case len(res) > 0 && (errors.Is(res[0].Error, zk.ErrBadVersion) || errors.Is(res[0].Error, zk.ErrNoNode)):
-		return nil, errRecheck // the limit changed
+		return errRecheck // the limit changed
 	case len(res) > n+1 && errors.Is(res[n+1].Error, zk.ErrNoNode):
-		return nil, recipe.ErrNodeGone // our place is gone: our session too
+		return recipe.ErrNodeGone // our place is gone: our session too
 	case len(res) > 1 && errors.Is(res[1].Error, zk.ErrNoNode):
-		return nil, errNoLeases // the leases container was removed since we counted
+		return errNoLeases // the leases container was removed since we counted
 	case session.OutcomeUnknown(err):
 		// Not seen: if the multi landed after all, its leases must not
 		// stay behind, held by no one.
 		go s.cleanupLeases(ep, guid)
-		return nil, err
+		return err
 	default:
-		return nil, err
+		return err
 	}
 }
 

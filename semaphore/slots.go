@@ -53,6 +53,30 @@ func WithSlots() Option {
 	return func(c *config) { c.slots = true }
 }
 
+// claimSlots takes the slots of l, a lease just granted with the limit read
+// (see claim), and attaches the claims to its hold: its release deletes them
+// with its lease nodes. On failure the lease is given back (its release goes
+// on in the background) and a claim that may have landed unseen is swept.
+func (s *Semaphore) claimSlots(ctx context.Context, ep *session.Epoch, l *Lease) error {
+	r, err := s.claim(ctx, ep, l.hold, s.MaxLeases())
+	if err == nil {
+		err = l.hold.Attach(r.claims...)
+	}
+	if err != nil {
+		// Given back at once: nothing waits for the server.
+		rctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = l.hold.Release(rctx)
+		go s.sweepClaims(r.ep, l.hold.Nodes(), nil)
+		return err
+	}
+	if r.unknown {
+		go s.sweepClaims(r.ep, l.hold.Nodes(), r.claims)
+	}
+	l.slots = r.slots
+	return nil
+}
+
 // claimResult is what a claim made: a slot and its claim for each lease
 // node (in order), and whether a create's outcome was unknown (a claim of
 // ours may then land unseen: see sweepClaims).
@@ -80,23 +104,8 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold
 		got := -1
 		for pass := 0; got < 0 && pass < claimPasses; pass++ {
 			if !listed {
-				if err := s.ready(ctx, &r, h); err != nil {
+				if err := s.listSlots(ctx, &r, h, dir, taken); err != nil {
 					return r, err
-				}
-				names, err := recipe.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
-					names, _, err := c.Children(dir)
-					if errors.Is(err, zk.ErrNoNode) {
-						err = nil // created with the first claim
-					}
-					return names, err
-				}, nil)
-				if err != nil {
-					return r, err
-				}
-				for _, n := range names {
-					if k, ok := parseSlot(n); ok {
-						taken[k] = true
-					}
 				}
 			}
 			listed = false // a pass that ends without a slot lists again
@@ -124,6 +133,29 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold
 	return r, nil
 }
 
+// listSlots marks in taken the slots claimed now (the claims in dir).
+func (s *Semaphore) listSlots(ctx context.Context, r *claimResult, h *recipe.Hold, dir string, taken map[int]bool) error {
+	if err := s.ready(ctx, r, h); err != nil {
+		return err
+	}
+	names, err := recipe.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
+		names, _, err := c.Children(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil // created with the first claim
+		}
+		return names, err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if k, ok := parseSlot(n); ok {
+			taken[k] = true
+		}
+	}
+	return nil
+}
+
 // createClaim creates the claim of slot k with data, in r.ep (moved on to
 // the session's next epoch when a lost answer is looked up): true if the
 // slot is ours now, false if it is taken.
@@ -134,13 +166,7 @@ func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.H
 		if err := s.ready(ctx, r, h); err != nil {
 			return false, err
 		}
-		if f := testHookBeforeClaim.Load(); f != nil {
-			(*f)()
-		}
-		err := recipe.Do(ctx, r.ep, func(c *zk.Conn) error {
-			_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
-			return session.ACLError("create", p, err)
-		})
+		err := s.createClaimNode(ctx, r.ep, p, data)
 		switch {
 		case err == nil:
 			return true, nil
@@ -150,14 +176,7 @@ func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.H
 			// The slots container is missing (not made yet, or removed
 			// when its last claim went): our lease pins the path.
 			noNode++
-			err := recipe.Do(ctx, r.ep, func(c *zk.Conn) error {
-				_, err := c.CreateContainer(dir, nil, zk.FlagContainer, s.sess.ACL())
-				if errors.Is(err, zk.ErrNodeExists) {
-					err = nil
-				}
-				return session.ACLError("create", dir, err)
-			})
-			if err != nil {
+			if err := s.ensureSlots(ctx, r.ep, dir); err != nil {
 				return false, err
 			}
 			continue
@@ -170,40 +189,86 @@ func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.H
 		// The answer is lost: did it land? Look once the same session is
 		// usable again.
 		r.unknown = true
-		if err := s.ready(ctx, r, h); err != nil {
+		seen, err := s.lookClaim(ctx, r, h, dir, p, data)
+		if err != nil {
 			return false, err
 		}
-		cur := r.ep
-		type found struct {
-			ok   bool
-			data []byte
-			st   *zk.Stat
+		if seen != claimAgain {
+			return seen == claimOurs, nil
 		}
-		f, err := recipe.Call(ctx, cur, func(c *zk.Conn) (found, error) {
-			// Sync first: the server we are on now may not have applied yet
-			// a create the one we lost forwarded to the leader.
-			if _, err := c.Sync(dir); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return found{}, err
-			}
-			d, st, err := c.Get(p)
-			if errors.Is(err, zk.ErrNoNode) {
-				return found{}, nil
-			}
-			return found{true, d, st}, err
-		}, nil)
-		switch {
-		case err != nil:
-			if !session.OutcomeUnknown(err) {
-				return false, err
-			}
-			continue // look again (bounded by claimTries)
-		case !f.ok:
-			continue // it did not land: create again
-		case f.st.EphemeralOwner == cur.SessionID() && bytes.Equal(f.data, data):
-			return true, nil // ours: adopted
-		default:
-			return false, nil // someone else's
+	}
+}
+
+// createClaimNode sends the create of the claim p (after the test hook).
+func (s *Semaphore) createClaimNode(ctx context.Context, ep *session.Epoch, p string, data []byte) error {
+	if f := testHookBeforeClaim.Load(); f != nil {
+		(*f)()
+	}
+	return recipe.Do(ctx, ep, func(c *zk.Conn) error {
+		_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
+		return session.ACLError("create", p, err)
+	})
+}
+
+// ensureSlots creates the slots container dir if it is missing.
+func (s *Semaphore) ensureSlots(ctx context.Context, ep *session.Epoch, dir string) error {
+	return recipe.Do(ctx, ep, func(c *zk.Conn) error {
+		_, err := c.CreateContainer(dir, nil, zk.FlagContainer, s.sess.ACL())
+		if errors.Is(err, zk.ErrNodeExists) {
+			err = nil
 		}
+		return session.ACLError("create", dir, err)
+	})
+}
+
+// claimSeen is what lookClaim found of a claim whose create's answer was
+// lost.
+type claimSeen int
+
+const (
+	claimAgain  claimSeen = iota // not landed, or not known: create again
+	claimOurs                    // landed: ours, adopted
+	claimTheirs                  // someone else's
+)
+
+// lookClaim looks, once the same session is usable again (r.ep moved on to
+// it), whether the claim p landed and is ours: our session owns it and its
+// data is data. A lookup whose own answer is lost is claimAgain (the caller's
+// claimTries bound it).
+func (s *Semaphore) lookClaim(ctx context.Context, r *claimResult, h *recipe.Hold, dir, p string, data []byte) (claimSeen, error) {
+	if err := s.ready(ctx, r, h); err != nil {
+		return claimAgain, err
+	}
+	cur := r.ep
+	type found struct {
+		ok   bool
+		data []byte
+		st   *zk.Stat
+	}
+	f, err := recipe.Call(ctx, cur, func(c *zk.Conn) (found, error) {
+		// Sync first: the server we are on now may not have applied yet
+		// a create the one we lost forwarded to the leader.
+		if _, err := c.Sync(dir); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return found{}, err
+		}
+		d, st, err := c.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return found{}, nil
+		}
+		return found{true, d, st}, err
+	}, nil)
+	switch {
+	case err != nil:
+		if !session.OutcomeUnknown(err) {
+			return claimAgain, err
+		}
+		return claimAgain, nil // look again (bounded by claimTries)
+	case !f.ok:
+		return claimAgain, nil // it did not land: create again
+	case f.st.EphemeralOwner == cur.SessionID() && bytes.Equal(f.data, data):
+		return claimOurs, nil // ours: adopted
+	default:
+		return claimTheirs, nil // someone else's
 	}
 }
 

@@ -1,0 +1,91 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// acquireFair waits in the line through the contender loop (see
+// recipe.Acquire). An exclusive holder that waited marks its node (a reader
+// never: readers before it may still hold). TryLock's "not now" is a nil
+// hold.
+func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+	start := time.Now()
+	h, err := recipe.Acquire(ctx, &m.line, recipe.Driver[*recipe.Hold]{
+		Kind:    m.kind,
+		Data:    m.data,
+		Turn:    m.turnFor(),
+		Options: recipe.AwaitOptions{NoWait: !wait, Mark: m.kind != recipe.KindRead},
+		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*recipe.Hold, error) {
+			h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
+			if h.Context().Err() != nil {
+				_ = h.Release(ctx) // lost at once: it returns without waiting
+				return nil, recipe.ErrNodeGone
+			}
+			h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
+			return h, nil
+		},
+	})
+	if errors.Is(err, recipe.ErrWouldWait) {
+		return nil, nil // our node is removed
+	}
+	return h, err
+}
+
+// turnFor is the rule of m's kind: who may hold, whom to watch.
+func (m *Mutex) turnFor() recipe.Turn {
+	switch m.kind {
+	case recipe.KindRead:
+		own := ""
+		if m.writer != nil {
+			own = m.writer.Node()
+		}
+		if own == "" {
+			return readTurn
+		}
+		own = own[len(m.path)+1:]
+		return func(line []recipe.Name, i int) (bool, int, bool) {
+			rest := make([]recipe.Name, 0, len(line))
+			j := i
+			for k, n := range line {
+				if n.Name == own {
+					if k < i {
+						j--
+					}
+					continue
+				}
+				rest = append(rest, n)
+			}
+			ok, w, grants := readTurn(rest, j)
+			if !ok {
+				w = recipe.Index(line, rest[w].Name)
+			}
+			return ok, w, grants
+		}
+	default:
+		return recipe.HeadTurn
+	}
+}
+
+// isReader reports whether a node is a reader's (readers share).
+func isReader(n recipe.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
+
+// readTurn: granted when no writer is ahead; else watch the nearest writer
+// ahead, whose deletion grants us if it is the only writer ahead.
+func readTurn(line []recipe.Name, i int) (bool, int, bool) {
+	w, writers := -1, 0
+	for j := 0; j < i; j++ {
+		if !isReader(line[j]) {
+			w = j
+			writers++
+		}
+	}
+	if w < 0 {
+		return true, 0, false
+	}
+	return false, w, writers == 1
+}

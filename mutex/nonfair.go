@@ -1,0 +1,28 @@
+package mutex
+
+import (
+	"context"
+	"time"
+
+	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/recipe"
+)
+
+// NonFairNode is the name of the single node of a non-fair lock.
+const NonFairNode = layout.NonFairLockNode
+
+// nonFairMark is the data a non-fair lock writes to its path with each
+// grant, followed by the grant attempt's guid (see recipe.Single).
+const nonFairMark = layout.NonFairLockMark
+
+func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+	start := time.Now()
+	// One guid for the whole call: a create whose answer was lost is
+	// recognised on any later attempt of this call, never left behind.
+	h, err := m.single.Acquire(ctx, recipe.Attempt{GUID: recipe.NewGUID(), Data: m.data, Wait: wait})
+	if err != nil || h == nil {
+		return nil, err
+	}
+	h.Observe(m.single.Recipe, m.path, time.Since(start), 0)
+	return h, nil
+}

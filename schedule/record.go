@@ -1,0 +1,73 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Record is the schedule's state as its node holds it (JSON): the last
+// tick started, and whether its end was recorded.
+type Record struct {
+	Every   string `json:"every"`             // the interval (time.Duration's String)
+	Epoch   int64  `json:"epoch_ms"`          // tick 0's due time: the node's ctime (server clock, ms)
+	N       int64  `json:"tick"`              // the last tick started; -1: none yet
+	Attempt int    `json:"attempt,omitempty"` // its attempt
+	State   string `json:"state"`             // "started" or "finished"
+	Leader  string `json:"leader,omitempty"`  // the candidate id that started it
+	Term    int64  `json:"term,omitempty"`    // that leadership's term
+	Started int64  `json:"started_ms,omitempty"`
+	Outcome string `json:"outcome,omitempty"` // of a finished tick: ok, timeout, cancelled, error: ...
+}
+
+const (
+	stateStarted  = "started"
+	stateFinished = "finished"
+)
+
+// Record reads the schedule's record as it is now (no sync: a read of the
+// server this session talks to). A schedule that never had a leader has
+// none: the error then matches ErrNoRecord. Epoch is the node's ctime.
+func (s *Schedule) Record(ctx context.Context) (Record, error) {
+	r, st, err := s.read(ctx)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Record{}, fmt.Errorf("%w: %s", ErrNoRecord, s.state)
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	r.Epoch = st.Ctime
+	return r, nil
+}
+
+// read reads the record and its node's Stat.
+func (s *Schedule) read(ctx context.Context) (Record, *zk.Stat, error) {
+	var data []byte
+	var st *zk.Stat
+	err := s.sess.Do(ctx, func(ep *session.Epoch) error {
+		d, stat, err := ep.Conn().Get(s.sess.Path(s.state))
+		data, st = d, stat
+		return err
+	})
+	if err != nil {
+		return Record{}, nil, err
+	}
+	r, err := s.decode(data)
+	return r, st, err
+}
+
+func (s *Schedule) decode(data []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil || r.Every == "" {
+		return Record{}, fmt.Errorf("%w: %s: %q", ErrBadRecord, s.state, truncate(string(data), 200))
+	}
+	if r.Every != s.every.String() {
+		return Record{}, fmt.Errorf("%w: %s records every %s, this candidate has %v", ErrIntervalMismatch, s.state, r.Every, s.every)
+	}
+	return r, nil
+}
