@@ -158,7 +158,7 @@ func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
 		return session.ACLError("getChildren", s.path, err)
 	}
 	for _, n := range names {
-		if _, ok := recipe.ParseName(n); ok || n == "nonfair-lock" {
+		if _, ok := recipe.ParseName(n); ok || n == layout.NonFairLockNode {
 			return fmt.Errorf("semaphore: %w: %s holds %s", ErrWrongKind, s.path, n)
 		}
 	}
