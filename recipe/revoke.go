@@ -279,73 +279,105 @@ func waitGone(ctx context.Context, sess *session.Session, node string, stop <-ch
 // holder's mark for its successor), and a notification to the holder at
 // its own release (ignored: the hold is released by then).
 func (h *Hold) watchOwn(ep *session.Epoch, node string, firstRead <-chan ownRead) {
-	first := node == h.nodes[0]
-	read1 := func(st *zk.Stat) {
-		if !first {
+	o := &ownWatch{h: h, node: node, first: node == h.nodes[0], firstRead: firstRead}
+	defer o.read1(nil)
+	for h.ctx.Err() == nil {
+		r, ok := o.read(ep)
+		if !ok {
 			return
 		}
-		first = false
-		h.mu.Lock()
-		if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
-			h.token = Token(st.Czxid)
-		}
-		h.mu.Unlock()
-		close(h.firstRead)
-	}
-	defer read1(nil)
-	for h.ctx.Err() == nil {
-		var r ownRead
-		if firstRead != nil {
-			select {
-			case r = <-firstRead:
-			case <-h.ctx.Done():
-				return
-			}
-			firstRead = nil
-		} else {
-			var err error
-			r, err = Call(h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
-				data, st, w, err := c.GetW(node)
-				return ownRead{data, st, w, err}, err
-			}, nil)
-			r.err = err
-		}
-		err := r.err
 		switch {
 		case h.ctx.Err() != nil:
 			return
-		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(node, r.st)):
-			read1(nil)
+		case errors.Is(r.err, zk.ErrNoNode) || (r.err == nil && !h.ours(node, r.st)):
+			o.read1(nil)
 			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
 			return
-		case err != nil:
+		case r.err != nil:
 			// A connection problem (or the session's end, which loses the
 			// hold): watch again once the session is usable.
+			var err error
 			if ep, err = h.sess.Wait(h.ctx); err != nil || ep.SessionID() != h.sid {
 				return
 			}
 			continue
 		}
-		read1(r.st)
-		if h.sawData(node, r.data) {
-			return
-		}
-		select {
-		case ev := <-r.w:
-			switch ev.Type {
-			case zk.EventNodeDeleted:
-				h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
-				return
-			case zk.EventNotWatching:
-				return // the session ended: its end loses the hold
-			}
-			// The data changed: read it, and watch again.
-		case <-h.ctx.Done():
+		o.read1(r.st)
+		if h.sawData(node, r.data) || !o.wait(r.w) {
 			return
 		}
 		if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
 			ep = c
 		}
+	}
+}
+
+// ownWatch is the watch of one of a hold's nodes (Hold.watchOwn).
+type ownWatch struct {
+	h    *Hold
+	node string
+	// first: the node is the hold's first, and its first read is yet to
+	// be reported (read1).
+	first bool
+	// firstRead is the read made at the grant, until it is taken.
+	firstRead <-chan ownRead
+}
+
+// read1 reports the hold's first read, once, from the watch of its first
+// node: the hold's token (from st, if the hold has none yet and st is its
+// session's node), and h.firstRead closed.
+func (o *ownWatch) read1(st *zk.Stat) {
+	if !o.first {
+		return
+	}
+	o.first = false
+	h := o.h
+	h.mu.Lock()
+	if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
+		h.token = Token(st.Czxid)
+	}
+	h.mu.Unlock()
+	close(h.firstRead)
+}
+
+// read reads the node and watches it, in ep: the read made at the grant
+// first, then its own. false if the hold ends while the first is awaited.
+func (o *ownWatch) read(ep *session.Epoch) (ownRead, bool) {
+	if o.firstRead != nil {
+		var r ownRead
+		select {
+		case r = <-o.firstRead:
+		case <-o.h.ctx.Done():
+			return ownRead{}, false
+		}
+		o.firstRead = nil
+		return r, true
+	}
+	r, err := Call(o.h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
+		data, st, w, err := c.GetW(o.node)
+		return ownRead{data, st, w, err}, err
+	}, nil)
+	r.err = err
+	return r, true
+}
+
+// wait waits for the node's watch w to fire: true when the node's data
+// changed (to be read again), false when the watch ends (the node deleted,
+// which loses the hold; the session ended; the hold ended).
+func (o *ownWatch) wait(w <-chan zk.Event) bool {
+	select {
+	case ev := <-w:
+		switch ev.Type {
+		case zk.EventNodeDeleted:
+			o.h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, o.node))
+			return false
+		case zk.EventNotWatching:
+			return false // the session ended: its end loses the hold
+		}
+		// The data changed: read it, and watch again.
+		return true
+	case <-o.h.ctx.Done():
+		return false
 	}
 }
 
