@@ -91,90 +91,147 @@ func inspect(ctx context.Context, sess *session.Session, path string, watch bool
 	return snap, nil
 }
 
+// inspectIn is inspect's read in ep: what is at path, watched if watch.
 func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
-	c := ep.Conn()
-	snap := &Snapshot{Path: path, Kind: "empty", Fair: true, Holders: []Entry{}, Waiters: []Entry{}}
-	var watches []<-chan zk.Event
-	children := func(p string) ([]string, error) {
-		if watch {
-			names, _, ch, err := c.ChildrenW(p)
-			if err == nil {
-				watches = append(watches, ch)
-			}
-			return names, err
-		}
-		names, _, err := c.Children(p)
-		return names, err
-	}
-	// Nothing there (the path may also vanish while it is read: recipes'
-	// paths are containers, which the server removes once empty).
-	empty := func() (*Snapshot, error) {
-		snap = &Snapshot{Path: path, Kind: "empty", Fair: true, Holders: []Entry{}, Waiters: []Entry{}}
-		if watch {
-			_, _, ch, err := c.ExistsW(path)
-			if err != nil {
-				return nil, err
-			}
-			snap.Watch = ch
-		}
-		return snap, nil
-	}
-	data, _, err := c.Get(path)
+	in := &inspector{c: ep.Conn(), path: path, watch: watch}
+	data, _, err := in.c.Get(path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return empty()
+		return in.empty()
 	} else if err != nil {
 		return nil, err
-	}
-	entries := func(dir string, names []Name) ([]Entry, error) {
-		out := make([]Entry, 0, len(names))
-		for _, n := range names {
-			e, ok, err := entry(c, dir+"/"+n.Name, n)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out = append(out, e)
-			}
-		}
-		return out, nil
 	}
 	if rest, ok := strings.CutPrefix(string(data), semaphoreMarker); ok {
-		snap.Kind = "semaphore"
-		for _, ch := range rest {
-			if ch < '0' || ch > '9' {
-				break
-			}
-			snap.MaxLeases = snap.MaxLeases*10 + int(ch-'0')
-		}
-		leases, err := children(path + "/leases")
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return nil, err
-		}
-		locks, err := children(path + "/locks")
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return nil, err
-		}
-		if snap.Holders, err = entries(path+"/leases", Sort(leases, KindLease)); err != nil {
-			return nil, err
-		}
-		if snap.Waiters, err = entries(path+"/locks", Sort(locks)); err != nil {
-			return nil, err
-		}
-		for i := range snap.Waiters {
-			snap.Waiters[i].Library = semaphoreWaiters
-		}
-		if err := slotsOf(c, path+"/"+semaphoreSlots, snap.Holders, children); err != nil {
-			return nil, err
-		}
-		snap.Watch = merge(watches)
-		return snap, nil
+		return in.semaphore(rest)
 	}
-	names, err := children(path)
+	return in.contenders()
+}
+
+// inspector reads one path in one epoch, and keeps the watches its reads
+// set (when watch is set).
+type inspector struct {
+	c       *zk.Conn
+	path    string
+	watch   bool
+	watches []<-chan zk.Event
+}
+
+// newSnapshot is the snapshot of nothing at path.
+func newSnapshot(path string) *Snapshot {
+	return &Snapshot{Path: path, Kind: "empty", Fair: true, Holders: []Entry{}, Waiters: []Entry{}}
+}
+
+// children lists p's children, watching them if in.watch.
+func (in *inspector) children(p string) ([]string, error) {
+	if in.watch {
+		names, _, ch, err := in.c.ChildrenW(p)
+		if err == nil {
+			in.watches = append(in.watches, ch)
+		}
+		return names, err
+	}
+	names, _, err := in.c.Children(p)
+	return names, err
+}
+
+// empty is the snapshot of nothing there (the path may also vanish while it
+// is read: recipes' paths are containers, which the server removes once
+// empty).
+func (in *inspector) empty() (*Snapshot, error) {
+	snap := newSnapshot(in.path)
+	if in.watch {
+		_, _, ch, err := in.c.ExistsW(in.path)
+		if err != nil {
+			return nil, err
+		}
+		snap.Watch = ch
+	}
+	return snap, nil
+}
+
+// entries reads the nodes named by names under dir, skipping those gone
+// meanwhile.
+func (in *inspector) entries(dir string, names []Name) ([]Entry, error) {
+	out := make([]Entry, 0, len(names))
+	for _, n := range names {
+		e, ok, err := entry(in.c, dir+"/"+n.Name, n)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// semaphore reads a semaphore's layout (rest is its marker's remainder, the
+// maximum leases): the leases as holders, with their slots, and the lease
+// waiters under locks.
+func (in *inspector) semaphore(rest string) (*Snapshot, error) {
+	path := in.path
+	snap := newSnapshot(path)
+	snap.Kind = "semaphore"
+	for _, ch := range rest {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		snap.MaxLeases = snap.MaxLeases*10 + int(ch-'0')
+	}
+	leases, err := in.children(path + "/leases")
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	locks, err := in.children(path + "/locks")
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	if snap.Holders, err = in.entries(path+"/leases", Sort(leases, KindLease)); err != nil {
+		return nil, err
+	}
+	if snap.Waiters, err = in.entries(path+"/locks", Sort(locks)); err != nil {
+		return nil, err
+	}
+	for i := range snap.Waiters {
+		snap.Waiters[i].Library = semaphoreWaiters
+	}
+	if err := slotsOf(in.c, path+"/"+semaphoreSlots, snap.Holders, in.children); err != nil {
+		return nil, err
+	}
+	snap.Watch = merge(in.watches)
+	return snap, nil
+}
+
+// contenders reads the path's children: a non-fair recipe's node and a line
+// of contenders (shepherd's, Curator's or Kazoo's names).
+func (in *inspector) contenders() (*Snapshot, error) {
+	names, err := in.children(in.path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return empty()
+		return in.empty()
 	} else if err != nil {
 		return nil, err
 	}
+	snap := newSnapshot(in.path)
+	if err := in.nonFair(snap, names); err != nil {
+		return nil, err
+	}
+	all, err := in.entries(in.path, Sort(names))
+	if err != nil {
+		return nil, err
+	}
+	classify(snap, all)
+	if snap.Fair {
+		n := lineHolders(snap.Kind, all)
+		snap.Holders, snap.Waiters = all[:n], all[n:]
+	} else {
+		snap.Waiters = all
+	}
+	snap.Watch = merge(in.watches)
+	return snap, nil
+}
+
+// nonFair reads a non-fair recipe's node among names (the path's children)
+// into snap: its holder, its kind, and Fair false.
+func (in *inspector) nonFair(snap *Snapshot, names []string) error {
 	for _, n := range names {
 		if n == nonFairLockNode || n == nonFairLeaderNode {
 			snap.Fair = false
@@ -182,60 +239,62 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 			if n == nonFairLeaderNode {
 				snap.Kind = "election"
 			}
-			e, ok, err := entry(c, path+"/"+n, Name{Name: n})
+			e, ok, err := entry(in.c, in.path+"/"+n, Name{Name: n})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if ok {
 				snap.Holders = append(snap.Holders, e)
 			}
 		}
 	}
-	line := Sort(names)
-	all, err := entries(path, line)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// classify sets snap's Kind and Names from a line of contenders (all, in
+// line order), if there is one.
+func classify(snap *Snapshot, all []Entry) {
+	if len(all) == 0 {
+		return
 	}
-	if len(all) > 0 {
-		switch all[0].Kind {
-		case KindLatch:
-			snap.Kind = "election"
-		case KindRead, KindWrite, KindKazooRead:
-			snap.Kind = "rwlock"
+	switch all[0].Kind {
+	case KindLatch:
+		snap.Kind = "election"
+	case KindRead, KindWrite, KindKazooRead:
+		snap.Kind = "rwlock"
+	default:
+		snap.Kind = "mutex"
+	}
+	for _, e := range all {
+		if e.Kind == KindKazooRead && snap.Kind == "mutex" {
+			snap.Kind = "rwlock" // Kazoo's WriteLock names its nodes as its Lock does
+		}
+		switch names := NamesOf(e.Kind).String(); snap.Names {
+		case "":
+			snap.Names = names
+		case names, "mixed":
 		default:
-			snap.Kind = "mutex"
+			snap.Names = "mixed"
 		}
-		for _, e := range all {
-			if e.Kind == KindKazooRead && snap.Kind == "mutex" {
-				snap.Kind = "rwlock" // Kazoo's WriteLock names its nodes as its Lock does
+	}
+}
+
+// lineHolders is how many of a fair line's contenders (all, in line order)
+// hold: none in an empty line, the leading readers of a read-write lock's
+// (or its first writer), else the first.
+func lineHolders(kind string, all []Entry) int {
+	n := 0
+	if len(all) > 0 {
+		n = 1
+		if kind == "rwlock" {
+			for n = 0; n < len(all) && (all[n].Kind == KindRead || all[n].Kind == KindKazooRead); n++ {
 			}
-			switch names := NamesOf(e.Kind).String(); snap.Names {
-			case "":
-				snap.Names = names
-			case names, "mixed":
-			default:
-				snap.Names = "mixed"
+			if n == 0 {
+				n = 1
 			}
 		}
 	}
-	if snap.Fair {
-		n := 0
-		if len(all) > 0 {
-			n = 1
-			if snap.Kind == "rwlock" {
-				for n = 0; n < len(all) && (all[n].Kind == KindRead || all[n].Kind == KindKazooRead); n++ {
-				}
-				if n == 0 {
-					n = 1
-				}
-			}
-		}
-		snap.Holders, snap.Waiters = all[:n], all[n:]
-	} else {
-		snap.Waiters = all
-	}
-	snap.Watch = merge(watches)
-	return snap, nil
+	return n
 }
 
 // slotsOf sets the holders' slots from the claims under dir: each claim

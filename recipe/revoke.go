@@ -288,42 +288,21 @@ const ownWatchDelay = 10 * time.Millisecond
 // successor), and a notification to the holder at its own release (ignored:
 // the hold is released by then).
 func (h *Hold) watchOwn(ep *session.Epoch, node string) {
-	first := node == h.nodes[0]
-	read1 := func(st *zk.Stat) {
-		if !first {
-			return
-		}
-		first = false
-		h.mu.Lock()
-		if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
-			h.token = Token(st.Czxid)
-		}
-		h.mu.Unlock()
-		close(h.firstRead)
-	}
-	defer read1(nil)
-	t := time.NewTimer(ownWatchDelay)
-	select {
-	case <-t.C:
-	case <-h.arm:
-		t.Stop()
-	case <-h.ctx.Done():
-		t.Stop()
+	o := &ownWatch{h: h, node: node, first: node == h.nodes[0]}
+	defer o.read1(nil)
+	if !o.armed() {
 		return
 	}
 	if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
 		ep = c
 	}
 	for h.ctx.Err() == nil {
-		r, err := Call(h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
-			data, st, w, err := c.GetW(node)
-			return ownRead{data, st, w}, err
-		}, nil)
+		r, err := o.read(ep)
 		switch {
 		case h.ctx.Err() != nil:
 			return
 		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(node, r.st)):
-			read1(nil)
+			o.read1(nil)
 			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
 			return
 		case err != nil:
@@ -334,26 +313,81 @@ func (h *Hold) watchOwn(ep *session.Epoch, node string) {
 			}
 			continue
 		}
-		read1(r.st)
-		if h.sawData(node, r.data) {
-			return
-		}
-		select {
-		case ev := <-r.w:
-			switch ev.Type {
-			case zk.EventNodeDeleted:
-				h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
-				return
-			case zk.EventNotWatching:
-				return // the session ended: its end loses the hold
-			}
-			// The data changed: read it, and watch again.
-		case <-h.ctx.Done():
+		o.read1(r.st)
+		if h.sawData(node, r.data) || !o.wait(r.w) {
 			return
 		}
 		if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
 			ep = c
 		}
+	}
+}
+
+// ownWatch is the watch of one of a hold's nodes (Hold.watchOwn).
+type ownWatch struct {
+	h    *Hold
+	node string
+	// first: the node is the hold's first, and its first read is yet to
+	// be reported (read1).
+	first bool
+}
+
+// armed waits ownWatchDelay, or until Token asks for the first read (the
+// hold's arm), and reports whether the hold still lasts.
+func (o *ownWatch) armed() bool {
+	t := time.NewTimer(ownWatchDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-o.h.arm:
+	case <-o.h.ctx.Done():
+		return false
+	}
+	return true
+}
+
+// read1 reports the hold's first read, once, from the watch of its first
+// node: the hold's token (from st, if the hold has none yet and st is its
+// session's node), and h.firstRead closed.
+func (o *ownWatch) read1(st *zk.Stat) {
+	if !o.first {
+		return
+	}
+	o.first = false
+	h := o.h
+	h.mu.Lock()
+	if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
+		h.token = Token(st.Czxid)
+	}
+	h.mu.Unlock()
+	close(h.firstRead)
+}
+
+// read reads the node and watches it, in ep.
+func (o *ownWatch) read(ep *session.Epoch) (ownRead, error) {
+	return Call(o.h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
+		data, st, w, err := c.GetW(o.node)
+		return ownRead{data, st, w}, err
+	}, nil)
+}
+
+// wait waits for the node's watch w to fire: true when the node's data
+// changed (to be read again), false when the watch ends (the node deleted,
+// which loses the hold; the session ended; the hold ended).
+func (o *ownWatch) wait(w <-chan zk.Event) bool {
+	select {
+	case ev := <-w:
+		switch ev.Type {
+		case zk.EventNodeDeleted:
+			o.h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, o.node))
+			return false
+		case zk.EventNotWatching:
+			return false // the session ended: its end loses the hold
+		}
+		// The data changed: read it, and watch again.
+		return true
+	case <-o.h.ctx.Done():
+		return false
 	}
 }
 
