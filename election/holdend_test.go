@@ -83,7 +83,10 @@ func TestRunLeadership(t *testing.T) {
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
-	s := open(t, p.Addrs(), session.WithSessionTimeout(3*time.Second))
+	// 5 s: the stall is seen after 2/3 of it, and the same session must be
+	// back before the manager declares it lost (49/50 of it, by its own
+	// clock): under load (the chaos package beside) 3 s left too little.
+	s := open(t, p.Addrs(), session.WithSessionTimeout(5*time.Second))
 	ctx := testutil.Ctx(t, 40*time.Second)
 	e, err := election.New(s, uniquePath(t), "a")
 	require.NoError(t, err)
