@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/shepherdzk/shepherd/internal/zkpath"
@@ -48,4 +50,55 @@ func ParseConnectString(s string) (servers []string, namespace string, err error
 		return nil, "", fmt.Errorf("%w: connect string chroot: %w", ErrInvalidArgument, err)
 	}
 	return servers, namespace, nil
+}
+
+// DefaultPort is the port of a server given without one, as zkCli and
+// Curator default it.
+const DefaultPort = "2181"
+
+// SplitServers parses a connect string "host:port,host:port" into a server
+// list, checking each address. A host without a port gets DefaultPort.
+func SplitServers(connect string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(connect, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, withPort(s))
+		}
+	}
+	if err := checkServers(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// withPort adds DefaultPort to an address that has no port: "zk1",
+// "127.0.0.1", "[::1]".
+func withPort(s string) string {
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return s
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		return s + ":" + DefaultPort
+	}
+	if !strings.Contains(s, ":") {
+		return net.JoinHostPort(s, DefaultPort)
+	}
+	return s // not an address: checkServers says so
+}
+
+func checkServers(servers []string) error {
+	if len(servers) == 0 {
+		return fmt.Errorf("%w: empty server list", ErrInvalidArgument)
+	}
+	for _, s := range servers {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			return fmt.Errorf("%w: server %q: want host:port", ErrInvalidArgument, s)
+		}
+		p, err := strconv.Atoi(port)
+		if host == "" || err != nil || p < 1 || p > 65535 || strings.ContainsAny(host, "/ ") {
+			return fmt.Errorf("%w: server %q: want host:port with a port in 1-65535", ErrInvalidArgument, s)
+		}
+	}
+	return nil
 }
