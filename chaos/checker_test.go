@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -145,6 +146,9 @@ func (c *checker) granted(client string, writer bool, lost <-chan struct{}) *gra
 	defer c.mu.Unlock()
 	others, writers, pausedN := c.settleLocked(now, nil)
 	c.allowedLocked("granted", client, writer, others, writers)
+	if !c.rw && others+1 > c.max {
+		c.violations[len(c.violations)-1] += " (acting: " + c.actingLocked(nil) + ")"
+	}
 	if pausedN > 0 {
 		c.besidePaused++
 		if c.toldPaused {
@@ -319,4 +323,16 @@ func (c *checker) pauseSummary() (pauses, resumes, besidePaused int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pauses, c.resumes, c.besidePaused
+}
+
+// actingLocked names the live holds acting now but self, with when each was
+// granted: for a violation's message.
+func (c *checker) actingLocked(self *grant) string {
+	var out []string
+	for h := range c.live {
+		if h != self && !h.acting.IsZero() {
+			out = append(out, fmt.Sprintf("%s since %s", h.client, h.at.Format("15:04:05.000")))
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -268,7 +268,7 @@ func (h *harness) loop(c *clientRun, cl client) {
 		}
 		g := h.chk.granted(c.id, hd.writer, hd.lost)
 		c.set(g)
-		h.fenceWrite(actx, c, hd)
+		h.fenceWrite(actx, c, hd, g)
 		h.keep(actx, c, hd, g)
 		h.chk.released(g)
 		c.set(nil)
@@ -283,8 +283,12 @@ func (h *harness) loop(c *clientRun, cl client) {
 }
 
 // fenceWrite makes the hold's fenced write, if it has one: under a pause, only
-// once the gate has opened (stop ends the wait).
-func (h *harness) fenceWrite(stop context.Context, c *clientRun, hd *hold) {
+// once the gate has opened (stop ends the wait). A pause that begins while it
+// runs (the write then waits at the gate) is told to the checker at once, as
+// keep would: g stops acting. If the hold is held again by the time the
+// write is over, that is told as its resume; if it is still paused or lost,
+// keep, which follows, tells the rest.
+func (h *harness) fenceWrite(stop context.Context, c *clientRun, hd *hold, g *grant) {
 	if hd.fence == nil {
 		return
 	}
@@ -293,9 +297,28 @@ func (h *harness) fenceWrite(stop context.Context, c *clientRun, hd *hold) {
 	if hd.gate(fctx) != nil {
 		return
 	}
+	var pausedDuring, lostBefore bool
+	done, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-hd.paused():
+			c.set(nil)
+			lostBefore = fired(hd.lost)
+			h.chk.paused(g)
+			pausedDuring = true
+		case <-done:
+		}
+	}()
 	prev, tok, err := hd.fence(fctx, c.sess, h.res)
+	close(done)
+	<-watched
 	if err == nil {
 		h.chk.fenced(c.id, prev, tok)
+	}
+	if pausedDuring && !fired(hd.lost) && !fired(hd.paused()) {
+		h.chk.resumed(g, lostBefore)
+		c.set(g)
 	}
 }
 
@@ -322,7 +345,7 @@ func (h *harness) keep(stop context.Context, c *clientRun, hd *hold, g *grant) {
 			case err == nil:
 				h.chk.resumed(g, lostBefore)
 				c.set(g)
-				h.fenceWrite(stop, c, hd)
+				h.fenceWrite(stop, c, hd, g)
 				timer.Reset(h.holdFor)
 			case errors.Is(err, recipe.ErrLost):
 				if !fired(hd.lost) {
