@@ -215,11 +215,12 @@ func (h *Hold) loseLocked(cause error) []func() {
 		close(h.resumed)
 	}
 	h.state = lost
-	close(h.lost)
 	if cause == nil {
 		cause = ErrLost
 	}
+	// Context first: whoever sees Lost closed sees Context ended too.
 	h.cancel(cause)
+	close(h.lost)
 	fns := h.onLost
 	h.onLost = nil
 	return fns
@@ -298,8 +299,10 @@ func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEven
 }
 
 // Lost is closed when the hold is, or may be, lost (see Hold), before any
-// other client can be granted it. Release never closes it: after a Release
-// it stays open for good.
+// other client can be granted it, right after its Context ends (so a holder
+// that sees Lost closed sees Context ended; one that sees Context end first
+// reads why with context.Cause). Release never closes it: after a Release it
+// stays open for good.
 func (h *Hold) Lost() <-chan struct{} { return h.lost }
 
 // Context ends when the hold ends for any reason: it may be lost (as Lost)
