@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -238,7 +239,7 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 
 // mark marks own's node (see AwaitOptions.Mark): a write of its own data at
 // version 0, so at most once. It returns once the write is on the wire
-// (session.Epoch.SetWritten), without waiting for the answer: the holder's
+// (wiretap.SetWritten), without waiting for the answer: the holder's
 // next request (its release) goes out after it, and the grant costs no round
 // trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
 // and the hold does not depend on it.
@@ -246,13 +247,13 @@ func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor f
 	var written <-chan struct{}
 	if markFor == nil {
 		own.marked = true
-		written, _ = ep.SetWritten(own.Path, own.data, 0)
+		written, _ = wiretap.SetWritten(ep.Conn(), ep.WireTap(), own.Path, own.data, 0)
 	} else {
 		if own.next.Name == "" || !markFor(own.next) {
 			return
 		}
 		own.marked = true
-		written, _ = ep.MultiWritten(&zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
+		written, _ = wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
 			&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
 	}
 	select {

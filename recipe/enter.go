@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -19,7 +20,7 @@ import (
 // create is tried, so a lost answer leaves neither an orphan nor a duplicate.
 // It creates the path on demand. The line is listed in the same round trip
 // (the listing is sent as soon as the create is on the wire: see
-// session.Epoch.CreateThenChildren): Node.TakeSeen gives it. One round trip
+// wiretap.CreateThenChildren): Node.TakeSeen gives it. One round trip
 // when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
@@ -77,7 +78,7 @@ func (l *Line) create(ep *session.Epoch, guid, prefix string, data []byte) (ente
 			}
 			return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
 		}
-		r := ep.CreateThenChildren(prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
+		r := wiretap.CreateThenChildren(ep.Conn(), ep.WireTap(), prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
 		switch err := r.Err; {
 		case err == nil:
 			return l.made(ep, guid, r, attempt, unknown), nil
@@ -100,7 +101,7 @@ func (l *Line) create(ep *session.Epoch, guid, prefix string, data []byte) (ente
 
 // made is the node a create of attempt made (r), after an earlier create's
 // answer was lost (unknown) or not.
-func (l *Line) made(ep *session.Epoch, guid string, r session.CreateListResult, attempt int, unknown bool) entered {
+func (l *Line) made(ep *session.Epoch, guid string, r wiretap.CreateListResult, attempt int, unknown bool) entered {
 	e := entered{path: r.Path, seen: r.Children}
 	if attempt > 0 {
 		// An earlier create's answer was lost and the lookup

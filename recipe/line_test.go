@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -179,7 +180,7 @@ func TestSetWrittenDoesNotWaitForTheAnswer(t *testing.T) {
 	require.NoError(t, recipe.EnsurePath(s, ep, path))
 
 	p.MuteReplies()
-	written, answer := ep.SetWritten(path, []byte("a"), 0)
+	written, answer := wiretap.SetWritten(ep.Conn(), ep.WireTap(), path, []byte("a"), 0)
 	select {
 	case <-written:
 	case <-time.After(4 * time.Second): // within the connection's read timeout

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,7 @@ type handle struct {
 	errMu     sync.Mutex
 	errs      map[string]error // each server's last connection error (see noteErr)
 	closeOnce sync.Once
-	written   writeTap // creates written to the connection, for CreateThenChildren
+	written   wiretap.Tap // requests written to the connection (see package wiretap)
 }
 
 // close closes the conn and waits until go-zookeeper's goroutines have ended.
@@ -164,11 +165,12 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 }
 
 // Write passes p on. go-zookeeper writes one whole request frame per Write;
-// a create some caller waits for is reported once written (see writeTap).
+// a create some caller waits for is reported once written (see package
+// wiretap).
 func (c *trackedConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
-	if err == nil && c.h.written.waiting.Load() > 0 {
-		c.h.written.saw(p)
+	if err == nil && wiretap.Waiting(&c.h.written) {
+		wiretap.Saw(&c.h.written, p)
 	}
 	return n, err
 }

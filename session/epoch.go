@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"sync"
 	"time"
 
@@ -115,6 +116,17 @@ func (e *Epoch) end(cause error, session bool) {
 // Conn is the connection of this epoch's session. Never call it from a
 // go-zookeeper event callback.
 func (e *Epoch) Conn() *zk.Conn { return e.conn }
+
+// WireTap is the tap of this epoch's connection, for the pipelined requests
+// of package wiretap (internal: the recipes' CreateThenChildren, SetWritten,
+// MultiWritten); nil for a connection without one (then they wait for each
+// answer).
+func (e *Epoch) WireTap() *wiretap.Tap {
+	if e.h == nil {
+		return nil
+	}
+	return &e.h.written
+}
 
 // SessionID is the ZooKeeper session this epoch belongs to; it is the
 // ephemeralOwner of the nodes the session creates.

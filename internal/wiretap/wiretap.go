@@ -1,4 +1,11 @@
-package session
+// Package wiretap pipelines requests on one ZooKeeper connection: it tells a
+// caller when a request has been written to the connection (go-zookeeper
+// writes one frame per request, in the order they were queued), so that a
+// request that must follow it can be sent without waiting for its answer.
+// The session's connection feeds the tap every frame it writes (Saw); the
+// recipes use CreateThenChildren, SetWritten and MultiWritten with the tap
+// of their epoch (session.Epoch.WireTap).
+package wiretap
 
 import (
 	"errors"
@@ -10,11 +17,11 @@ import (
 	"github.com/shepherdzk/shepherd/internal/zkwire"
 )
 
-// writeTap tells waiters when a create (or a setData) of a given path has been written to
+// Tap tells waiters when a create (or a setData) of a given path has been written to
 // the connection. go-zookeeper has one writer goroutine per connection and
 // writes one request frame per Write, in the order requests were queued, so
 // a request queued after the tap fired goes out after that create.
-type writeTap struct {
+type Tap struct {
 	waiting atomic.Int32 // len(paths), read without the lock on every Write
 	mu      sync.Mutex
 	paths   map[string]*tapEntry
@@ -25,7 +32,7 @@ type tapEntry struct{ seen func() }
 
 // expect registers path; the returned channel is closed once a create of
 // path has been written. done unregisters it.
-func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
+func (t *Tap) expect(path string) (written <-chan struct{}, done func()) {
 	ch := make(chan struct{})
 	return ch, t.expectFunc(path, func() { close(ch) })
 }
@@ -33,7 +40,7 @@ func (t *writeTap) expect(path string) (written <-chan struct{}, done func()) {
 // expectFunc registers path; seen is called once a create (or a set) of
 // path has been written, on the connection's writing goroutine, under the
 // tap's lock: it must only signal. done unregisters it.
-func (t *writeTap) expectFunc(path string, seen func()) (done func()) {
+func (t *Tap) expectFunc(path string, seen func()) (done func()) {
 	en := &tapEntry{seen: seen}
 	t.mu.Lock()
 	if t.paths == nil {
@@ -55,7 +62,7 @@ func (t *writeTap) expectFunc(path string, seen func()) (done func()) {
 // saw looks at one written frame (see zkwire.RequestPath for what it
 // recognises): an expected create, setData or multi of a path, or an expected
 // getData of it, fires that path's entry.
-func (t *writeTap) saw(frame []byte) {
+func (t *Tap) saw(frame []byte) {
 	op, p, ok := zkwire.RequestPath(frame)
 	if !ok {
 		return
@@ -92,24 +99,24 @@ type CreateListResult struct {
 // path must not be used by another create of this session at the same time
 // (a protected create's guid makes it unique). Like the Conn's own calls, it
 // blocks until both answers arrive or the connection fails them.
-func (e *Epoch) CreateThenChildren(path string, data []byte, flags int32, acl []zk.ACL, parent string) CreateListResult {
-	if e.h == nil {
-		return e.createThenChildrenSerial(path, data, flags, acl, parent)
+func CreateThenChildren(conn *zk.Conn, t *Tap, path string, data []byte, flags int32, acl []zk.ACL, parent string) CreateListResult {
+	if t == nil {
+		return createThenChildrenSerial(conn, path, data, flags, acl, parent)
 	}
-	written, done := e.h.written.expect(path)
+	written, done := t.expect(path)
 	type created struct {
 		path string
 		err  error
 	}
 	cres := make(chan created, 1)
 	go func() {
-		p, err := e.conn.Create(path, data, flags, acl)
+		p, err := conn.Create(path, data, flags, acl)
 		cres <- created{p, err}
 	}()
 	var r CreateListResult
 	select {
 	case <-written:
-		r.Children, _, r.ChildrenErr = e.conn.Children(parent)
+		r.Children, _, r.ChildrenErr = conn.Children(parent)
 		c := <-cres
 		r.Path, r.Err = c.path, c.err
 	case c := <-cres:
@@ -119,7 +126,7 @@ func (e *Epoch) CreateThenChildren(path string, data []byte, flags int32, acl []
 		done()
 		r.Path, r.Err = c.path, c.err
 		if r.Err == nil {
-			r.Children, _, r.ChildrenErr = e.conn.Children(parent)
+			r.Children, _, r.ChildrenErr = conn.Children(parent)
 		}
 	}
 	done()
@@ -131,13 +138,13 @@ func (e *Epoch) CreateThenChildren(path string, data []byte, flags int32, acl []
 	return r
 }
 
-func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, acl []zk.ACL, parent string) CreateListResult {
+func createThenChildrenSerial(conn *zk.Conn, path string, data []byte, flags int32, acl []zk.ACL, parent string) CreateListResult {
 	var r CreateListResult
-	if r.Path, r.Err = e.conn.Create(path, data, flags, acl); r.Err != nil {
+	if r.Path, r.Err = conn.Create(path, data, flags, acl); r.Err != nil {
 		r.ChildrenErr = r.Err
 		return r
 	}
-	r.Children, _, r.ChildrenErr = e.conn.Children(parent)
+	r.Children, _, r.ChildrenErr = conn.Children(parent)
 	return r
 }
 
@@ -149,9 +156,9 @@ func (e *Epoch) createThenChildrenSerial(path string, data []byte, flags int32, 
 // must follow the set (a delete of the node) waits for written only: no
 // round trip. path must not be the target of another SetWritten,
 // MultiWritten or create of this session at the same time.
-func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
-	return e.sendWritten(path, func() error {
-		_, err := e.conn.Set(path, data, version)
+func SetWritten(conn *zk.Conn, t *Tap, path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
+	return sendWritten(t, path, func() error {
+		_, err := conn.Set(path, data, version)
 		return err
 	})
 }
@@ -160,7 +167,7 @@ func (e *Epoch) SetWritten(path string, data []byte, version int32) (written <-c
 // error it answers): ops[0] must be a *zk.SetDataRequest or a
 // *zk.CreateRequest, by whose path the request is recognised on the wire
 // (the same rule applies to it).
-func (e *Epoch) MultiWritten(ops ...any) (written <-chan struct{}, answer <-chan error) {
+func MultiWritten(conn *zk.Conn, t *Tap, ops ...any) (written <-chan struct{}, answer <-chan error) {
 	var path string
 	switch op := firstOp(ops).(type) {
 	case *zk.SetDataRequest:
@@ -174,8 +181,8 @@ func (e *Epoch) MultiWritten(ops ...any) (written <-chan struct{}, answer <-chan
 		close(c)
 		return c, ans
 	}
-	return e.sendWritten(path, func() error {
-		res, err := e.conn.Multi(ops...)
+	return sendWritten(t, path, func() error {
+		res, err := conn.Multi(ops...)
 		if err == nil {
 			for _, r := range res {
 				if r.Error != nil {
@@ -187,7 +194,7 @@ func (e *Epoch) MultiWritten(ops ...any) (written <-chan struct{}, answer <-chan
 	})
 }
 
-var errMultiWrittenOp = errors.New("session: MultiWritten: the first op must be a create or a set")
+var errMultiWrittenOp = errors.New("wiretap: MultiWritten: the first op must be a create or a set")
 
 func firstOp(ops []any) any {
 	if len(ops) == 0 {
@@ -198,9 +205,9 @@ func firstOp(ops []any) any {
 
 // sendWritten sends a request through send (a blocking call of the Conn
 // writing path first) and reports when it is on the wire, then its answer.
-func (e *Epoch) sendWritten(path string, send func() error) (written <-chan struct{}, answer <-chan error) {
+func sendWritten(t *Tap, path string, send func() error) (written <-chan struct{}, answer <-chan error) {
 	ans := make(chan error, 1)
-	if e.h == nil {
+	if t == nil {
 		ans <- send()
 		c := make(chan struct{})
 		close(c)
@@ -212,7 +219,7 @@ func (e *Epoch) sendWritten(path string, send func() error) (written <-chan stru
 	w := make(chan struct{})
 	var once sync.Once
 	closeW := func() { once.Do(func() { close(w) }) }
-	done := e.h.written.expectFunc(path, closeW)
+	done := t.expectFunc(path, closeW)
 	go func() {
 		err := send()
 		done()
@@ -221,3 +228,10 @@ func (e *Epoch) sendWritten(path string, send func() error) (written <-chan stru
 	}()
 	return w, ans
 }
+
+// Waiting reports whether a caller waits for a write on t (nil: none): the
+// connection looks at the frames it writes only then.
+func Waiting(t *Tap) bool { return t != nil && t.waiting.Load() > 0 }
+
+// Saw tells t of a frame written to its connection.
+func Saw(t *Tap, frame []byte) { t.saw(frame) }

@@ -1,10 +1,19 @@
-package session
+package wiretap
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"testing"
+
+	"github.com/shepherdzk/shepherd/internal/zkwire"
+)
+
+// The opcodes the tap's tests build frames with.
+const (
+	opCreate          = zkwire.OpCreate
+	opSetData         = zkwire.OpSetData
+	opMulti           = zkwire.OpMulti
+	opCreate2         = zkwire.OpCreate2
+	opCreateContainer = zkwire.OpCreateContainer
 )
 
 // frame is a request as go-zookeeper writes it: int32 length, int32 xid,
@@ -31,7 +40,7 @@ func closed(ch <-chan struct{}) bool {
 // The tap fires for a create of exactly the expected path, of any create
 // opcode, once; never for other requests, other paths, or torn frames.
 func TestWriteTapSeesOnlyTheExpectedCreate(t *testing.T) {
-	var tap writeTap
+	var tap Tap
 	a, doneA := tap.expect("/l/_c_a-lock-")
 	b, doneB := tap.expect("/l/_c_b-lock-")
 	defer doneA()
@@ -64,39 +73,6 @@ func TestWriteTapSeesOnlyTheExpectedCreate(t *testing.T) {
 	}
 }
 
-// OnEnd's hooks run once, synchronously, when the epoch ends, after its
-// context is cancelled; a stopped hook never runs; a hook added after the
-// end runs at once.
-func TestEpochOnEnd(t *testing.T) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	e := &Epoch{ctx: ctx, cancel: cancel}
-	var ran []string
-	e.OnEnd(func() {
-		if ctx.Err() == nil {
-			t.Error("a hook ran before the context was cancelled")
-		}
-		ran = append(ran, "a")
-	})
-	stopB := e.OnEnd(func() { ran = append(ran, "b") })
-	if !stopB() {
-		t.Fatal("stop before the end did not report it unhooked the hook")
-	}
-	e.end(ErrDisconnected, false)
-	e.end(ErrDisconnected, false) // once
-	if !errors.Is(context.Cause(ctx), ErrLost) {
-		t.Errorf("the epoch's cause %v does not match ErrLost", context.Cause(ctx))
-	}
-	if len(ran) != 1 || ran[0] != "a" {
-		t.Fatalf("hooks run: %v, want [a]", ran)
-	}
-	stopC := e.OnEnd(func() { ran = append(ran, "c") })
-	if len(ran) != 2 || ran[1] != "c" {
-		t.Fatalf("a hook added after the end did not run at once: %v", ran)
-	}
-	if stopC() {
-		t.Fatal("stop of a hook that ran reported it unhooked it")
-	}
-}
 
 // multiFrame is a multi whose first op is op on path: int32 length, int32
 // xid, int32 opMulti, then the op's header (int32 type, one byte done, int32
@@ -118,7 +94,7 @@ func multiFrame(op int32, done byte, path string) []byte {
 // expected path; not when it is a check, another path, torn, or the end
 // header.
 func TestWriteTapSeesAMultiByItsFirstOp(t *testing.T) {
-	var tap writeTap
+	var tap Tap
 	a, doneA := tap.expect("/l/_c_a-latch-0000000001")
 	defer doneA()
 	for _, f := range [][]byte{
