@@ -73,7 +73,6 @@ func TestWriteTapSeesOnlyTheExpectedCreate(t *testing.T) {
 	}
 }
 
-
 // multiFrame is a multi whose first op is op on path: int32 length, int32
 // xid, int32 opMulti, then the op's header (int32 type, one byte done, int32
 // error) and body (the path as int32 length + bytes, then the rest).
