@@ -226,10 +226,12 @@ func headsLine(c *zk.Conn, node string) error {
 		return session.ACLError("getChildren", parent, err)
 	}
 	for _, n := range Sort(names) {
-		if n.Name == own.Name {
+		switch {
+		case n.Name == own.Name:
 			return nil
-		}
-		if n.Kind != KindLease {
+		case n.Seq > own.Seq:
+			return zk.ErrNoNode // past its place: it has left the line
+		case n.Kind != KindLease:
 			return fmt.Errorf("%w: %s waits behind %s", ErrNotHead, node, n.Name)
 		}
 	}

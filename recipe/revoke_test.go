@@ -34,6 +34,10 @@ type contest struct {
 	// granted receives, at the second client's grant, whether the holder's
 	// Lost was closed by then.
 	granted <-chan bool
+	// line holds the contenders' nodes, queued of them once the second
+	// client waits in line.
+	line   string
+	queued int
 }
 
 type contestFn func(t *testing.T, ctx context.Context, path string, policy session.DisconnectPolicy) contest
@@ -54,7 +58,7 @@ func contests() map[string]contestFn {
 					_ = b.Unlock(context.Background())
 				}
 			}()
-			return contest{held: a.Hold(), node: h.Node(), release: a.Unlock, granted: got}
+			return contest{held: a.Hold(), node: h.Node(), release: a.Unlock, granted: got, line: path, queued: 2}
 		},
 		"semaphore": func(t *testing.T, ctx context.Context, path string, policy session.DisconnectPolicy) contest {
 			a, err := semaphore.New(testutil.Open(t, zk.Servers()), path, 1, semaphore.WithDisconnectPolicy(policy))
@@ -70,7 +74,7 @@ func contests() map[string]contestFn {
 					_ = lb.Release(context.Background())
 				}
 			}()
-			return contest{held: l, node: l.Nodes()[0], release: l.Release, granted: got}
+			return contest{held: l, node: l.Nodes()[0], release: l.Release, granted: got, line: path + "/locks", queued: 1}
 		},
 		"election": func(t *testing.T, ctx context.Context, path string, policy session.DisconnectPolicy) contest {
 			a, err := election.New(testutil.Open(t, zk.Servers()), path, "a", election.WithDisconnectPolicy(policy))
@@ -86,9 +90,17 @@ func contests() map[string]contestFn {
 					_ = lb.Resign(context.Background())
 				}
 			}()
-			return contest{held: l, node: l.Hold().Node(), release: l.Resign, granted: got}
+			return contest{held: l, node: l.Hold().Node(), release: l.Resign, granted: got, line: path, queued: 2}
 		},
 	}
+}
+
+// waitQueued waits until the second client waits in line.
+func (c contest) waitQueued(t *testing.T) {
+	t.Helper()
+	op := operator(t)
+	require.Eventually(t, func() bool { return len(testutil.Children(t, op, c.line)) == c.queued }, 10*time.Second,
+		5*time.Millisecond, "the waiter in line")
 }
 
 // operator is a session of its own, as `shepherd revoke` has.
@@ -104,7 +116,7 @@ func TestRevokeForced(t *testing.T) {
 			t.Run(name+"/"+policy.String(), func(t *testing.T) {
 				ctx := testutil.Ctx(t, 30*time.Second)
 				c := start(t, ctx, testutil.UniquePath(t, "revoke"), policy)
-				time.Sleep(50 * time.Millisecond) // the waiter in line
+				c.waitQueued(t)
 				began := time.Now()
 				byHolder, err := recipe.Revoke(ctx, operator(t), c.node, 10*time.Second)
 				require.NoError(t, err)
@@ -164,7 +176,6 @@ func TestRevokeAsk(t *testing.T) {
 
 			asked := make(chan error, 1)
 			go func() { asked <- recipe.AskRevoke(ctx, op, c.node) }()
-			time.Sleep(20 * time.Millisecond)
 			require.NoError(t, c.release(ctx))
 			require.NoError(t, <-asked)
 			require.False(t, <-c.granted, "a release is no loss")
@@ -196,7 +207,9 @@ func TestRevokeNotHead(t *testing.T) {
 			_ = w.Unlock(context.Background())
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	readers := r1.Reader().Session()
+	require.Eventually(t, func() bool { return len(testutil.Children(t, readers, path)) == 3 }, 10*time.Second,
+		5*time.Millisecond, "the writer in line")
 	node := r2.Reader().Hold().Node()
 	op := operator(t)
 	err := recipe.AskRevoke(ctx, op, node)
