@@ -486,7 +486,7 @@ func TestCLIPauseSchedule(t *testing.T) {
 	for _, p := range treeOf(initOf(t, r.cmd.Process.Pid)) {
 		require.True(t, stopped(p), "process %d of CMD's is %s, not stopped", p.pid, p.state)
 	}
-	time.Sleep(1500*time.Millisecond - time.Since(cut))
+	time.Sleep(1500*time.Millisecond - time.Since(cut)) // the disconnect's length: the fault
 	require.Equal(t, n, len(logLines(t, r.dir)), "no line written while frozen; shepherd: %s", r.errb)
 	reconnect()
 	require.Eventually(t, func() bool { return len(logLines(t, r.dir)) >= n+5 }, 20*time.Second, 5*time.Millisecond,

@@ -226,6 +226,8 @@ func TestScheduleStopsCMD(t *testing.T) {
 		st, ok := readSchedule(t, path)
 		return ok && st.Leader != nil && st.Leader.ID == "T"
 	}, 20*time.Second, 50*time.Millisecond)
+	// An absence: no run of tick 0 within half a second of the new leader's
+	// election (it reads the record first; a rerun would start at once).
 	time.Sleep(500 * time.Millisecond)
 	b, err := os.ReadFile(filepath.Join(dir, "runs"))
 	require.NoError(t, err)
