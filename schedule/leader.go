@@ -297,14 +297,7 @@ func truncate(s string, n int) string {
 
 // sleep waits d or until ctx ends; it reports whether d passed.
 func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return sleepOr(ctx, context.Background(), nil, d)
 }
 
 // sleepOr is sleep, also ending early (false) when stop ends or revoke

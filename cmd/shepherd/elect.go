@@ -120,15 +120,8 @@ environment, the exit statuses and what happens to CMD's processes: see
 
 	// SIGINT/SIGTERM end the election: CMD is stopped and leadership handed
 	// over at once.
-	runCtx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	restore, _ := c.sigs.route(func() (func(syscall.Signal), error) {
-		if ctx.Err() != nil {
-			cancel(context.Cause(ctx))
-		}
-		return func(sig syscall.Signal) { cancel(interrupted{sig}) }, nil
-	})
-	defer restore()
+	runCtx, cancel, stop := c.signalContext(ctx)
+	defer stop()
 	// -timeout bounds the wait for the first term.
 	elected := make(chan struct{})
 	if o.timeout > 0 {

@@ -486,3 +486,20 @@ func envOr(k, def string) string {
 	}
 	return def
 }
+
+// signalContext is a context that SIGINT or SIGTERM to shepherd ends (cause:
+// the signal, see signalOf), as ctx's end does (cause: ctx's), with its
+// cancel for the caller's own causes; stop undoes the routing and cancels.
+func (c *cli) signalContext(ctx context.Context) (runCtx context.Context, cancel context.CancelCauseFunc, stop func()) {
+	runCtx, cancel = context.WithCancelCause(context.Background())
+	restore, _ := c.sigs.route(func() (func(syscall.Signal), error) {
+		if ctx.Err() != nil {
+			cancel(context.Cause(ctx))
+		}
+		return func(sig syscall.Signal) { cancel(interrupted{sig}) }, nil
+	})
+	return runCtx, cancel, func() {
+		restore()
+		cancel(nil)
+	}
+}

@@ -105,15 +105,8 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 
 	// SIGINT/SIGTERM end Run: a running CMD is stopped, its end recorded,
 	// and leadership handed over.
-	runCtx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	restore, _ := c.sigs.route(func() (func(syscall.Signal), error) {
-		if ctx.Err() != nil {
-			cancel(context.Cause(ctx))
-		}
-		return func(sig syscall.Signal) { cancel(interrupted{sig}) }, nil
-	})
-	defer restore()
+	runCtx, _, stop := c.signalContext(ctx)
+	defer stop()
 
 	job := func(jctx context.Context, t schedule.Tick) error {
 		var lp pausable = neverPaused{}
