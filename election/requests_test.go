@@ -41,6 +41,11 @@ func TestRequestsPerHandoff(t *testing.T) {
 	// ... and, once elected, the leadership's watch on its own node
 	// (recipe/revoke.go), off the handoff's path.
 	xid := func() int64 { return testutil.LastXid(t, zk, 0, ep.SessionID()) }
-	require.Equal(t, int64(4+1), testutil.Quiet(t, xid)-before, "a Campaign elected by a handoff")
+	// 4+1 on a quiet machine; 6 were counted once in make test (a hold's
+	// own-node read starts after 10 ms: one of a's earlier, briefer holds
+	// may last that long on a loaded machine). Bounded, still O(1).
+	n := testutil.Quiet(t, xid) - before
+	require.GreaterOrEqual(t, n, int64(4+1), "a Campaign elected by a handoff")
+	require.LessOrEqual(t, n, int64(4+2), "a Campaign elected by a handoff")
 	require.NoError(t, ea.Resign(ctx))
 }
