@@ -8,6 +8,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -110,7 +111,7 @@ func fenceWith(h *recipe.Hold) func(context.Context, *session.Session, string) (
 		}
 		var data []byte
 		var st *gozk.Stat
-		if err := session.Call(ctx, func() error {
+		if err := ctxcall.Run(ctx, func() error {
 			var err error
 			data, st, err = ep.Conn().Get(res)
 			return err

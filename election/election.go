@@ -92,7 +92,7 @@ type config struct {
 	fair         bool
 	stopDeadline time.Duration
 	onStuck      func(Term)
-	names        recipe.Names
+	names        recipe.Naming
 	policy       session.DisconnectPolicy
 	err          error // the first invalid option
 }
@@ -142,15 +142,15 @@ func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
 	}
 }
 
-// WithNames names the candidates' nodes as names says (recipe.CuratorNames,
+// WithNaming names the candidates' nodes as names says (recipe.CuratorNaming,
 // the default: _c_<guid>-latch-<seq>, as Curator's LeaderLatch; or
-// recipe.KazooNames: <guid>__lock__<seq>, as Kazoo's Election, whose nodes
+// recipe.KazooNaming: <guid>__lock__<seq>, as Kazoo's Election, whose nodes
 // hold the candidate's id as this election's do). A default-built Kazoo
 // Election then sees shepherd's candidates and the path has one leader. A
 // path is named one way only: a candidate finding nodes named the other way
 // (or another recipe's) fails with ErrForeignRecipe. The non-fair mode has
 // one node and no naming; it ignores this option.
-func WithNames(names recipe.Names) Option {
+func WithNaming(names recipe.Naming) Option {
 	return func(c *config) {
 		if !names.Valid() {
 			c.setErr(fmt.Errorf("election: %w: names %v", ErrInvalidArgument, names))
@@ -167,7 +167,7 @@ type Election struct {
 	path         string // full path, namespace included
 	id           string
 	fair         bool
-	names        recipe.Names
+	names        recipe.Naming
 	policy       session.DisconnectPolicy
 	stopDeadline time.Duration
 	onStuck      func(Term)
@@ -184,7 +184,7 @@ type Election struct {
 	checkedIDs bool
 	resignCh   chan struct{}
 	leftCh     chan struct{} // closed by Run once a leadership's end is dealt with
-	single     recipe.Single // the non-fair race
+	single     recipe.Race   // the non-fair race
 }
 
 // candidate is our node, bound to the session that created it.
@@ -234,7 +234,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = recipe.Single{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
+	e.single = recipe.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		OnDisconnect: c.policy}
 	return e, nil
 }
@@ -304,6 +304,6 @@ func (e *Election) Healthy(maxSuspended time.Duration) error {
 var ErrSequenceExhausted = recipe.ErrSequenceExhausted
 
 // ErrForeignRecipe: the path holds nodes named by another library or
-// naming, or another recipe's (see WithNames and recipe.ErrForeignRecipe):
+// naming, or another recipe's (see WithNaming and recipe.ErrForeignRecipe):
 // Campaign and Run fail closed.
 var ErrForeignRecipe = recipe.ErrForeignRecipe

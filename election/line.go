@@ -13,7 +13,7 @@ import (
 const leaderChild = layout.NonFairLeaderNode // the node of the non-fair mode
 
 // nonFairMark is the data the non-fair mode writes to the election's path
-// with each grant, followed by the attempt's guid (see recipe.Single).
+// with each grant, followed by the attempt's guid (see recipe.Race).
 const nonFairMark = layout.NonFairLeaderMark
 
 type member struct {
@@ -33,7 +33,7 @@ func parseLatch(name string) (member, bool) {
 }
 
 func (e *Election) line() *recipe.Line {
-	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Names: e.names,
+	return &recipe.Line{Sess: e.sess, Recipe: "election", Path: e.path, Naming: e.names,
 		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"},
 		OnDisconnect: e.policy}
 }
@@ -83,7 +83,7 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *recipe.Nod
 	e.mu.Unlock()
 	if first {
 		// Once per Election: it costs a read per candidate.
-		_ = recipe.Do(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
+		_ = recipe.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
 	}
 	return c, nil
 }

@@ -155,8 +155,8 @@ func TestCuratorLeaderSelector(t *testing.T) {
 	require.Len(t, before, 1)
 	require.Contains(t, before[0], "-lock-")
 	ctx := testutil.Ctx(t, 10*time.Second)
-	for _, names := range []recipe.Names{recipe.CuratorNames, recipe.KazooNames} {
-		e, err := election.New(s, path, "go", election.WithNames(names))
+	for _, names := range []recipe.Naming{recipe.CuratorNaming, recipe.KazooNaming} {
+		e, err := election.New(s, path, "go", election.WithNaming(names))
 		require.NoError(t, err)
 		_, err = e.Campaign(ctx)
 		require.ErrorIs(t, err, recipe.ErrForeignRecipe)

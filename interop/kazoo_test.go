@@ -637,7 +637,7 @@ func peerPair(t *testing.T, pr peer, mode string, hold time.Duration, limit int,
 // faults on both sides.
 func TestKazooLock(t *testing.T) {
 	kazooPair(t, "lock", 5*time.Millisecond, func(s *session.Session, path string, _ int) (shepherdSide, error) {
-		m, err := mutex.New(s, path, mutex.WithNames(recipe.KazooNames))
+		m, err := mutex.New(s, path, mutex.WithNaming(recipe.KazooNaming))
 		if err != nil {
 			return shepherdSide{}, err
 		}
@@ -649,7 +649,7 @@ func TestKazooLock(t *testing.T) {
 // Kazoo names share a path: one leader at a time across both, under faults.
 func TestKazooElection(t *testing.T) {
 	kazooPair(t, "election", 5*time.Millisecond, func(s *session.Session, path string, i int) (shepherdSide, error) {
-		e, err := election.New(s, path, fmt.Sprint("go-", i), election.WithNames(recipe.KazooNames))
+		e, err := election.New(s, path, fmt.Sprint("go-", i), election.WithNaming(recipe.KazooNaming))
 		if err != nil {
 			return shepherdSide{}, err
 		}
@@ -664,7 +664,7 @@ func TestKazooElection(t *testing.T) {
 // python/kazoo_peer.py; it is not run.)
 func TestKazooReadWriteLock(t *testing.T) {
 	kazooPair(t, "wlock", 5*time.Millisecond, func(s *session.Session, path string, i int) (shepherdSide, error) {
-		rw, err := mutex.NewRW(s, path, mutex.WithNames(recipe.KazooNames))
+		rw, err := mutex.NewRW(s, path, mutex.WithNaming(recipe.KazooNaming))
 		if err != nil {
 			return shepherdSide{}, err
 		}
@@ -754,12 +754,12 @@ func TestKazooRefusals(t *testing.T) {
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	before = testutil.Children(t, s, path)
-	m, err := mutex.New(s, path, mutex.WithNames(recipe.KazooNames))
+	m, err := mutex.New(s, path, mutex.WithNaming(recipe.KazooNaming))
 	require.NoError(t, err)
 	err = m.Lock(ctx)
 	require.ErrorIs(t, err, recipe.ErrForeignRecipe)
 	require.Contains(t, err.Error(), "curator lock-")
-	e, err := election.New(s, path, "go", election.WithNames(recipe.KazooNames))
+	e, err := election.New(s, path, "go", election.WithNaming(recipe.KazooNaming))
 	require.NoError(t, err)
 	_, err = e.Campaign(ctx)
 	require.ErrorIs(t, err, recipe.ErrForeignRecipe)
@@ -773,7 +773,7 @@ func TestKazooRefusals(t *testing.T) {
 	require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
 
 	// A Kazoo node added: both namings at one path, which Inspect shows.
-	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.KazooNames.Prefix(recipe.NewGUID(), recipe.KindKazooLock), nil,
+	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.KazooNaming.Prefix(recipe.NewGUID(), recipe.KindKazooLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	snap, err := recipe.Inspect(ctx, s, s.Path(path))

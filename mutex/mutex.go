@@ -39,7 +39,7 @@ type Mutex struct {
 	fair   bool
 	data   []byte
 	line   recipe.Line
-	single recipe.Single // the non-fair race
+	single recipe.Race // the non-fair race
 	log    *slog.Logger
 	// writer is the write side of the read-write lock this read side belongs
 	// to: a reader ignores the node of its own writer (a downgrade).
@@ -75,9 +75,9 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Names: c.names, Refuse: map[string]string{
+	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}, OnDisconnect: c.policy}
-	m.single = recipe.Single{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
+	m.single = recipe.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
 		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}, OnDisconnect: c.policy}
 	return m, nil
 }

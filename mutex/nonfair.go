@@ -12,7 +12,7 @@ import (
 const NonFairNode = layout.NonFairLockNode
 
 // nonFairMark is the data a non-fair lock writes to its path with each
-// grant, followed by the grant attempt's guid (see recipe.Single).
+// grant, followed by the grant attempt's guid (see recipe.Race).
 const nonFairMark = layout.NonFairLockMark
 
 func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {

@@ -14,7 +14,7 @@ type Option func(*config)
 type config struct {
 	fair   bool
 	data   []byte
-	names  recipe.Names
+	names  recipe.Naming
 	policy session.DisconnectPolicy
 	err    error // the first invalid option
 }
@@ -69,15 +69,15 @@ func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
 	}
 }
 
-// WithNames names the lock's nodes as names says (recipe.CuratorNames, the
-// default, or recipe.KazooNames). With recipe.KazooNames a mutex's and a
+// WithNaming names the lock's nodes as names says (recipe.CuratorNaming, the
+// default, or recipe.KazooNaming). With recipe.KazooNaming a mutex's and a
 // writer's nodes are <guid>__lock__<seq> and a reader's <guid>__rlock__<seq>,
 // as Kazoo's Lock, WriteLock and ReadLock name theirs: a Kazoo Lock built
 // with the default constructor sees them and shares the path. A path is
 // named one way only: a lock finding nodes named the other way fails with
 // ErrForeignRecipe (and grants no one). The non-fair lock has one node and
 // no naming; it ignores this option.
-func WithNames(names recipe.Names) Option {
+func WithNaming(names recipe.Naming) Option {
 	return func(c *config) {
 		if !names.Valid() {
 			c.setErr(fmt.Errorf("mutex: %w: names %v", ErrInvalidArgument, names))

@@ -151,7 +151,7 @@ func (rw *RWMutex) upgrade() bool {
 	if h == nil || !h.Valid() {
 		return false
 	}
-	if n, ok := recipe.ParseName(h.Node()[len(rw.w.path)+1:]); !ok || n.Kind != rw.w.line.Names.Kind(recipe.KindWrite) {
+	if n, ok := recipe.ParseName(h.Node()[len(rw.w.path)+1:]); !ok || n.Kind != rw.w.line.Naming.Kind(recipe.KindWrite) {
 		return false
 	}
 	return rw.share(rw.w, rw.r)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -18,13 +19,13 @@ import (
 // fn's result once fn finishes: to undo what a request the caller gave up on
 // did after all (a create that landed). Reads need no undo. A ctx that can
 // never end costs nothing: fn then runs on the caller's goroutine (see
-// session.CallValue).
+// internal/ctxcall).
 func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
-	return session.CallValue(ctx, func() (T, error) { return fn(ep.Conn()) }, undo)
+	return ctxcall.Value(ctx, func() (T, error) { return fn(ep.Conn()) }, undo)
 }
 
 // Do is Call for calls with no result to return or undo.
-func Do(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
-	_, err := session.CallValue(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
+func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
+	_, err := ctxcall.Value(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
 	return err
 }

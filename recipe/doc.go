@@ -22,7 +22,7 @@
 // the same session; Line.OnDisconnect picks the policy), and Hold.Release, Line.Leave or Line.Delete remove
 // nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
 // Do, so that they return when the caller's ctx ends. A non-fair recipe
-// races through Single. Set Line.Recipe (Single.Recipe) to
+// races through Race. Set Line.Recipe (Race.Recipe) to
 // the recipe's name: the session's observer sees it on every event the core
 // reports for it. A contender's node must be of one of the Kind constants to
 // take part in a line (ParseName ignores other names): use the kind whose
@@ -75,7 +75,7 @@
 // the path of a non-fair race (mutex.NonFair, election.NonFair) is
 // persistent, its parents containers: its data version fences the holds, and
 // a container created again would count versions from 0 again (see
-// Single).
+// Race).
 //
 // # Waiting
 //
@@ -148,12 +148,12 @@
 //
 // # The single-node race
 //
-// Single is the non-fair recipes' mechanism beside the line: one ephemeral
+// Race is the non-fair recipes' mechanism beside the line: one ephemeral
 // node with a fixed name, each grant also writing the attempt's guid to the
 // parent (whose version is the fence), adoption of a node only on a guid
 // match, and a guarded delete. The non-fair mutex and the non-fair election
 // both race through it. A race and a line never share a path (each would
-// grant a holder the other cannot see): after each grant Single checks that
+// grant a holder the other cannot see): after each grant Race checks that
 // the path holds no waiting line's node, and the fair recipes' lines refuse
 // the race's node; either way the later one fails with ErrWrongKind.
 package recipe

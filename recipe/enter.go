@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -24,8 +25,8 @@ import (
 // when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
 	guid := NewGUID()
-	prefix := l.Path + "/" + l.Names.Prefix(guid, l.Names.Kind(kind))
-	res, err := session.CallValue(ctx, func() (entered, error) {
+	prefix := l.Path + "/" + l.Naming.Prefix(guid, l.Naming.Kind(kind))
+	res, err := ctxcall.Value(ctx, func() (entered, error) {
 		return l.create(ep, guid, prefix, data)
 	}, func(made entered, err error) {
 		// The caller gave up (ctx ended) with the create in flight: remove
@@ -85,7 +86,7 @@ func (l *Line) create(ep *session.Epoch, guid, prefix string, data []byte) (ente
 		case errors.Is(err, zk.ErrNoNode) && attempt < ensureRounds:
 			// The path is missing (or was an empty container the
 			// server has just removed): create it and go again.
-			if err := l.EnsurePath(ep); err != nil {
+			if err := l.ensurePath(ep); err != nil {
 				return entered{}, err
 			}
 		case session.OutcomeUnknown(err) && attempt < 20:

@@ -31,7 +31,7 @@ var (
 	// semaphore's path used as a mutex, or the reverse).
 	ErrWrongKind = NewError("the path belongs to another kind of recipe")
 	// ErrForeignRecipe: the path holds contender nodes named by another
-	// library (or the other naming: see Names), whose recipes do not see
+	// library (or the other naming: see Naming), whose recipes do not see
 	// this one's nodes, or another recipe's nodes it cannot share a line
 	// with. No one is granted there; the error names the node found.
 	ErrForeignRecipe = NewError("the path holds another library's or recipe's nodes")

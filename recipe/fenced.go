@@ -82,7 +82,7 @@ func (h *Hold) knownToken() Token {
 //     re-created under the same name, and it is ephemeral: it exists only
 //     while this session lives and has not released it.
 //   - a hold of the single-node race (non-fair mutex, non-fair election, see
-//     Single): the node exists, and the path's version is still the one
+//     Race): the node exists, and the path's version is still the one
 //     this grant wrote, so no grant was made since (the node's name is
 //     reused by every grant; the version tells the grants apart).
 //

@@ -46,7 +46,7 @@ func (n Name) Shepherd() bool {
 
 // EnsurePath creates the line's path and its parents (container nodes, see
 // EnsurePath), or, when the line has an Ensure function, calls it.
-func (l *Line) EnsurePath(ep *session.Epoch) error {
+func (l *Line) ensurePath(ep *session.Epoch) error {
 	if l.Ensure != nil {
 		return l.Ensure(ep)
 	}

@@ -269,7 +269,7 @@ func classify(snap *Snapshot, all []Entry) {
 		if e.Kind == KindKazooRead && snap.Kind == "mutex" {
 			snap.Kind = "rwlock" // Kazoo's WriteLock names its nodes as its Lock does
 		}
-		switch names := NamesOf(e.Kind).String(); snap.Names {
+		switch names := NamingOf(e.Kind).String(); snap.Names {
 		case "":
 			snap.Names = names
 		case names, "mixed":

@@ -15,13 +15,13 @@ type Line struct {
 	Recipe string
 	Path   string // full path (namespace included)
 	// Kinds are the kinds that take part in this line (all when empty), as
-	// the line's naming gives them (Names.Kind). When set, a contender of
+	// the line's naming gives them (Naming.Kind). When set, a contender of
 	// another kind makes the path foreign (ErrForeignRecipe).
 	Kinds []string
-	// Names is how the line names its nodes (CuratorNames, the zero value,
-	// or KazooNames): a contender named the other way makes the path
+	// Naming is how the line names its nodes (CuratorNaming, the zero value,
+	// or KazooNaming): a contender named the other way makes the path
 	// foreign (ErrForeignRecipe).
-	Names Names
+	Naming Naming
 	// Refuse names children whose presence means the path belongs to another
 	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
 	Refuse map[string]string
@@ -70,7 +70,7 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 }
 
 // sorted checks children for refused names and returns the line in order. A
-// line that has no reliable order (see Unordered) is an error that wraps
+// line that has no reliable order (see unordered) is an error that wraps
 // ErrSequenceExhausted: no one is ever granted on it.
 func (l *Line) sorted(names []string) ([]Name, error) {
 	for _, n := range names {
@@ -82,7 +82,7 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 		return nil, err
 	}
 	line := Sort(names, l.Kinds...)
-	if seq, bad := Unordered(line); bad {
+	if seq, bad := unordered(line); bad {
 		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
 			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
 	}
@@ -100,9 +100,9 @@ func (l *Line) foreign(names []string) error {
 		if !ok {
 			continue
 		}
-		if NamesOf(n.Kind) != l.Names {
+		if NamingOf(n.Kind) != l.Naming {
 			return fmt.Errorf("recipe: %s: %w: %s is named %s (Kazoo and Curator name nodes differently and "+
-				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Names)
+				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Naming)
 		}
 		if len(l.Kinds) > 0 && !hasKind(l.Kinds, n.Kind) {
 			return fmt.Errorf("recipe: %s: %w: %s is named %s, not as this recipe's nodes (%v)", l.Path, ErrForeignRecipe,

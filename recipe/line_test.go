@@ -80,7 +80,7 @@ func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
 	l := &recipe.Line{Sess: s, Path: testutil.UniquePath(t, "recipe-test")}
-	require.NoError(t, l.EnsurePath(ep))
+	require.NoError(t, recipe.EnsurePath(s, ep, l.Path))
 
 	lcxid := func() int64 { return testutil.LastXid(t, zk, 0, ep.SessionID()) }
 	before := lcxid()
@@ -118,7 +118,7 @@ func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
 	require.NoError(t, err)
 	path := testutil.UniquePath(t, "recipe-test")
 	l := &recipe.Line{Sess: s, Path: path}
-	require.NoError(t, l.EnsurePath(ep))
+	require.NoError(t, recipe.EnsurePath(s, ep, l.Path))
 	line := func() []string { return testutil.Children(t, other, path) }
 
 	n, first := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)

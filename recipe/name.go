@@ -120,15 +120,15 @@ func parseSeq(s string) (int64, bool) {
 // ZooKeeper appends the sequence number.
 func ProtectedPrefix(guid, kind string) string { return "_c_" + guid + "-" + kind }
 
-// MaxSeq is the largest sequence number ZooKeeper gives a sequential node:
+// maxSeq is the largest sequence number ZooKeeper gives a sequential node:
 // the parent's counter is a signed 32-bit int. On ZooKeeper 3.8 it sticks
-// there (every later child gets MaxSeq), and creates in flight together past
+// there (every later child gets maxSeq), and creates in flight together past
 // it get wrapped, negative numbers.
-const MaxSeq = 1<<31 - 1
+const maxSeq = 1<<31 - 1
 
 // Sort parses names, drops foreign ones and those whose kind is not in kinds
 // (all kinds when kinds is empty), and returns the rest in line order. Nodes
-// that share a sequence number (a counter that ran out: see Unordered) come
+// that share a sequence number (a counter that ran out: see unordered) come
 // in name order, which is no order at all: a line that waits must refuse
 // such a line, never grant on it.
 func Sort(names []string, kinds ...string) []Name {
@@ -161,20 +161,20 @@ func Sort(names []string, kinds ...string) []Name {
 	return sorted
 }
 
-// Unordered reports whether line (as Sort returns it) has no reliable order,
+// unordered reports whether line (as Sort returns it) has no reliable order,
 // and the sequence number that shows it: two nodes share a number, or a node
-// carries MaxSeq (the next contender would share it) or a negative number (a
+// carries maxSeq (the next contender would share it) or a negative number (a
 // wrapped counter: it sorts ahead of every earlier contender). A parent's
 // counter starts at 0 and grows by one per child, so none of these appears
 // before the counter runs out.
-func Unordered(line []Name) (int64, bool) {
+func unordered(line []Name) (int64, bool) {
 	if len(line) == 0 {
 		return 0, false
 	}
 	if s := line[0].Seq; s < 0 {
 		return s, true
 	}
-	if s := line[len(line)-1].Seq; s >= MaxSeq {
+	if s := line[len(line)-1].Seq; s >= maxSeq {
 		return s, true
 	}
 	for i := 1; i < len(line); i++ {
@@ -238,46 +238,46 @@ func Index(line []Name, name string) int {
 	return -1
 }
 
-// Names is how a recipe names its contender nodes, and so which other
+// Naming is how a recipe names its contender nodes, and so which other
 // libraries see them. A path is named one way or the other, never both: each
 // library counts only its own names (Kazoo's default Lock matches
 // `__lock__<10 digits>$` and ignores Curator's names; Curator sorts every
 // child by what follows its own kind, which puts Kazoo's names out of order),
 // so a line refuses (ErrForeignRecipe) a path whose nodes use the other
 // naming.
-type Names int
+type Naming int
 
 const (
-	// CuratorNames names nodes as Curator does: _c_<guid>-lock-<seq>,
+	// CuratorNaming names nodes as Curator does: _c_<guid>-lock-<seq>,
 	// _c_<guid>-latch-<seq>, _c_<guid>-__READ__<seq>, _c_<guid>-__WRIT__<seq>.
 	// The default.
-	CuratorNames Names = iota
-	// KazooNames names nodes as Kazoo does: <guid>__lock__<seq> for a mutex,
+	CuratorNaming Naming = iota
+	// KazooNaming names nodes as Kazoo does: <guid>__lock__<seq> for a mutex,
 	// a writer and an election candidate (Kazoo's Election is a Lock whose
 	// node holds the candidate's id), <guid>__rlock__<seq> for a reader. The
 	// guid is 32 hex digits, as Kazoo's uuid4().hex, so the protected
 	// create's guid is read back from the name.
-	KazooNames
+	KazooNaming
 )
 
 // String names the naming ("curator", "kazoo").
-func (n Names) String() string {
+func (n Naming) String() string {
 	switch n {
-	case CuratorNames:
+	case CuratorNaming:
 		return "curator"
-	case KazooNames:
+	case KazooNaming:
 		return "kazoo"
 	}
 	return "names(" + strconv.Itoa(int(n)) + ")"
 }
 
 // Valid reports whether n is one of the namings.
-func (n Names) Valid() bool { return n == CuratorNames || n == KazooNames }
+func (n Naming) Valid() bool { return n == CuratorNaming || n == KazooNaming }
 
 // Kind returns the kind of node this naming gives a contender of kind (a
 // Curator kind, or one of this naming's own).
-func (n Names) Kind(kind string) string {
-	if n != KazooNames {
+func (n Naming) Kind(kind string) string {
+	if n != KazooNaming {
 		return kind
 	}
 	switch kind {
@@ -291,19 +291,19 @@ func (n Names) Kind(kind string) string {
 
 // Prefix is the name prefix of a protected create of kind (as Kind returns
 // it) with guid: ZooKeeper appends the sequence number.
-func (n Names) Prefix(guid, kind string) string {
-	if n == KazooNames {
+func (n Naming) Prefix(guid, kind string) string {
+	if n == KazooNaming {
 		return guid + kind
 	}
 	return ProtectedPrefix(guid, kind)
 }
 
-// NamesOf returns the naming a node's kind belongs to.
-func NamesOf(kind string) Names {
+// NamingOf returns the naming a node's kind belongs to.
+func NamingOf(kind string) Naming {
 	if kind == KindKazooLock || kind == KindKazooRead {
-		return KazooNames
+		return KazooNaming
 	}
-	return CuratorNames
+	return CuratorNaming
 }
 
 // Library names the naming and the recipes that name their nodes with kind

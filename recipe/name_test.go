@@ -172,14 +172,14 @@ func TestUnordered(t *testing.T) {
 	}{
 		{nil, false, 0},
 		{[]string{name("a", 1), name("b", 2)}, false, 0},
-		{[]string{name("a", MaxSeq-1)}, false, 0},
-		{[]string{name("a", MaxSeq)}, true, MaxSeq},
+		{[]string{name("a", maxSeq-1)}, false, 0},
+		{[]string{name("a", maxSeq)}, true, maxSeq},
 		{[]string{name("b", 5), name("a", 5), name("c", 6)}, true, 5},
 		{[]string{name("a", 7), "_c_b-lock--2147483648"}, true, -2147483648},
 	} {
-		seq, bad := Unordered(Sort(tc.names))
+		seq, bad := unordered(Sort(tc.names))
 		if bad != tc.bad || seq != tc.seq {
-			t.Errorf("Unordered(%v) = %d, %v; want %d, %v", tc.names, seq, bad, tc.seq, tc.bad)
+			t.Errorf("unordered(%v) = %d, %v; want %d, %v", tc.names, seq, bad, tc.seq, tc.bad)
 		}
 	}
 }

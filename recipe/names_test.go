@@ -9,7 +9,7 @@ import (
 )
 
 // Kazoo's default Lock counts children matching `__lock__(-?\d{10})$` and
-// its ReadLock writes `__rlock__`: KazooNames must give names of that shape
+// its ReadLock writes `__rlock__`: KazooNaming must give names of that shape
 // whose guid ParseName reads back.
 func TestKazooNames(t *testing.T) {
 	guid := recipe.NewGUID()
@@ -20,25 +20,25 @@ func TestKazooNames(t *testing.T) {
 		recipe.KindWrite: recipe.KindKazooLock,
 		recipe.KindRead:  recipe.KindKazooRead,
 	} {
-		k := recipe.KazooNames.Kind(kind)
+		k := recipe.KazooNaming.Kind(kind)
 		require.Equal(t, want, k)
-		name := recipe.KazooNames.Prefix(guid, k) + "0000000042"
+		name := recipe.KazooNaming.Prefix(guid, k) + "0000000042"
 		require.Equal(t, guid+want+"0000000042", name)
 		n, ok := recipe.ParseName(name)
 		require.True(t, ok, name)
 		require.Equal(t, guid, n.GUID)
 		require.Equal(t, want, n.Kind)
 		require.EqualValues(t, 42, n.Seq)
-		require.Equal(t, recipe.KazooNames, recipe.NamesOf(n.Kind))
+		require.Equal(t, recipe.KazooNaming, recipe.NamingOf(n.Kind))
 
-		c := recipe.CuratorNames.Prefix(guid, recipe.CuratorNames.Kind(kind)) + "0000000042"
+		c := recipe.CuratorNaming.Prefix(guid, recipe.CuratorNaming.Kind(kind)) + "0000000042"
 		n, ok = recipe.ParseName(c)
 		require.True(t, ok, c)
 		require.Equal(t, guid, n.GUID)
 		require.Equal(t, kind, n.Kind)
-		require.Equal(t, recipe.CuratorNames, recipe.NamesOf(n.Kind))
+		require.Equal(t, recipe.CuratorNaming, recipe.NamingOf(n.Kind))
 	}
-	require.False(t, recipe.Names(7).Valid())
+	require.False(t, recipe.Naming(7).Valid())
 }
 
 // Kazoo sorts its contenders by the 10-digit sequence string; Sort orders

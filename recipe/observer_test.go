@@ -61,7 +61,7 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	require.NoError(t, err)
 	path := testutil.UniquePath(t, "recipe-test")
 	l := &recipe.Line{Sess: s, Recipe: name, Path: path}
-	require.NoError(t, l.EnsurePath(ep))
+	require.NoError(t, recipe.EnsurePath(s, ep, l.Path))
 	line := func() []string { return testutil.Children(t, other, path) }
 
 	// OrphanCleanup: two nodes of the session carry Enter's guid (its

@@ -1,7 +1,7 @@
 package recipe
 
-// One Single.Acquire, step by step: the state of a race across its rounds
-// (see Single).
+// One Race.Acquire, step by step: the state of a race across its rounds
+// (see Race).
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -20,7 +21,7 @@ var errAgain = errors.New("recipe: race again")
 
 // race is one Acquire's state across its rounds.
 type race struct {
-	s       *Single
+	s       *Race
 	a       Attempt
 	delay   time.Duration  // the jittered wait's (see wait)
 	pace    Pacer          // retries after a lost connection (see Pacer)
@@ -76,7 +77,7 @@ func (r *race) paced(ctx context.Context, ep *session.Epoch) error {
 }
 
 // fence is Path's version for the grant's write to be made at: -1 (any)
-// once Path is known to be this race's (Single.checked), else what
+// once Path is known to be this race's (Race.checked), else what
 // refuseForeign reads.
 func (r *race) fence(ctx context.Context, ep *session.Epoch) (int32, error) {
 	if r.s.checked.Load() {
@@ -146,7 +147,7 @@ type watched struct {
 // read failed (after pacing), a final error if it cannot be read.
 func (r *race) watch(ctx context.Context, ep *session.Epoch) (watched, error) {
 	node := r.s.node()
-	w, err := session.CallValue(ctx, func() (watched, error) {
+	w, err := ctxcall.Value(ctx, func() (watched, error) {
 		data, st, ch, err := ep.Conn().GetW(node)
 		return watched{data, st, ch}, err
 	}, nil)

@@ -1,6 +1,6 @@
 package recipe
 
-// How a Single race refuses another kind of recipe's path: before its first
+// How a Race race refuses another kind of recipe's path: before its first
 // write there (refuseForeign) and after each grant (alone).
 
 import (
@@ -21,7 +21,7 @@ import (
 // contenders of different kinds, the later one always sees the earlier. If
 // Path is refused, or the check cannot be made, h is released (its delete
 // guarded) and the error returned.
-func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
+func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
 		names, _, err := c.Children(s.Path)
 		return names, session.ACLError("getChildren", s.Path, err)
@@ -38,7 +38,7 @@ func (s *Single) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 
 // foreignChild returns ErrWrongKind if names (Path's children) hold another
 // kind of recipe's node: one Refuse names, or a waiting line's.
-func (s *Single) foreignChild(names []string) error {
+func (s *Race) foreignChild(names []string) error {
 	for _, n := range names {
 		if n == s.Name {
 			continue
@@ -59,9 +59,9 @@ func (s *Single) foreignChild(names []string) error {
 // It returns Path's version, for the write to be made at (so that Path did
 // not change in between), or -1 when there is no Path yet (the create then
 // fails, Path is made, and the check runs again). Once a grant's write has
-// landed, later attempts of this value skip it (Single.checked): alone still
+// landed, later attempts of this value skip it (Race.checked): alone still
 // checks the children after each grant.
-func (s *Single) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, error) {
+func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, error) {
 	type read struct {
 		data  []byte
 		st    *zk.Stat

@@ -162,7 +162,7 @@ func Revoke(ctx context.Context, sess *session.Session, node string, grace time.
 		return gone, err
 	}
 	err = sess.Do(ctx, func(ep *session.Epoch) error {
-		err := Do(ctx, ep, func(c *zk.Conn) error { return session.ACLError("delete", node, c.Delete(node, -1)) })
+		err := Exec(ctx, ep, func(c *zk.Conn) error { return session.ACLError("delete", node, c.Delete(node, -1)) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -181,7 +181,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, node, mode string
 	const tries = 8
 	for i := 0; ; i++ {
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
-			return Do(ctx, ep, func(c *zk.Conn) error {
+			return Exec(ctx, ep, func(c *zk.Conn) error {
 				if err := headsLine(c, node); err != nil {
 					return err
 				}

@@ -8,10 +8,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Single is the single-node race, the non-fair recipes' mechanism beside the
+// Race is the single-node race, the non-fair recipes' mechanism beside the
 // line (the non-fair mutex and the non-fair election both use it): contenders
 // race to create one ephemeral node with a fixed name under Path; whoever
 // creates it holds until it is deleted; the others watch it, every one of them
@@ -33,9 +34,9 @@ import (
 //     a later holder's node.
 //   - Fenced writes check Path's version and the node's existence.
 //
-// Every contender on one path must race through Single: a plain create of
+// Every contender on one path must race through Race: a plain create of
 // the node would not move the fence. The fields are set once, before use.
-type Single struct {
+type Race struct {
 	Sess *session.Session
 	// Recipe names the recipe ("mutex", "election") in the events the race
 	// and its holds report to the session's observer.
@@ -57,7 +58,7 @@ type Single struct {
 	checked atomic.Bool
 }
 
-// Attempt is one contender's claim in a Single race.
+// Attempt is one contender's claim in a Race race.
 type Attempt struct {
 	// GUID identifies the attempt (NewGUID). Presenting again the guid of a
 	// grant held before, in the same session, grants that node again (same
@@ -75,14 +76,14 @@ type Attempt struct {
 }
 
 // node is the race's node.
-func (s *Single) node() string { return s.Path + "/" + s.Name }
+func (s *Race) node() string { return s.Path + "/" + s.Name }
 
 // Acquire races for the node until attempt a holds it, and returns the hold;
 // (nil, nil) when a.Wait is false and another contender holds it; or ctx's
 // error when ctx ends. It waits for the session to be usable, and creates
 // Path on demand. When it returns without a hold, a node this attempt may
 // have created unseen (its answer lost) is deleted, guarded.
-func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
+func (s *Race) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 	r := &race{s: s, a: a}
 	defer r.undo()
 	for {
@@ -99,7 +100,7 @@ func (s *Single) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
 // create makes attempt a's grant: the node and Path's mark, in one multi-op.
 // If ctx ends with it in flight, a node it made is deleted once its answer
 // (or the connection) is back.
-func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt, version int32) ([]zk.MultiResponse, error) {
+func (s *Race) create(ctx context.Context, ep *session.Epoch, a Attempt, version int32) ([]zk.MultiResponse, error) {
 	type multi struct {
 		res []zk.MultiResponse
 		err error
@@ -108,7 +109,7 @@ func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt, versi
 		&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
 		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: version},
 	}
-	r, err := session.CallValue(ctx, func() (multi, error) {
+	r, err := ctxcall.Value(ctx, func() (multi, error) {
 		res, err := ep.Conn().Multi(ops...)
 		return multi{res, session.ACLMultiError(ops, res, err)}, nil
 	}, func(r multi, _ error) {
@@ -124,7 +125,7 @@ func (s *Single) create(ctx context.Context, ep *session.Epoch, a Attempt, versi
 
 // grantedTo reports whether node (its Stat st, owned by ep's session) is the
 // grant of the attempt with guid, and Path's version (the grant's fence).
-func (s *Single) grantedTo(ctx context.Context, ep *session.Epoch, guid string, st *zk.Stat) (bool, int32, error) {
+func (s *Race) grantedTo(ctx context.Context, ep *session.Epoch, guid string, st *zk.Stat) (bool, int32, error) {
 	g, pst, err := s.lastGrant(ctx, ep)
 	if err != nil {
 		return false, 0, err
@@ -134,12 +135,12 @@ func (s *Single) grantedTo(ctx context.Context, ep *session.Epoch, guid string, 
 }
 
 // lastGrant reads Path: the guid of the attempt granted last, and its Stat.
-func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.Stat, error) {
+func (s *Race) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.Stat, error) {
 	type res struct {
 		guid string
 		st   *zk.Stat
 	}
-	r, err := session.CallValue(ctx, func() (res, error) {
+	r, err := ctxcall.Value(ctx, func() (res, error) {
 		data, st, err := ep.Conn().Get(s.Path)
 		if err != nil {
 			return res{}, session.ACLError("getData", s.Path, err)
@@ -156,7 +157,7 @@ func (s *Single) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.
 // hold is the grant of the node in ep at Path's version: its token is the
 // node's creation zxid; its fence checks Path's version and the node; its
 // release deletes the node only while Path's version is unchanged.
-func (s *Single) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
+func (s *Race) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
 	node := s.node()
 	return newHold(s.Sess, s.Recipe, s.OnDisconnect, ep, Token(czxid), &zk.CheckVersionRequest{Path: s.Path, Version: version}, node)
 }
@@ -164,7 +165,7 @@ func (s *Single) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
 // removeIfOurs deletes the node if the attempt with guid holds it (a grant
 // nobody learnt of), once ep's session is usable again; guarded by Path's
 // version, so a later grant is never touched. It ends with the session.
-func (s *Single) removeIfOurs(ep *session.Epoch, guid string) {
+func (s *Race) removeIfOurs(ep *session.Epoch, guid string) {
 	var ours bool
 	var version int32
 	var cur *session.Epoch

@@ -26,7 +26,7 @@ func TestSweepLateRemovesALateCreate(t *testing.T) {
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
 	l := &Line{Sess: s, Path: "/sweep/line"}
-	require.NoError(t, l.EnsurePath(ep))
+	require.NoError(t, l.ensurePath(ep))
 	guid := NewGUID()
 	mk := func() string {
 		p, err := ep.Conn().Create(l.Path+"/"+ProtectedPrefix(guid, KindLock), nil, zk.FlagEphemeral|zk.FlagSequence, s.ACL())

@@ -45,7 +45,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 			// Reads the limit (and records it the first time): its writes
 			// are idempotent, a late one needs no undo.
-			return recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
+			return recipe.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
 		},
 		Fix: func(ctx context.Context, ep *session.Epoch, err error) error {
 			switch {
@@ -58,7 +58,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 				// The leases container was removed (no lease was held): our
 				// node still pins the path and its locks.
 				noLeases++
-				return recipe.Do(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
+				return recipe.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
 			}
 			return err
 		},

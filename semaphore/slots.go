@@ -204,7 +204,7 @@ func (s *Semaphore) createClaimNode(ctx context.Context, ep *session.Epoch, p st
 	if f := testHookBeforeClaim.Load(); f != nil {
 		(*f)()
 	}
-	return recipe.Do(ctx, ep, func(c *zk.Conn) error {
+	return recipe.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
 		return session.ACLError("create", p, err)
 	})
@@ -212,7 +212,7 @@ func (s *Semaphore) createClaimNode(ctx context.Context, ep *session.Epoch, p st
 
 // ensureSlots creates the slots container dir if it is missing.
 func (s *Semaphore) ensureSlots(ctx context.Context, ep *session.Epoch, dir string) error {
-	return recipe.Do(ctx, ep, func(c *zk.Conn) error {
+	return recipe.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.CreateContainer(dir, nil, zk.FlagContainer, s.sess.ACL())
 		if errors.Is(err, zk.ErrNodeExists) {
 			err = nil

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 )
 
 // resultCodes are the errors that are ZooKeeper's answer to a request: the
@@ -66,7 +66,7 @@ func (s *Session) Do(ctx context.Context, op func(e *Epoch) error) error {
 		} else if e.sid != sid {
 			return fmt.Errorf("%w: session 0x%x ended during the operation", ErrLost, sid)
 		}
-		err = Call(ctx, func() error { return op(e) })
+		err = ctxcall.Run(ctx, func() error { return op(e) })
 		if err == nil {
 			return nil
 		}
@@ -98,67 +98,5 @@ func (s *Session) Do(ctx context.Context, op func(e *Epoch) error) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-	}
-}
-
-// Call runs fn and returns its error, or ctx.Err() as soon as ctx ends: fn's
-// request then completes or fails on its own (go-zookeeper requests have no
-// timeout of their own). When Call returns an error, fn may still be running:
-// do not read what fn writes (use CallValue to get a result).
-func Call(ctx context.Context, fn func() error) error {
-	_, err := CallValue(ctx, func() (struct{}, error) { return struct{}{}, fn() }, nil)
-	return err
-}
-
-// CallValue runs fn and returns its result, or ctx.Err() as soon as ctx
-// ends. If it returns early, abandoned (when not nil) is called with fn's
-// result once fn finishes — to undo what a request the caller gave up on did
-// (a create that landed after all).
-//
-// A ctx that can never end (ctx.Done() == nil) costs nothing: fn runs on the
-// caller's goroutine. Otherwise fn runs on a goroutine of its own, so that
-// the caller can leave it behind.
-func CallValue[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
-	var zero T
-	if ctx.Done() == nil {
-		return fn()
-	}
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	var mu sync.Mutex
-	gaveUp, finished := false, false
-	go func() {
-		v, err := fn()
-		mu.Lock()
-		if gaveUp {
-			mu.Unlock()
-			if abandoned != nil {
-				abandoned(v, err)
-			}
-			return
-		}
-		finished = true
-		mu.Unlock()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		mu.Lock()
-		if finished {
-			mu.Unlock()
-			r := <-ch
-			return r.v, r.err
-		}
-		gaveUp = true
-		mu.Unlock()
-		return zero, ctx.Err()
 	}
 }

@@ -116,7 +116,7 @@ func (b *Barrier) awaitOpen(ctx context.Context, ep *session.Epoch, m *Member) e
 			return b.lostOr(m, err)
 		}
 		if len(line) >= b.n {
-			err := recipe.Do(ctx, ep, func(c *zk.Conn) error {
+			err := recipe.Exec(ctx, ep, func(c *zk.Conn) error {
 				_, err := c.Create(ready, nil, 0, b.sess.ACL())
 				return err
 			})
@@ -190,7 +190,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	if err != nil {
 		return b.lostOr(m, err)
 	}
-	err = recipe.Do(ctx, ep, func(c *zk.Conn) error { return c.Delete(b.path+"/"+readyNode, -1) })
+	err = recipe.Exec(ctx, ep, func(c *zk.Conn) error { return c.Delete(b.path+"/"+readyNode, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return b.lostOr(m, err)
 	}

@@ -1,4 +1,4 @@
-package session_test
+package ctxcall_test
 
 import (
 	"context"
@@ -8,22 +8,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
 )
 
-// TestCallValueAbandoned: when ctx ends first, CallValue returns at once and
+// TestValueAbandoned: when ctx ends first, Value returns at once and
 // hands fn's late result to abandoned; when fn finishes first, abandoned is
 // never called.
-func TestCallValueAbandoned(t *testing.T) {
+func TestValueAbandoned(t *testing.T) {
 	release := make(chan struct{})
 	got := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel2()
-	_, err := session.CallValue(ctx, func() (string, error) { return "never", nil }, nil)
+	_, err := ctxcall.Value(ctx, func() (string, error) { return "never", nil }, nil)
 	require.ErrorIs(t, err, context.Canceled)
-	v, err := session.CallValue(ctx2, func() (string, error) {
+	v, err := ctxcall.Value(ctx2, func() (string, error) {
 		<-release
 		return "late", nil
 	}, func(v string, err error) { got <- v })
@@ -37,26 +37,26 @@ func TestCallValueAbandoned(t *testing.T) {
 		t.Fatal("abandoned not called")
 	}
 	boom := errors.New("boom")
-	v, err = session.CallValue(context.Background(), func() (string, error) { return "x", boom },
+	v, err = ctxcall.Value(context.Background(), func() (string, error) { return "x", boom },
 		func(string, error) { t.Error("abandoned called for a result that was returned") })
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, "x", v)
 }
 
-// TestCallValueDirect: with a ctx that can never end, CallValue runs fn on
+// TestValueDirect: with a ctx that can never end, Value runs fn on
 // the caller's goroutine: no goroutine, no channel, nothing allocated.
-func TestCallValueDirect(t *testing.T) {
+func TestValueDirect(t *testing.T) {
 	fn := func() (int, error) { return 42, nil }
 	var v int
 	allocs := testing.AllocsPerRun(100, func() {
-		v, _ = session.CallValue(context.Background(), fn, nil)
+		v, _ = ctxcall.Value(context.Background(), fn, nil)
 	})
 	require.Equal(t, 42, v)
 	require.Zero(t, allocs, "a call that cannot be given up costs nothing")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	allocs = testing.AllocsPerRun(100, func() {
-		v, _ = session.CallValue(ctx, fn, nil)
+		v, _ = ctxcall.Value(ctx, fn, nil)
 	})
 	require.NotZero(t, allocs, "a call that can be given up runs on a goroutine of its own")
 }
