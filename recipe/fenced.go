@@ -39,7 +39,7 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	}
 	// The hold's own-node watch reads the node's Stat first thing: start
 	// it now, and wait for that read rather than make another.
-	h.armOnce.Do(func() { close(h.arm) })
+	h.startWatch()
 	select {
 	case <-h.firstRead:
 	case <-ctx.Done():

@@ -77,11 +77,12 @@ type Hold struct {
 	revoke     chan struct{}
 	revokeOnce sync.Once
 	// firstRead is closed after the own-node watch's first read of
-	// nodes[0], which sets token if it was unknown (see Token); arm starts
-	// the watch before ownWatchDelay (armOnce closes it).
-	firstRead chan struct{}
-	arm       chan struct{}
-	armOnce   sync.Once
+	// nodes[0], which sets token if it was unknown (see Token), or when the
+	// hold ends before the watch started. startWatch starts the watch (see
+	// watchOwn) before ownWatchDelay; watchOnce makes either happen once.
+	firstRead  chan struct{}
+	startWatch func()
+	watchOnce  sync.Once
 
 	// fence: the checks a fenced write makes (prepended to its ops).
 	fence []any
@@ -139,8 +140,7 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
 		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1), revoke: make(chan struct{}),
-		firstRead: make(chan struct{}), arm: make(chan struct{}),
-		ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
+		firstRead: make(chan struct{}), ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
 	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
 	if guard != nil {
 		h.fence = []any{guard, h.fence[0]}
@@ -157,15 +157,28 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	} else {
 		hooks = append(hooks, ep.OnEnd(h.loseWithContext))
 	}
+	// Every hold that lasts watches its own nodes: an outside deletion or
+	// an operator's revocation reaches it within a notification (see
+	// watchOwn, revoke.go). The watch starts once the hold has lasted
+	// ownWatchDelay (or when Token asks): a hold released sooner costs a
+	// stopped timer, no goroutine and no request.
+	h.startWatch = func() {
+		h.watchOnce.Do(func() {
+			for _, n := range nodes {
+				go h.watchOwn(ep, n)
+			}
+		})
+	}
+	t := time.AfterFunc(ownWatchDelay, h.startWatch)
+	hooks = append(hooks, func() bool {
+		if t.Stop() {
+			h.watchOnce.Do(func() { close(h.firstRead) }) // it never starts
+		}
+		return true
+	})
 	h.mu.Lock()
 	h.stopHooks = append(h.stopHooks, hooks...)
 	h.mu.Unlock()
-	// Every hold that lasts watches its own nodes: an outside deletion or
-	// an operator's revocation reaches it within a notification (see
-	// watchOwn, revoke.go).
-	for _, n := range nodes {
-		go h.watchOwn(ep, n)
-	}
 	return h
 }
 

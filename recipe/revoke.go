@@ -279,8 +279,8 @@ func waitGone(ctx context.Context, sess *session.Session, node string, stop <-ch
 const ownWatchDelay = 10 * time.Millisecond
 
 // watchOwn keeps a watch on each of the hold's nodes while the hold lasts
-// (one goroutine per node, started at the grant; the holder does not wait
-// for it; the first read after ownWatchDelay). A node deleted by someone
+// (one goroutine per node, started once the hold has lasted ownWatchDelay,
+// or when Token asks; the holder does not wait for it). A node deleted by someone
 // else (an operator, another principal) loses the hold at once, paused or
 // not; a change of its data is read for an operator's revocation request
 // (sawData). A deletion while the connection was down is reported as soon as
@@ -292,9 +292,6 @@ const ownWatchDelay = 10 * time.Millisecond
 func (h *Hold) watchOwn(ep *session.Epoch, node string) {
 	o := &ownWatch{h: h, node: node, first: node == h.nodes[0]}
 	defer o.read1(nil)
-	if !o.armed() {
-		return
-	}
 	if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
 		ep = c
 	}
@@ -332,20 +329,6 @@ type ownWatch struct {
 	// first: the node is the hold's first, and its first read is yet to
 	// be reported (read1).
 	first bool
-}
-
-// armed waits ownWatchDelay, or until Token asks for the first read (the
-// hold's arm), and reports whether the hold still lasts.
-func (o *ownWatch) armed() bool {
-	t := time.NewTimer(ownWatchDelay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-o.h.arm:
-	case <-o.h.ctx.Done():
-		return false
-	}
-	return true
 }
 
 // read1 reports the hold's first read, once, from the watch of its first
