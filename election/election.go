@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -212,21 +212,12 @@ type candidate struct {
 // option is an error (ErrInvalidArgument, ErrInvalidPath, ErrInvalidID).
 func New(sess *session.Session, path, id string, opts ...Option) (*Election, error) {
 	c := config{fair: true, stopDeadline: 10 * time.Second}
-	for _, o := range opts {
-		if o == nil {
-			c.setErr(fmt.Errorf("election: %w: nil option", ErrInvalidArgument))
-			continue
-		}
-		o(&c)
-	}
+	construct.Apply("election", &c, opts, c.setErr)
 	if c.err != nil {
 		return nil, c.err
 	}
-	if sess == nil {
-		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
-	}
-	if err := zkpath.Validate(path); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
+	if err := construct.Check("election", sess, path); err != nil {
+		return nil, err
 	}
 	if err := ValidateID(id); err != nil {
 		return nil, err

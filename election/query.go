@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -128,11 +128,8 @@ func readLeader(ep *session.Epoch, path string) (Leader, error) {
 // current leader, then every change (Leader{} when there is none). The channel
 // is closed when ctx ends or the session is closed. Watches, not polling.
 func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Leader, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
-	}
-	if err := zkpath.Validate(path); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
+	if err := construct.Check("election", sess, path); err != nil {
+		return nil, err
 	}
 	full := sess.Path(path)
 	out := make(chan Leader)

@@ -47,6 +47,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -187,7 +188,7 @@ func (o raw) request(*session.Session) (any, error) {
 // error matching ErrInvalidPath. Holds call it; a caller has no need to.
 func Requests(sess *session.Session, ops []Op) ([]any, error) {
 	if sess == nil {
-		return nil, errors.New("fence: nil session")
+		return nil, fmt.Errorf("fence: %w: nil session", session.ErrInvalidArgument)
 	}
 	reqs := make([]any, len(ops))
 	for i, o := range ops {
@@ -212,7 +213,7 @@ func Requests(sess *session.Session, ops []Op) ([]any, error) {
 // missing parent.
 func Ensure(ctx context.Context, sess *session.Session, path string, data []byte) error {
 	if sess == nil {
-		return errors.New("fence: nil session")
+		return fmt.Errorf("fence: %w: nil session", session.ErrInvalidArgument)
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return fmt.Errorf("fence: %w", err)
@@ -222,7 +223,7 @@ func Ensure(ctx context.Context, sess *session.Session, path string, data []byte
 		create := func(p string, data []byte) error {
 			_, err := ep.Conn().Create(p, data, 0, sess.ACL())
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				if e := session.ACLError("create", p, err); e != err {
+				if e := aclerr.Map("create", p, err); e != err {
 					return fmt.Errorf("fence: %w", e) // names p and the permission
 				}
 				return fmt.Errorf("fence: creating %s: %w", p, err)
@@ -251,7 +252,7 @@ func Ensure(ctx context.Context, sess *session.Session, path string, data []byte
 // fenced write with the version read tells whether it still is.
 func Get(ctx context.Context, sess *session.Session, path string) (data []byte, version int32, err error) {
 	if sess == nil {
-		return nil, 0, errors.New("fence: nil session")
+		return nil, 0, fmt.Errorf("fence: %w: nil session", session.ErrInvalidArgument)
 	}
 	if err := zkpath.Validate(path); err != nil {
 		return nil, 0, fmt.Errorf("fence: %w", err)

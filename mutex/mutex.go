@@ -9,8 +9,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -66,11 +66,8 @@ func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
 }
 
 func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("mutex: %w: nil session", ErrInvalidArgument)
-	}
-	if err := zkpath.Validate(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+	if err := construct.Check("mutex", sess, path); err != nil {
+		return nil, err
 	}
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,

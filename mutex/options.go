@@ -3,6 +3,7 @@ package mutex
 import (
 	"fmt"
 
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -22,13 +23,7 @@ type config struct {
 // newConfig applies opts to the defaults.
 func newConfig(opts []Option) (config, error) {
 	c := config{fair: true}
-	for _, o := range opts {
-		if o == nil {
-			c.setErr(fmt.Errorf("mutex: %w: nil option", ErrInvalidArgument))
-			continue
-		}
-		o(&c)
-	}
+	construct.Apply("mutex", &c, opts, c.setErr)
 	return c, c.err
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -314,7 +315,7 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 		if head {
 			data, st, ch, err := c.GetW(l.Path + "/" + line[0].Name)
 			if err != nil {
-				return ws, session.ACLError("getData", l.Path+"/"+line[0].Name, err)
+				return ws, aclerr.Map("getData", l.Path+"/"+line[0].Name, err)
 			}
 			ws.data, ws.st, ws.head = StripRevoke(data), st, ch
 			if w == 0 {
@@ -327,6 +328,6 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 		if st != nil {
 			ws.nodeVersion = st.Version
 		}
-		return ws, session.ACLError("getData", l.Path+"/"+line[w].Name, err)
+		return ws, aclerr.Map("getData", l.Path+"/"+line[w].Name, err)
 	}, nil)
 }

@@ -24,7 +24,7 @@ func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T,
 	return ctxcall.Value(ctx, func() (T, error) { return fn(ep.Conn()) }, undo)
 }
 
-// Do is Call for calls with no result to return or undo.
+// Exec is Call for calls with no result to return or undo.
 func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
 	_, err := ctxcall.Value(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
 	return err

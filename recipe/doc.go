@@ -21,7 +21,7 @@
 // session.PauseOnDisconnect, it pauses then and resumes in the next epoch of
 // the same session; Line.OnDisconnect picks the policy), and Hold.Release, Line.Leave or Line.Delete remove
 // nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
-// Do, so that they return when the caller's ctx ends. A non-fair recipe
+// Exec, so that they return when the caller's ctx ends. A non-fair recipe
 // races through Race. Set Line.Recipe (Race.Recipe) to
 // the recipe's name: the session's observer sees it on every event the core
 // reports for it. A contender's node must be of one of the Kind constants to

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
@@ -95,7 +96,7 @@ func (l *Line) create(ep *session.Epoch, guid, prefix string, data []byte) (ente
 				return e, err
 			}
 		default:
-			return entered{}, session.ACLError("create", prefix, err)
+			return entered{}, aclerr.Map("create", prefix, err)
 		}
 	}
 }

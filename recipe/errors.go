@@ -1,6 +1,8 @@
 package recipe
 
 import (
+	"fmt"
+
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -10,8 +12,10 @@ var (
 	// ErrInvalidPath: the recipe path is not one a recipe may use.
 	ErrInvalidPath = zkpath.ErrInvalid
 	// ErrInvalidArgument: a bad argument other than the path (nil session,
-	// maxLeases < 1, data too large, an id with '/', ...).
-	ErrInvalidArgument = NewError("invalid argument")
+	// maxLeases < 1, data too large, an id with '/', ...). It matches
+	// session.ErrInvalidArgument too, which every invalid argument to
+	// shepherd matches (fence's and the session's included).
+	ErrInvalidArgument error = &knownError{msg: "invalid argument", is: session.ErrInvalidArgument}
 	// ErrNotHeld: Unlock or Release of something not held.
 	ErrNotHeld = NewError("not held")
 	// ErrLost: the hold, or the session it lived in, was lost.
@@ -66,11 +70,22 @@ type PermissionError = session.PermissionError
 // NewError returns a sentinel error that is an answer, not a connection
 // problem: session.OutcomeUnknown reports false for it (and for errors that
 // wrap it), so it is never retried.
-func NewError(msg string) error { return &knownError{msg} }
+func NewError(msg string) error { return &knownError{msg: msg} }
 
-type knownError struct{ msg string }
+// knownError is a sentinel that is an answer; is, when set, is a broader
+// sentinel it matches too.
+type knownError struct {
+	msg string
+	is  error
+}
 
 func (e *knownError) Error() string { return e.msg }
+
+// Is reports whether target is the broader sentinel e matches too.
+func (e *knownError) Is(target error) bool { return e.is != nil && target == e.is }
+
+// nilSession is the error of a call given a nil session.
+func nilSession(op string) error { return fmt.Errorf("%s: %w: nil session", op, ErrInvalidArgument) }
 
 // OutcomeKnown marks the error as an answer (see session.OutcomeUnknown).
 func (e *knownError) OutcomeKnown() bool { return true }

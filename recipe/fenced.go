@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -150,7 +151,7 @@ func opError(ops []any, res []zk.MultiResponse, err error) error {
 	if err == nil {
 		return nil
 	}
-	if e := session.ACLMultiError(ops, res, err); e != err {
+	if e := aclerr.MapMulti(ops, res, err); e != err {
 		return fmt.Errorf("fenced write: %w", e)
 	}
 	for i, r := range res {

@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -64,6 +66,9 @@ func (l *Line) ensurePath(ep *session.Epoch) error {
 // down is created again, a bounded number of times. For p "/" (the parent of
 // a path directly under the root) there is nothing to create.
 func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
+	if sess == nil || ep == nil {
+		return fmt.Errorf("ensure path: %w: nil session or epoch", ErrInvalidArgument)
+	}
 	if p == "/" {
 		return nil // the root always exists (and cannot be created)
 	}
@@ -96,7 +101,7 @@ func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) err
 			}
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
-			return session.ACLError("create", p, err)
+			return aclerr.Map("create", p, err)
 		}
 	}
 	return err
@@ -119,7 +124,7 @@ func ensureOnce(sess *session.Session, ep *session.Epoch, path []string) error {
 			}
 		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return session.ACLError("create", q, err)
+			return aclerr.Map("create", q, err)
 		}
 	}
 	return nil

@@ -79,6 +79,9 @@ func InspectW(ctx context.Context, sess *session.Session, path string) (*Snapsho
 }
 
 func inspect(ctx context.Context, sess *session.Session, path string, watch bool) (*Snapshot, error) {
+	if sess == nil {
+		return nil, nilSession("inspect")
+	}
 	var snap *Snapshot
 	err := sess.Do(ctx, func(ep *session.Epoch) error {
 		var err error

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -64,7 +65,7 @@ func (n *Node) TakeSeen() ([]Name, bool) {
 func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 	names, _, err := ep.Conn().Children(l.Path)
 	if err != nil {
-		return nil, session.ACLError("getChildren", l.Path, err)
+		return nil, aclerr.Map("getChildren", l.Path, err)
 	}
 	return l.sorted(names)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -159,7 +160,7 @@ func (r *race) watch(ctx context.Context, ep *session.Epoch) (watched, error) {
 			return w, ctx.Err()
 		}
 		if errors.Is(err, zk.ErrNoAuth) {
-			return w, session.ACLError("getData", node, err) // no READ: waiting cannot help
+			return w, aclerr.Map("getData", node, err) // no READ: waiting cannot help
 		}
 		return w, r.paced(ctx, ep)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -24,7 +25,7 @@ import (
 func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
 		names, _, err := c.Children(s.Path)
-		return names, session.ACLError("getChildren", s.Path, err)
+		return names, aclerr.Map("getChildren", s.Path, err)
 	}, nil)
 	if err == nil {
 		err = s.foreignChild(names)
@@ -70,10 +71,10 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
 		data, st, err := c.Get(s.Path)
 		if err != nil {
-			return read{}, session.ACLError("getData", s.Path, err)
+			return read{}, aclerr.Map("getData", s.Path, err)
 		}
 		names, _, err := c.Children(s.Path)
-		return read{data, st, names}, session.ACLError("getChildren", s.Path, err)
+		return read{data, st, names}, aclerr.Map("getChildren", s.Path, err)
 	}, nil)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -128,6 +129,9 @@ var ErrNotHead = NewError("the node does not head its line: only a holder at the
 // line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
 // ignores the request.
 func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
+	if sess == nil {
+		return nilSession("revoke")
+	}
 	if err := requestRevoke(ctx, sess, node, revokeAsk); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -146,6 +150,9 @@ func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
 // (without it, or on a node that does not head its line, it deletes at
 // once: the holder learns of it from its own watch).
 func Revoke(ctx context.Context, sess *session.Session, node string, grace time.Duration) (byHolder bool, err error) {
+	if sess == nil {
+		return false, nilSession("revoke")
+	}
 	if err := requestRevoke(ctx, sess, node, revokeForce); err != nil {
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
@@ -162,7 +169,7 @@ func Revoke(ctx context.Context, sess *session.Session, node string, grace time.
 		return gone, err
 	}
 	err = sess.Do(ctx, func(ep *session.Epoch) error {
-		err := Exec(ctx, ep, func(c *zk.Conn) error { return session.ACLError("delete", node, c.Delete(node, -1)) })
+		err := Exec(ctx, ep, func(c *zk.Conn) error { return aclerr.Map("delete", node, c.Delete(node, -1)) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -187,7 +194,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, node, mode string
 				}
 				data, st, err := c.Get(node)
 				if err != nil {
-					return session.ACLError("getData", node, err)
+					return aclerr.Map("getData", node, err)
 				}
 				holder, had := revokeRequest(data)
 				if had == mode || had == revokeForce {
@@ -195,7 +202,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, node, mode string
 				}
 				req := append(append(append([]byte(nil), holder...), revokeSuffix...), mode...)
 				_, err = c.Set(node, req, st.Version)
-				return session.ACLError("setData", node, err)
+				return aclerr.Map("setData", node, err)
 			})
 		})
 		if !errors.Is(err, zk.ErrBadVersion) || i == tries {
@@ -223,7 +230,7 @@ func headsLine(c *zk.Conn, node string) error {
 	}
 	names, _, err := c.Children(parent)
 	if err != nil {
-		return session.ACLError("getChildren", parent, err)
+		return aclerr.Map("getChildren", parent, err)
 	}
 	for _, n := range Sort(names) {
 		switch {

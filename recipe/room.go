@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -93,6 +94,6 @@ func (r *Room) count(ctx context.Context, ep *session.Epoch, watch bool) (counte
 		} else {
 			names, _, err = c.Children(r.Path)
 		}
-		return counted{len(Sort(names, r.Kinds...)), ch}, session.ACLError("getChildren", r.Path, err)
+		return counted{len(Sort(names, r.Kinds...)), ch}, aclerr.Map("getChildren", r.Path, err)
 	}, nil)
 }

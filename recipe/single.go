@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -111,7 +112,7 @@ func (s *Race) create(ctx context.Context, ep *session.Epoch, a Attempt, version
 	}
 	r, err := ctxcall.Value(ctx, func() (multi, error) {
 		res, err := ep.Conn().Multi(ops...)
-		return multi{res, session.ACLMultiError(ops, res, err)}, nil
+		return multi{res, aclerr.MapMulti(ops, res, err)}, nil
 	}, func(r multi, _ error) {
 		if r.err == nil || session.OutcomeUnknown(r.err) {
 			s.removeIfOurs(ep, a.GUID)
@@ -143,7 +144,7 @@ func (s *Race) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.St
 	r, err := ctxcall.Value(ctx, func() (res, error) {
 		data, st, err := ep.Conn().Get(s.Path)
 		if err != nil {
-			return res{}, session.ACLError("getData", s.Path, err)
+			return res{}, aclerr.Map("getData", s.Path, err)
 		}
 		g, ok := strings.CutPrefix(string(data), s.Mark)
 		if !ok {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -39,8 +38,8 @@ type Status struct {
 // and no error, when path holds no schedule record (nothing there, or
 // another recipe).
 func Inspect(ctx context.Context, sess *session.Session, path string) (st *Status, ok bool, err error) {
-	if err := zkpath.Validate(path); err != nil {
-		return nil, false, fmt.Errorf("schedule: %w", err)
+	if err := construct.Check("schedule", sess, path); err != nil {
+		return nil, false, err
 	}
 	var data []byte
 	var stat *zk.Stat

@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -70,21 +70,12 @@ type Schedule struct {
 // of a path must use the same every.
 func New(sess *session.Session, path, id string, every time.Duration, opts ...Option) (*Schedule, error) {
 	c := config{misfire: RerunInterrupted, catchUp: CatchUpOnce, clock: time.Now}
-	for _, o := range opts {
-		if o == nil {
-			c.setErr(fmt.Errorf("schedule: %w: nil option", ErrInvalidArgument))
-			continue
-		}
-		o(&c)
-	}
+	construct.Apply("schedule", &c, opts, c.setErr)
 	if c.err != nil {
 		return nil, c.err
 	}
-	if sess == nil {
-		return nil, fmt.Errorf("schedule: %w: nil session", ErrInvalidArgument)
-	}
-	if err := zkpath.Validate(path); err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
+	if err := construct.Check("schedule", sess, path); err != nil {
+		return nil, err
 	}
 	if every < time.Millisecond {
 		return nil, fmt.Errorf("schedule: %w: interval %v (at least 1ms)", ErrInvalidArgument, every)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -156,7 +157,7 @@ func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, guid string, ops []
 			return taken{paths: paths}
 		}
 	}
-	return taken{res: res, err: session.ACLMultiError(ops, res, err)}
+	return taken{res: res, err: aclerr.MapMulti(ops, res, err)}
 }
 
 // notTaken is the error of a multi-op of take that took no lease (t), by

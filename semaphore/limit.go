@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -39,7 +40,7 @@ func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
 		return nil
 	}
 	if !errors.Is(err, zk.ErrNoNode) {
-		return session.ACLError("create", s.locks.Path, err)
+		return aclerr.Map("create", s.locks.Path, err)
 	}
 	return s.create(ep)
 }
@@ -65,7 +66,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 			return nil
 		}
 		if err != nil {
-			return session.ACLError("create", s.path, err)
+			return aclerr.Map("create", s.path, err)
 		}
 		// A container just created has had no child: the server does not
 		// remove it before its children exist.
@@ -79,7 +80,7 @@ func (s *Semaphore) ensureChildren(ep *session.Epoch) error {
 	for _, c := range []string{locksChild, leasesChild} {
 		_, err := ep.Conn().CreateContainer(s.path+"/"+c, nil, zk.FlagContainer, s.sess.ACL())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return session.ACLError("create", s.path+"/"+c, err)
+			return aclerr.Map("create", s.path+"/"+c, err)
 		}
 	}
 	return nil
@@ -120,7 +121,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			}
 			continue
 		} else if err != nil {
-			return session.ACLError("getData", s.path, err)
+			return aclerr.Map("getData", s.path, err)
 		}
 		if len(data) == 0 {
 			// An empty node: adopt it, unless it is another recipe's.
@@ -155,7 +156,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
 	names, _, err := ep.Conn().Children(s.path)
 	if err != nil {
-		return session.ACLError("getChildren", s.path, err)
+		return aclerr.Map("getChildren", s.path, err)
 	}
 	for _, n := range names {
 		if _, ok := recipe.ParseName(n); ok || n == layout.NonFairLockNode {
@@ -165,7 +166,7 @@ func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
 	_, err = ep.Conn().Multi(
 		&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: version})
 	if err != nil && !errors.Is(err, zk.ErrBadVersion) {
-		return session.ACLError("setData", s.path, err)
+		return aclerr.Map("setData", s.path, err)
 	}
 	if err := s.ensureChildren(ep); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
@@ -219,7 +220,7 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 				return fmt.Errorf("semaphore %s: %w", s.path, ErrConflict)
 			}
 			if err != nil {
-				return session.ACLError("setData", s.path, err)
+				return aclerr.Map("setData", s.path, err)
 			}
 			s.useMax(max)
 			return nil

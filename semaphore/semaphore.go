@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -113,21 +113,12 @@ type Semaphore struct {
 // invalid option is an error (ErrInvalidArgument, ErrInvalidPath).
 func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Semaphore, error) {
 	var c config
-	for _, o := range opts {
-		if o == nil {
-			c.setErr(fmt.Errorf("semaphore: %w: nil option", ErrInvalidArgument))
-			continue
-		}
-		o(&c)
-	}
+	construct.Apply("semaphore", &c, opts, c.setErr)
 	if c.err != nil {
 		return nil, c.err
 	}
-	if sess == nil {
-		return nil, fmt.Errorf("semaphore: %w: nil session", ErrInvalidArgument)
-	}
-	if err := zkpath.Validate(path); err != nil {
-		return nil, fmt.Errorf("semaphore: %w", err)
+	if err := construct.Check("semaphore", sess, path); err != nil {
+		return nil, err
 	}
 	if maxLeases < 1 || maxLeases > MaxLeasesLimit {
 		return nil, fmt.Errorf("semaphore: %w: maxLeases %d (want 1..%d)", ErrInvalidArgument, maxLeases, MaxLeasesLimit)

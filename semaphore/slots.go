@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -206,7 +207,7 @@ func (s *Semaphore) createClaimNode(ctx context.Context, ep *session.Epoch, p st
 	}
 	return recipe.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
-		return session.ACLError("create", p, err)
+		return aclerr.Map("create", p, err)
 	})
 }
 
@@ -217,7 +218,7 @@ func (s *Semaphore) ensureSlots(ctx context.Context, ep *session.Epoch, dir stri
 		if errors.Is(err, zk.ErrNodeExists) {
 			err = nil
 		}
-		return session.ACLError("create", dir, err)
+		return aclerr.Map("create", dir, err)
 	})
 }
 

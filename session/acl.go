@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/shepherdzk/shepherd/internal/zkpath"
 )
 
 // CreatorACL is the ACL of the nodes an authenticated session creates by
@@ -58,7 +56,7 @@ type PermissionError struct {
 
 func (e *PermissionError) Error() string {
 	return fmt.Sprintf("%s %s: permission denied: the ACL of %s does not grant %s to this session's principals",
-		e.Op, e.Node, e.Path, PermString(e.Perm))
+		e.Op, e.Node, e.Path, permString(e.Perm))
 }
 
 // Unwrap makes the error match ErrPermission and zk.ErrNoAuth.
@@ -67,9 +65,9 @@ func (e *PermissionError) Unwrap() []error { return []error{ErrPermission, zk.Er
 // OutcomeKnown marks the error as the server's answer: never retried.
 func (e *PermissionError) OutcomeKnown() bool { return true }
 
-// PermString names the permissions in perms as ZooKeeper's CLI does
+// permString names the permissions in perms as ZooKeeper's CLI does
 // ("CREATE", "READ|WRITE", "ALL").
-func PermString(perms int32) string {
+func permString(perms int32) string {
 	if perms&zk.PermAll == zk.PermAll {
 		return "ALL"
 	}
@@ -86,69 +84,4 @@ func PermString(perms int32) string {
 		return "NONE"
 	}
 	return strings.Join(names, "|")
-}
-
-// ACLError is the one place a refusal by an ACL gets its meaning: every
-// request a recipe makes hands its error here with what it asked (op, as
-// PermissionError.Op names it) about which node. ZooKeeper's answer carries
-// neither. zk.ErrNoAuth becomes a *PermissionError naming the node whose ACL
-// refused and the permission it lacks; zk.ErrInvalidACL on a create, an
-// error matching ErrNoPrincipal that says what to do. Any other err is
-// returned as it is (nil too), and so is an error already mapped.
-func ACLError(op, node string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *PermissionError
-	if errors.As(err, &pe) || errors.Is(err, ErrNoPrincipal) {
-		return err
-	}
-	switch {
-	case errors.Is(err, zk.ErrNoAuth):
-		e := &PermissionError{Op: op, Node: node, Path: node}
-		switch op {
-		case "create":
-			e.Perm, e.Path = zk.PermCreate, zkpath.Parent(node)
-		case "delete":
-			e.Perm, e.Path = zk.PermDelete, zkpath.Parent(node)
-		case "setData":
-			e.Perm = zk.PermWrite
-		default:
-			e.Perm = zk.PermRead
-		}
-		return e
-	case errors.Is(err, zk.ErrInvalidACL) && op == "create":
-		return fmt.Errorf("create %s: %w (%w): the server authenticated this session as no one (credentials it "+
-			"did not take, or a client certificate it does not authenticate: no client authentication, or no "+
-			"x509 auth provider), and the node's ACL names its creator (the default, CreatorACL, of a session "+
-			"with credentials or a client certificate); add credentials the server accepts (WithAuth), or "+
-			"give the ACL to use (WithACL)", node, ErrNoPrincipal, zk.ErrInvalidACL)
-	}
-	return err
-}
-
-// ACLMultiError is ACLError for a multi-op: ops are the requests sent
-// (*zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest,
-// *zk.CheckVersionRequest), res the answers. A refusal by an ACL names the
-// op the server refused; other errors are returned as they are.
-func ACLMultiError(ops []any, res []zk.MultiResponse, err error) error {
-	if err == nil || !(errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrInvalidACL)) {
-		return err
-	}
-	for i, r := range res {
-		if i >= len(ops) || !(errors.Is(r.Error, zk.ErrNoAuth) || errors.Is(r.Error, zk.ErrInvalidACL)) {
-			continue
-		}
-		switch o := ops[i].(type) {
-		case *zk.CreateRequest:
-			return ACLError("create", o.Path, r.Error)
-		case *zk.DeleteRequest:
-			return ACLError("delete", o.Path, r.Error)
-		case *zk.SetDataRequest:
-			return ACLError("setData", o.Path, r.Error)
-		case *zk.CheckVersionRequest:
-			return ACLError("check", o.Path, r.Error)
-		}
-	}
-	return err
 }
