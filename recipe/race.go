@@ -1,13 +1,10 @@
 package recipe
 
-// One Race.Acquire, step by step: the state of a race across its rounds
-// (see Race).
-
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"time"
+	"strings"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -16,226 +13,175 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// errAgain is what a step of a race returns to have Acquire race again (a
-// new round, once the session is usable). It never leaves Acquire.
-var errAgain = errors.New("recipe: race again")
+// Race is the single-node race, the non-fair recipes' mechanism beside the
+// line (the non-fair mutex and the non-fair election both use it): contenders
+// race to create one ephemeral node with a fixed name under Path; whoever
+// creates it holds until it is deleted; the others watch it, every one of them
+// (a herd on each release, by design: few contenders, lowest latency).
+//
+// A fixed name is reused by every grant, so the node alone cannot tell one
+// grant from the next, nor one contender of a session from another of the
+// same session. Each grant therefore creates the node and writes Mark and the
+// attempt's guid to Path's data in one multi-op. Path's data version (the
+// fence) grows with every grant, its data names the attempt granted last, and
+// its last change is the node's creation. Hence:
+//
+//   - Adoption only on a guid match: a create whose answer was lost is
+//     recognised as this attempt's (Path names its guid, Path was last changed
+//     by the node's creation, the node belongs to this session), never as
+//     another contender's of the same session.
+//   - A guarded delete: a release deletes the node only while Path's version
+//     is its grant's, so a delete retried after a lost answer can never remove
+//     a later holder's node.
+//   - Fenced writes check Path's version and the node's existence.
+//
+// Every contender on one path must race through Race: a plain create of
+// the node would not move the fence. The fields are set once, before use.
+type Race struct {
+	Sess *session.Session
+	// Recipe names the recipe ("mutex", "election") in the events the race
+	// and its holds report to the session's observer.
+	Recipe string
+	Path   string // the parent's full path (namespace included)
+	Name   string // the node's name under Path
+	Mark   string // written to Path's data with each grant, before the attempt's guid
+	// Refuse names children whose presence means Path belongs to another
+	// kind of recipe (name → what it is). A waiting line's node (a name
+	// ParseName reads) refuses Path too: a race and a line on one path
+	// would each grant a holder. Acquire then fails with ErrWrongKind.
+	Refuse map[string]string
+	// OnDisconnect is what a lost connection does to the race's holds (0:
+	// the session's DisconnectPolicy).
+	OnDisconnect session.DisconnectPolicy
 
-// race is one Acquire's state across its rounds.
-type race struct {
-	s       *Race
-	a       Attempt
-	delay   time.Duration  // the jittered wait's (see wait)
-	pace    Pacer          // retries after a lost connection (see Pacer)
-	unknown *session.Epoch // an epoch in which this attempt may hold the node unseen
-	granted bool
-	noNode  int // creates in a row that found no Path
+	// checked: Path was found to be this race's (see refuseForeign) and a
+	// grant's write landed there since.
+	checked atomic.Bool
 }
 
-// undo, when Acquire returns without a hold, deletes (guarded) a node this
-// attempt may hold unseen.
-func (r *race) undo() {
-	if !r.granted && r.unknown != nil {
-		go r.s.removeIfOurs(r.unknown, r.a.GUID)
-	}
+// Attempt is one contender's claim in a Race race.
+type Attempt struct {
+	// GUID identifies the attempt (NewGUID). Presenting again the guid of a
+	// grant held before, in the same session, grants that node again (same
+	// token) if it is still there and still that grant's: a contender keeps
+	// its place through a disconnect its session survives.
+	GUID string
+	// Data is the node's data.
+	Data []byte
+	// Wait: wait until the node is free and race again (else try once).
+	Wait bool
+	// Seen, if not nil, is told each time the node is found held by another
+	// contender (its data and Stat). It runs on Acquire's goroutine and must
+	// not block.
+	Seen func(data []byte, st *zk.Stat)
 }
 
-// round is one round of the race in ep: create the node, or read and watch
-// it held and wait for it to change. It returns the hold; errAgain to race
-// again; or what Acquire returns.
-func (r *race) round(ctx context.Context, ep *session.Epoch) (*Hold, error) {
-	version, err := r.fence(ctx, ep)
-	if err != nil {
-		return nil, err
-	}
-	if h, err := r.try(ctx, ep, version); h != nil || err != nil {
-		return h, err
-	}
-	// Held, perhaps by this attempt (an answer lost, or a grant kept
-	// through a reconnect): read the node and watch it.
-	w, err := r.watch(ctx, ep)
-	if err != nil {
-		return nil, err
-	}
-	if h, err := r.adopt(ctx, ep, w.st); h != nil || err != nil {
-		return h, err
-	}
-	if r.a.Seen != nil {
-		r.a.Seen(w.data, w.st)
-	}
-	if !r.a.Wait {
-		return nil, nil
-	}
-	return nil, r.wait(ctx, ep, w.ch)
-}
+// node is the race's node.
+func (s *Race) node() string { return s.Path + "/" + s.Name }
 
-// paced waits for the next try after a lost connection (r.pace), and
-// returns errAgain, or ctx's error.
-func (r *race) paced(ctx context.Context, ep *session.Epoch) error {
-	if err := r.pace.Wait(ctx, ep); err != nil {
-		return err
-	}
-	return errAgain
-}
-
-// fence is Path's version for the grant's write to be made at: -1 (any)
-// once Path is known to be this race's (Race.checked), else what
-// refuseForeign reads.
-func (r *race) fence(ctx context.Context, ep *session.Epoch) (int32, error) {
-	if r.s.checked.Load() {
-		return -1, nil
-	}
-	// Before the first write to Path: refuse another recipe's.
-	version, err := r.s.refuseForeign(ctx, ep)
-	if err == nil {
-		return version, nil
-	}
-	if errors.Is(err, ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
-		return 0, err
-	}
-	return 0, r.paced(ctx, ep)
-}
-
-// try is one attempt's create (at Path's version), and the classification
-// of its outcome: the hold; (nil, nil) when the node is held (perhaps by
-// this attempt: read it and watch it); errAgain; or a final error.
-func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*Hold, error) {
-	res, err := r.s.create(ctx, ep, r.a, version)
-	if err == nil {
-		r.s.checked.Store(true)
-		st := res[1].Stat // Path's, set in the same transaction: Mzxid is the node's Czxid
-		return r.grant(ctx, ep, st.Mzxid, st.Version)
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if !errors.Is(err, zk.ErrNoNode) {
-		r.noNode = 0
-	}
-	switch {
-	case errors.Is(err, zk.ErrNoNode) && r.noNode < 3: // no Path (yet, or again)
-		// Only failures in a row count against the bound: Path's
-		// parents are containers, which the server may remove when
-		// empty. Path itself stays persistent (ensureVersionedPath):
-		// its data version is the fence, and a container created
-		// again would count versions from 0 again, letting a retried
-		// release remove the next holder's node.
-		r.noNode++
-		if err := ensureVersionedPath(r.s.Sess, ep, r.s.Path); err != nil && !session.OutcomeUnknown(err) {
+// Acquire races for the node until attempt a holds it, and returns the hold;
+// (nil, nil) when a.Wait is false and another contender holds it; or ctx's
+// error when ctx ends. It waits for the session to be usable, and creates
+// Path on demand. When it returns without a hold, a node this attempt may
+// have created unseen (its answer lost) is deleted, guarded.
+func (s *Race) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
+	r := &race{s: s, a: a}
+	defer r.undo()
+	for {
+		ep, err := s.Sess.Wait(ctx)
+		if err != nil {
 			return nil, err
 		}
-		return nil, errAgain
-	case errors.Is(err, zk.ErrNodeExists):
-	case errors.Is(err, zk.ErrBadVersion): // Path changed since refuseForeign read it
-		return nil, errAgain
-	case session.OutcomeUnknown(err):
-		r.unknown = ep
-	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrLost):
-		return nil, r.paced(ctx, ep) // a new session: race again in it
-	default:
+		if h, err := r.round(ctx, ep); !errors.Is(err, errAgain) {
+			return h, err
+		}
+	}
+}
+
+// create makes attempt a's grant: the node and Path's mark, in one multi-op.
+// If ctx ends with it in flight, a node it made is deleted once its answer
+// (or the connection) is back.
+func (s *Race) create(ctx context.Context, ep *session.Epoch, a Attempt, version int32) ([]zk.MultiResponse, error) {
+	type multi struct {
+		res []zk.MultiResponse
+		err error
+	}
+	ops := []any{
+		&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
+		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: version},
+	}
+	r, err := ctxcall.Value(ctx, func() (multi, error) {
+		res, err := ep.Conn().Multi(ops...)
+		return multi{res, aclerr.MapMulti(ops, res, err)}, nil
+	}, func(r multi, _ error) {
+		if r.err == nil || session.OutcomeUnknown(r.err) {
+			s.removeIfOurs(ep, a.GUID)
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
-	return nil, nil
+	return r.res, r.err
 }
 
-// watched is the held node, read with a watch set.
-type watched struct {
-	data []byte
-	st   *zk.Stat
-	ch   <-chan zk.Event
+// grantedTo reports whether node (its Stat st, owned by ep's session) is the
+// grant of the attempt with guid, and Path's version (the grant's fence).
+func (s *Race) grantedTo(ctx context.Context, ep *session.Epoch, guid string, st *zk.Stat) (bool, int32, error) {
+	g, pst, err := s.lastGrant(ctx, ep)
+	if err != nil {
+		return false, 0, err
+	}
+	// Path's last change created the node: no grant since.
+	return g == guid && pst.Mzxid == st.Czxid, pst.Version, nil
 }
 
-// watch reads the held node and watches it: errAgain if it is gone or the
-// read failed (after pacing), a final error if it cannot be read.
-func (r *race) watch(ctx context.Context, ep *session.Epoch) (watched, error) {
-	node := r.s.node()
-	w, err := ctxcall.Value(ctx, func() (watched, error) {
-		data, st, ch, err := ep.Conn().GetW(node)
-		return watched{data, st, ch}, err
+// lastGrant reads Path: the guid of the attempt granted last, and its Stat.
+func (s *Race) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.Stat, error) {
+	type res struct {
+		guid string
+		st   *zk.Stat
+	}
+	r, err := ctxcall.Value(ctx, func() (res, error) {
+		data, st, err := ep.Conn().Get(s.Path)
+		if err != nil {
+			return res{}, aclerr.Map("getData", s.Path, err)
+		}
+		g, ok := strings.CutPrefix(string(data), s.Mark)
+		if !ok {
+			g = ""
+		}
+		return res{g, st}, nil
 	}, nil)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return w, errAgain // released meanwhile: race again
-	case err != nil:
-		if ctx.Err() != nil {
-			return w, ctx.Err()
-		}
-		if errors.Is(err, zk.ErrNoAuth) {
-			return w, aclerr.Map("getData", node, err) // no READ: waiting cannot help
-		}
-		return w, r.paced(ctx, ep)
-	}
-	return w, nil
+	return r.guid, r.st, err
 }
 
-// adopt grants the held node (its Stat st) to this attempt if it is this
-// attempt's grant: the hold; (nil, nil) when it is not ours; errAgain; or a
-// final error.
-func (r *race) adopt(ctx context.Context, ep *session.Epoch, st *zk.Stat) (*Hold, error) {
-	if st.EphemeralOwner != ep.SessionID() {
-		return nil, nil
-	}
-	ours, version, err := r.s.grantedTo(ctx, ep, r.a.GUID, st)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !session.OutcomeUnknown(err) {
-			return nil, err
-		}
-		return nil, r.paced(ctx, ep)
-	}
-	if !ours {
-		// Another contender of this session holds it (another value
-		// sharing the session, or an earlier hold whose release is under
-		// way): it is not ours to take.
-		return nil, nil
-	}
-	return r.grant(ctx, ep, st.Czxid, version)
+// hold is the grant of the node in ep at Path's version: its token is the
+// node's creation zxid; its fence checks Path's version and the node; its
+// release deletes the node only while Path's version is unchanged.
+func (s *Race) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
+	node := s.node()
+	return newHold(s.Sess, s.Recipe, s.OnDisconnect, ep, Token(czxid), &zk.CheckVersionRequest{Path: s.Path, Version: version}, node)
 }
 
-// grant makes the hold of a node this attempt holds (token, and Path's
-// version as the fence): the hold, or errAgain to race again (the
-// connection dropped as it was granted: adopted on the next round if the
-// session is back, deleted if the call ends first; or a fair line
-// appeared beside it and took its place), or a final error.
-func (r *race) grant(ctx context.Context, ep *session.Epoch, token int64, version int32) (*Hold, error) {
-	h := r.s.hold(ep, token, version)
-	if h.Context().Err() != nil {
-		r.unknown = ep
-		return nil, errAgain
-	}
-	if err := r.s.alone(ctx, ep, h); err != nil {
-		if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
-			return nil, err
+// removeIfOurs deletes the node if the attempt with guid holds it (a grant
+// nobody learnt of), once ep's session is usable again; guarded by Path's
+// version, so a later grant is never touched. It ends with the session.
+func (s *Race) removeIfOurs(ep *session.Epoch, guid string) {
+	var ours bool
+	var version int32
+	var cur *session.Epoch
+	err := s.Sess.Do(ep.SessionContext(), func(e *session.Epoch) error {
+		if e.SessionID() != ep.SessionID() {
+			return ErrLost
 		}
-		return nil, errAgain
+		g, pst, err := s.lastGrant(context.Background(), e)
+		if err != nil {
+			return err
+		}
+		ours, version, cur = g == guid, pst.Version, e
+		return nil
+	})
+	if err == nil && ours {
+		deleteGuarded(s.Sess, s.Recipe, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
 	}
-	r.granted = true
-	return h, nil
-}
-
-// wait waits for the held node to change (its watch fires, or the
-// connection drops), then a jittered while: errAgain, or ctx's error.
-func (r *race) wait(ctx context.Context, ep *session.Epoch, ch <-chan zk.Event) error {
-	select {
-	case <-ch:
-	case <-ep.Done():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	// Jittered backoff, so a crowd of waiters does not hit the server
-	// in one burst on every release.
-	if r.delay == 0 {
-		r.delay = time.Millisecond
-	} else if r.delay < 50*time.Millisecond {
-		r.delay *= 2
-	}
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(r.delay) + 1)))
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
-	return errAgain
 }
