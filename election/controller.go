@@ -363,7 +363,14 @@ const (
 	modeCampaign
 )
 
+// errNotMade is the error of an Election used without New (its zero
+// value): a clear error, not a panic.
+var errNotMade = fmt.Errorf("election: %w: an Election not made by New", ErrInvalidArgument)
+
 func (e *Election) begin(mode int) error {
+	if e.sess == nil {
+		return errNotMade
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mode != modeNone {

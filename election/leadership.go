@@ -161,6 +161,9 @@ func (e *Election) Campaign(ctx context.Context) (*Leadership, error) {
 // beginCampaign enters Campaign mode; a Campaign leadership that was lost
 // (not resigned) makes way for the new one, keeping the node.
 func (e *Election) beginCampaign() error {
+	if e.sess == nil {
+		return errNotMade
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {

@@ -108,6 +108,9 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+	if m.sess == nil {
+		return false, errNotMade
+	}
 	select {
 	case m.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -141,6 +144,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	m.mu.Unlock()
 	return true, nil
 }
+
+// errNotMade is the error of a Mutex or RWMutex used without New or NewRW
+// (its zero value): a clear error, not a wait for ctx or a panic.
+var errNotMade = fmt.Errorf("mutex: %w: a Mutex or RWMutex not made by New or NewRW", ErrInvalidArgument)
 
 // recipeName names the recipe of a lock of kind for the observer.
 func recipeName(kind string) string {

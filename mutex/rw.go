@@ -58,6 +58,9 @@ func NewRW(sess *session.Session, path string, opts ...Option) (*RWMutex, error)
 // RLock acquires the read lock (reentrant). A value holding the write lock is
 // granted it at once (see RWMutex).
 func (rw *RWMutex) RLock(ctx context.Context) error {
+	if rw.w == nil {
+		return errNotMade
+	}
 	ok, err := rw.downgrade(ctx)
 	if ok || err != nil {
 		return err
@@ -68,6 +71,9 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 // TryRLock acquires the read lock if no writer holds or waits for it (or if
 // this value holds the write lock).
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+	if rw.w == nil {
+		return false, errNotMade
+	}
 	ok, err := rw.downgrade(ctx)
 	if ok || err != nil {
 		return ok, err
@@ -127,6 +133,9 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error { return rw.r.Unlock(ctx) 
 // Lock acquires the write lock (reentrant). A value whose read lock shares
 // its writer's node (see RWMutex) is granted it again at once.
 func (rw *RWMutex) Lock(ctx context.Context) error {
+	if rw.w == nil {
+		return errNotMade
+	}
 	if rw.upgrade() {
 		return nil
 	}
@@ -135,6 +144,9 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 
 // TryLock acquires the write lock if it is free now.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
+	if rw.w == nil {
+		return false, errNotMade
+	}
 	if rw.upgrade() {
 		return true, nil
 	}

@@ -25,6 +25,9 @@ import (
 // wiretap.CreateThenChildren): Node.TakeSeen gives it. One round trip
 // when the path exists.
 func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data []byte) (*Node, error) {
+	if l.Sess == nil || ep == nil {
+		return nil, fmt.Errorf("line %s: %w: nil session or epoch", l.Path, ErrInvalidArgument)
+	}
 	guid := NewGUID()
 	prefix := l.Path + "/" + l.Naming.Prefix(guid, l.Naming.Kind(kind))
 	res, err := ctxcall.Value(ctx, func() (entered, error) {

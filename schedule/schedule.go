@@ -102,6 +102,9 @@ func (s *Schedule) Run(ctx context.Context, job func(ctx context.Context, t Tick
 	if job == nil {
 		return fmt.Errorf("schedule: %w: nil job", ErrInvalidArgument)
 	}
+	if s.e == nil {
+		return fmt.Errorf("schedule: %w: a Schedule not made by New", ErrInvalidArgument)
+	}
 	// Fail fast on another schedule's record, before standing for election.
 	if _, _, err := s.read(ctx); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		if ctx.Err() != nil {

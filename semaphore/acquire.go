@@ -26,6 +26,9 @@ var errNoLeases = errors.New("semaphore: no leases child")
 // recipe.AwaitOptions.Mark): the next in line then takes over from it
 // without listing the line.
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
+	if s.sess == nil {
+		return nil, fmt.Errorf("semaphore: %w: a Semaphore not made by New", ErrInvalidArgument)
+	}
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
 	}

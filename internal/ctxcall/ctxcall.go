@@ -7,6 +7,8 @@ package ctxcall
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -26,7 +28,10 @@ func Run(ctx context.Context, fn func() error) error {
 //
 // A ctx that can never end (ctx.Done() == nil) costs nothing: fn runs on the
 // caller's goroutine. Otherwise fn runs on a goroutine of its own, so that
-// the caller can leave it behind.
+// the caller can leave it behind; a panic of fn is then raised again on the
+// caller's goroutine (as a *Panic, with fn's stack), as it would be had fn
+// run there, instead of ending the process from a goroutine nobody can
+// recover on. Once the caller has left, a panic of fn is fn's own.
 func Value[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
 	var zero T
 	if ctx.Done() == nil {
@@ -36,38 +41,71 @@ func Value[T any](ctx context.Context, fn func() (T, error), abandoned func(T, e
 		return zero, err
 	}
 	type result struct {
-		v   T
-		err error
+		v        T
+		err      error
+		panicked *Panic
 	}
 	ch := make(chan result, 1)
 	var mu sync.Mutex
 	gaveUp, finished := false, false
 	go func() {
-		v, err := fn()
-		mu.Lock()
-		if gaveUp {
-			mu.Unlock()
-			if abandoned != nil {
-				abandoned(v, err)
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r = result{panicked: &Panic{Value: p, Stack: debug.Stack()}}
 			}
-			return
-		}
-		finished = true
-		mu.Unlock()
-		ch <- result{v, err}
+			mu.Lock()
+			if gaveUp {
+				mu.Unlock()
+				if r.panicked != nil {
+					panic(r.panicked)
+				}
+				if abandoned != nil {
+					abandoned(r.v, r.err)
+				}
+				return
+			}
+			finished = true
+			mu.Unlock()
+			ch <- r
+		}()
+		r.v, r.err = fn()
 	}()
+	take := func(r result) (T, error) {
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		return r.v, r.err
+	}
 	select {
 	case r := <-ch:
-		return r.v, r.err
+		return take(r)
 	case <-ctx.Done():
 		mu.Lock()
 		if finished {
 			mu.Unlock()
-			r := <-ch
-			return r.v, r.err
+			return take(<-ch)
 		}
 		gaveUp = true
 		mu.Unlock()
 		return zero, ctx.Err()
 	}
+}
+
+// Panic is a panic of a call's fn, raised again on its caller's goroutine:
+// the value fn panicked with, and fn's stack at the panic.
+type Panic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *Panic) Error() string {
+	return fmt.Sprintf("panic in a call: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns the value fn panicked with, if it is an error (a
+// runtime.Error for a nil dereference, say).
+func (p *Panic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
 }

@@ -3,6 +3,8 @@ package ctxcall_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +61,32 @@ func TestValueDirect(t *testing.T) {
 		v, _ = ctxcall.Value(ctx, fn, nil)
 	})
 	require.NotZero(t, allocs, "a call that can be given up runs on a goroutine of its own")
+}
+
+// TestValuePanicReachesTheCaller: a panic of fn, run on a goroutine of its
+// own, is raised on the caller's goroutine (where it can be recovered), with
+// fn's value and stack, not on a goroutine where it would end the process.
+func TestValuePanicReachesTheCaller(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		var m map[string]int
+		_, _ = ctxcall.Value(ctx, func() (int, error) {
+			m["x"] = 1 // a nil map: a runtime.Error
+			return 0, nil
+		}, nil)
+	}()
+	p, ok := got.(*ctxcall.Panic)
+	if !ok {
+		t.Fatalf("recovered %v (%T); want a *ctxcall.Panic", got, got)
+	}
+	var re runtime.Error
+	if !errors.As(p, &re) {
+		t.Fatalf("the panic %v does not unwrap to the runtime.Error fn raised", p.Value)
+	}
+	if !strings.Contains(string(p.Stack), "TestValuePanicReachesTheCaller") {
+		t.Fatalf("the stack is not fn's:\n%s", p.Stack)
+	}
 }
