@@ -84,8 +84,18 @@ func (e *knownError) Error() string { return e.msg }
 // Is reports whether target is the broader sentinel e matches too.
 func (e *knownError) Is(target error) bool { return e.is != nil && target == e.is }
 
-// nilSession is the error of a call given a nil session.
-func nilSession(op string) error { return fmt.Errorf("%s: %w: nil session", op, ErrInvalidArgument) }
+// checkArgs checks what a call is given first: a session, and a path
+// ZooKeeper takes (recipe's own error, not go-zookeeper's, and no request
+// sent). The recipes' constructors check theirs with internal/construct.
+func checkArgs(op string, sess *session.Session, path string) error {
+	if sess == nil {
+		return fmt.Errorf("%s: %w: nil session", op, ErrInvalidArgument)
+	}
+	if err := zkpath.Validate(path); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
 
 // OutcomeKnown marks the error as an answer (see session.OutcomeUnknown).
 func (e *knownError) OutcomeKnown() bool { return true }

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -79,8 +80,8 @@ func InspectW(ctx context.Context, sess *session.Session, path string) (*Snapsho
 }
 
 func inspect(ctx context.Context, sess *session.Session, path string, watch bool) (*Snapshot, error) {
-	if sess == nil {
-		return nil, nilSession("inspect")
+	if sess == nil { // any path may be read: the root, /zookeeper, ...
+		return nil, fmt.Errorf("inspect: %w: nil session", ErrInvalidArgument)
 	}
 	var snap *Snapshot
 	err := sess.Do(ctx, func(ep *session.Epoch) error {

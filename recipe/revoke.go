@@ -129,8 +129,8 @@ var ErrNotHead = NewError("the node does not head its line: only a holder at the
 // line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
 // ignores the request.
 func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
-	if sess == nil {
-		return nilSession("revoke")
+	if err := checkArgs("revoke", sess, node); err != nil {
+		return err
 	}
 	if err := requestRevoke(ctx, sess, node, revokeAsk); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
@@ -150,8 +150,8 @@ func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
 // (without it, or on a node that does not head its line, it deletes at
 // once: the holder learns of it from its own watch).
 func Revoke(ctx context.Context, sess *session.Session, node string, grace time.Duration) (byHolder bool, err error) {
-	if sess == nil {
-		return false, nilSession("revoke")
+	if err := checkArgs("revoke", sess, node); err != nil {
+		return false, err
 	}
 	if err := requestRevoke(ctx, sess, node, revokeForce); err != nil {
 		switch {

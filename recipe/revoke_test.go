@@ -241,3 +241,16 @@ func TestRevokeNobody(t *testing.T) {
 	_, err = mutex.New(op, testutil.UniquePath(t, "revoke-data"), mutex.WithData([]byte("x\x00shepherd:revoke=ask")))
 	require.True(t, errors.Is(err, recipe.ErrInvalidArgument), "got %v", err)
 }
+
+// TestRevokeBadPath: a node path ZooKeeper would refuse, the root or a
+// server node is refused at the call with recipe.ErrInvalidPath (was
+// go-zookeeper's own error, and the root's delete was sent to the server).
+func TestRevokeBadPath(t *testing.T) {
+	s := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 10*time.Second)
+	for _, node := range []string{"", "rel/x", "/", "/a/", "/a//b", "/zookeeper/quota"} {
+		_, err := recipe.Revoke(ctx, s, node, time.Second)
+		require.ErrorIs(t, err, recipe.ErrInvalidPath, "Revoke(%q)", node)
+		require.ErrorIs(t, recipe.AskRevoke(ctx, s, node), recipe.ErrInvalidPath, "AskRevoke(%q)", node)
+	}
+}
