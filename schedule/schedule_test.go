@@ -3,6 +3,8 @@ package schedule
 import (
 	"context"
 	"errors"
+	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -426,4 +428,23 @@ func TestMinSpacing(t *testing.T) {
 	for k, v := range b.counts() {
 		require.Equalf(t, 1, v, "tick %d", k)
 	}
+}
+
+// TestLongestInterval: an interval so long that the next tick's time is past
+// what an int64 of nanoseconds holds (time.Duration's largest) runs tick 0
+// and then waits: the leader decides a few times, not in a loop. (The due
+// time wraps around int64, and the wait, due minus now, wraps back: it is
+// right as long as the true wait fits in a Duration, which it always does.)
+func TestLongestInterval(t *testing.T) {
+	path := uniquePath(t)
+	b := newBook()
+	sess := testutil.Open(t, zkc.Servers())
+	var decisions atomic.Int64
+	c := start(t, sess, path, "a", time.Duration(math.MaxInt64), b.job("a", nil),
+		withHooks(hooks{decided: func(time.Time) { decisions.Add(1) }}))
+	b.waitTick(t, 0, 10*time.Second)
+	before := decisions.Load()
+	time.Sleep(300 * time.Millisecond) // an absence: no decision in a loop
+	require.LessOrEqual(t, decisions.Load()-before, int64(2), "decisions while the next tick is centuries away")
+	require.NoError(t, c.stop(t))
 }
