@@ -42,18 +42,22 @@ func TestNilSession(t *testing.T) {
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
-			var err error
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Fatalf("%s(nil session) panicked: %v", name, r)
-					}
-				}()
-				err = call()
-			}()
+			err := noPanic(t, name+"(nil session)", call)
 			if !errors.Is(err, session.ErrInvalidArgument) || (!strings.HasPrefix(name, "fence.") && !errors.Is(err, recipe.ErrInvalidArgument)) {
 				t.Fatalf("%s(nil session) = %v; want an error matching session.ErrInvalidArgument (and recipe.ErrInvalidArgument outside fence)", name, err)
 			}
 		})
 	}
+}
+
+// noPanic returns call's error, failing t if call panics (what is called
+// with bad input must answer, not panic).
+func noPanic(t *testing.T, what string, call func() error) (err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%s panicked: %v", what, r)
+		}
+	}()
+	return call()
 }

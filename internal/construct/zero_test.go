@@ -40,15 +40,7 @@ func TestZeroValues(t *testing.T) {
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
-			var err error
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Fatalf("%s on a zero value panicked: %v", name, r)
-					}
-				}()
-				err = call()
-			}()
+			err := noPanic(t, name+" on a zero value", call)
 			if !errors.Is(err, recipe.ErrInvalidArgument) {
 				t.Fatalf("%s on a zero value = %v; want an error matching recipe.ErrInvalidArgument", name, err)
 			}
