@@ -3,7 +3,6 @@ package recipe
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -269,46 +268,6 @@ func (h *Hold) whenLost(f func()) {
 	}
 	h.mu.Unlock()
 	f()
-}
-
-// Observe reports the grant to the session's observer (recipe is "mutex",
-// "semaphore", ...; wait is how long the acquisition took; position the place
-// in line it joined at), and from then on the hold's pauses, resumes,
-// release or loss.
-func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
-	log := h.sess.Logger()
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		log.Debug(recipe+": acquired", "path", path, "node", h.nodes[0], "session", fmt.Sprintf("0x%x", h.sid),
-			"wait", wait, "position", position)
-	}
-	h.mu.Lock()
-	h.recipe, h.path, h.observed = recipe, path, true
-	h.mu.Unlock()
-	if log.Enabled(context.Background(), slog.LevelWarn) {
-		h.whenLost(func() {
-			log.Warn(recipe+": hold lost", "path", path, "node", h.nodes[0],
-				"session", fmt.Sprintf("0x%x", h.sid), "held", time.Since(h.granted), "paused", h.lastPause())
-		})
-	}
-	if !h.sess.Observed() {
-		return
-	}
-	h.report(session.Acquired, func(ev *session.RecipeEvent) { ev.Wait, ev.Position = wait, position })
-	h.whenLost(func() {
-		h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held, ev.Paused = time.Since(h.granted), h.lastPause() })
-	})
-}
-
-func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEvent)) {
-	h.mu.Lock()
-	observed, recipe, path := h.observed, h.recipe, h.path
-	h.mu.Unlock()
-	if !observed || !h.sess.Observed() {
-		return
-	}
-	ev := session.RecipeEvent{Kind: kind, Recipe: recipe, Path: path, SessionID: h.sid}
-	set(&ev)
-	h.sess.Report(ev)
 }
 
 // Lost is closed when the hold is, or may be, lost (see Hold), before any
