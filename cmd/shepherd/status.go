@@ -169,12 +169,19 @@ func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path strin
 	var watch <-chan zk.Event
 	for {
 		if need && down.IsZero() {
-			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			snap, err := recipe.InspectW(qctx, sess, sess.Path(path))
-			cancel()
+			snap, err := inspectNow(ctx, sess, path, 30*time.Second)
 			switch {
 			case ctx.Err() != nil:
 				return nil
+			case errors.Is(err, errReadCut):
+				// The connection went during the read: say so now (its
+				// event follows), and read again once it is back.
+				if st, at := sess.StateSince(); !st.Live() {
+					if !tty && down.IsZero() {
+						fmt.Fprintf(note, "ZooKeeper: disconnected at %s (the state above may be stale)\n", at.Format("15:04:05"))
+					}
+					down = at
+				}
 			case err != nil:
 				st, at := sess.StateSince()
 				if st.Live() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,6 +101,30 @@ func printable(s string) string {
 	return s
 }
 
+// errReadCut: a read for a screen gave up because the connection it was
+// made on was lost (see inspectNow).
+var errReadCut = errors.New("the connection was lost during the read")
+
+// inspectNow reads path (recipe.InspectW) on the current connection, within
+// limit, and gives up with errReadCut as soon as that connection is lost
+// (or at once when there is none): a screen that redraws between reads then
+// says ZooKeeper is away at once, instead of waiting, frozen, for the
+// session to come back (the read's retry across reconnects).
+func inspectNow(ctx context.Context, sess *session.Session, path string, limit time.Duration) (*recipe.Snapshot, error) {
+	ep, ok := sess.Current()
+	if !ok {
+		return nil, errReadCut
+	}
+	qctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	defer context.AfterFunc(ep.Context(), cancel)()
+	s, err := recipe.InspectW(qctx, sess, sess.Path(path))
+	if err != nil && ctx.Err() == nil && ep.Context().Err() != nil {
+		return nil, errReadCut
+	}
+	return s, err
+}
+
 // waitLine shows, on a terminal, one status line rewritten in place while a
 // lock or lease is awaited: the place in line, who holds it and for how
 // long, or that ZooKeeper is disconnected. It reads the line with
@@ -153,9 +178,7 @@ func (c *cli) waitLine(sess *session.Session, what, path string) (stop func()) {
 			mu.Unlock()
 			var watch <-chan struct{}
 			if read && d.IsZero() {
-				qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
-				s, err := recipe.InspectW(qctx, sess, sess.Path(path))
-				qcancel()
+				s, err := inspectNow(ctx, sess, path, 10*time.Second)
 				if ctx.Err() != nil {
 					return
 				}
