@@ -547,7 +547,7 @@ var faults = []fault{
 		c := h.holder()
 		c.proxy.Refuse(true)
 		c.proxy.Sever()
-		time.Sleep(sessionTimeout / 4)
+		time.Sleep(sessionTimeout / 4) // the outage's length: the fault
 		c.proxy.Refuse(false)
 	}},
 	{name: "paused-node-revoked", pauseOnly: true, inject: func(h *harness) {
@@ -712,7 +712,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		if cond() {
 			return true
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the polling period; the deadline is d
 	}
 	return cond()
 }

@@ -107,6 +107,7 @@ func (ld *leader) step(ctx context.Context) error {
 	}
 	n, attempt, wait := ld.decide(now)
 	if wait > 0 {
+		ld.s.log.Debug("schedule: waiting", "next", ld.rec.N+1, "for", wait)
 		if !sleepOr(ctx, ld.r.runCtx, ld.l.RevokeRequested(), wait) {
 			return errEnded
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,21 +429,21 @@ func TestMinSpacing(t *testing.T) {
 	}
 }
 
-// TestLongestInterval: an interval so long that the next tick's time is past
-// what an int64 of nanoseconds holds (time.Duration's largest) runs tick 0
-// and then waits: the leader decides a few times, not in a loop. (The due
-// time wraps around int64, and the wait, due minus now, wraps back: it is
-// right as long as the true wait fits in a Duration, which it always does.)
+// TestLongestInterval: with the largest Duration as the interval, the next
+// tick's due time is past what an int64 of nanoseconds holds; after tick 0
+// the leader waits (a positive wait, for as long as the true distance to
+// the next tick), and decides no run. (The due time wraps around int64, and
+// the wait, due minus now, wraps back: right as long as the true wait fits
+// in a Duration, which it always does.) A decision, not a server: no sleep.
 func TestLongestInterval(t *testing.T) {
-	path := uniquePath(t)
-	b := newBook()
-	sess := testutil.Open(t, zkc.Servers())
-	var decisions atomic.Int64
-	c := start(t, sess, path, "a", time.Duration(math.MaxInt64), b.job("a", nil),
-		withHooks(hooks{decided: func(time.Time) { decisions.Add(1) }}))
-	b.waitTick(t, 0, 10*time.Second)
-	before := decisions.Load()
-	time.Sleep(300 * time.Millisecond) // an absence: no decision in a loop
-	require.LessOrEqual(t, decisions.Load()-before, int64(2), "decisions while the next tick is centuries away")
-	require.NoError(t, c.stop(t))
+	every := time.Duration(math.MaxInt64)
+	epoch := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).UnixNano()
+	ld := &leader{s: &Schedule{every: every, cfg: config{misfire: RerunInterrupted, catchUp: CatchUpOnce}},
+		epoch: epoch, rec: Record{N: 0, State: stateFinished}}
+	for _, since := range []time.Duration{0, time.Hour, 100 * 365 * 24 * time.Hour} {
+		n, attempt, wait := ld.decide(epoch + int64(since))
+		require.Zero(t, n, "after %v", since)
+		require.Zero(t, attempt, "after %v: a run decided", since)
+		require.Equal(t, every-since, wait, "after %v: the wait for tick 1", since)
+	}
 }

@@ -221,14 +221,12 @@ func TestScheduleStopsCMD(t *testing.T) {
 	require.Equal(t, "finished", st.State)
 	require.Equal(t, "cancelled: exit 143", st.Outcome, "SIGTERM ended CMD")
 	// A new leader does not run tick 0 again: its end is recorded.
-	cmd, _ = start(t, nil, "schedule", "-every", "1h", "-id", "T", path, "--", "sh", "-c", script)
-	require.Eventually(t, func() bool {
-		st, ok := readSchedule(t, path)
-		return ok && st.Leader != nil && st.Leader.ID == "T"
-	}, 20*time.Second, 50*time.Millisecond)
-	// An absence: no run of tick 0 within half a second of the new leader's
-	// election (it reads the record first; a rerun would start at once).
-	time.Sleep(500 * time.Millisecond)
+	cmd, stderr := start(t, nil, "schedule", "-v", "-every", "1h", "-id", "T", path, "--", "sh", "-c", script)
+	// The new leader has decided once it waits for tick 1 (-v logs it); a
+	// rerun of tick 0 would have started before, and would hold it in CMD
+	// (sleep 60) instead.
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "schedule: waiting") },
+		20*time.Second, 20*time.Millisecond, "the new leader never waited for tick 1:\n%s", stderr)
 	b, err := os.ReadFile(filepath.Join(dir, "runs"))
 	require.NoError(t, err)
 	require.Equal(t, "0 1\n", string(b))

@@ -71,7 +71,7 @@ func (s *screen) wait(what string, cond func(string) bool) string {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("screen never showed %s; it shows:\n%s", what, txt)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the polling period; the deadline is above
 	}
 }
 

@@ -26,11 +26,11 @@ func TestRollStats(t *testing.T) {
 	if st.Settled() {
 		t.Fatal("settled with a holder paused")
 	}
-	time.Sleep(5 * time.Millisecond)
-	st.HolderOn(1) // resumed
+	time.Sleep(5 * time.Millisecond) // the pause's length, which the stats measure
+	st.HolderOn(1)                   // resumed
 	st.HolderOff(0, true)
-	st.HolderOff(0, true) // a second signal of the same loss
-	time.Sleep(5 * time.Millisecond)
+	st.HolderOff(0, true)            // a second signal of the same loss
+	time.Sleep(5 * time.Millisecond) // the pause's length, which the stats measure
 	st.HolderOn(0)
 	st.LeaderOff(0, true)
 	st.LeaderOff(1, true) // not the leader: stale
