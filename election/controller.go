@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -363,9 +364,8 @@ const (
 	modeCampaign
 )
 
-// errNotMade is the error of an Election used without New (its zero
-// value): a clear error, not a panic.
-var errNotMade = fmt.Errorf("election: %w: an Election not made by New", ErrInvalidArgument)
+// errNotMade is the error of an Election used without New.
+var errNotMade = construct.NotMade("election", "an Election not made by New")
 
 func (e *Election) begin(mode int) error {
 	if e.sess == nil {

@@ -145,9 +145,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	return true, nil
 }
 
-// errNotMade is the error of a Mutex or RWMutex used without New or NewRW
-// (its zero value): a clear error, not a wait for ctx or a panic.
-var errNotMade = fmt.Errorf("mutex: %w: a Mutex or RWMutex not made by New or NewRW", ErrInvalidArgument)
+// errNotMade is the error of a Mutex or RWMutex used without New or NewRW.
+var errNotMade = construct.NotMade("mutex", "a Mutex or RWMutex not made by New or NewRW")
 
 // recipeName names the recipe of a lock of kind for the observer.
 func recipeName(kind string) string {

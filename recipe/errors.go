@@ -1,8 +1,7 @@
 package recipe
 
 import (
-	"fmt"
-
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -15,7 +14,7 @@ var (
 	// maxLeases < 1, data too large, an id with '/', ...). It matches
 	// session.ErrInvalidArgument too, which every invalid argument to
 	// shepherd matches (fence's and the session's included).
-	ErrInvalidArgument error = &knownError{msg: "invalid argument", is: session.ErrInvalidArgument}
+	ErrInvalidArgument = construct.ErrInvalidArgument
 	// ErrNotHeld: Unlock or Release of something not held.
 	ErrNotHeld = NewError("not held")
 	// ErrLost: the hold, or the session it lived in, was lost.
@@ -70,32 +69,11 @@ type PermissionError = session.PermissionError
 // NewError returns a sentinel error that is an answer, not a connection
 // problem: session.OutcomeUnknown reports false for it (and for errors that
 // wrap it), so it is never retried.
-func NewError(msg string) error { return &knownError{msg: msg} }
+func NewError(msg string) error { return &knownError{msg} }
 
-// knownError is a sentinel that is an answer; is, when set, is a broader
-// sentinel it matches too.
-type knownError struct {
-	msg string
-	is  error
-}
+type knownError struct{ msg string }
 
 func (e *knownError) Error() string { return e.msg }
-
-// Is reports whether target is the broader sentinel e matches too.
-func (e *knownError) Is(target error) bool { return e.is != nil && target == e.is }
-
-// checkArgs checks what a call is given first: a session, and a path
-// ZooKeeper takes (recipe's own error, not go-zookeeper's, and no request
-// sent). The recipes' constructors check theirs with internal/construct.
-func checkArgs(op string, sess *session.Session, path string) error {
-	if sess == nil {
-		return fmt.Errorf("%s: %w: nil session", op, ErrInvalidArgument)
-	}
-	if err := zkpath.Validate(path); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return nil
-}
 
 // OutcomeKnown marks the error as an answer (see session.OutcomeUnknown).
 func (e *knownError) OutcomeKnown() bool { return true }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -129,7 +130,7 @@ var ErrNotHead = NewError("the node does not head its line: only a holder at the
 // line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
 // ignores the request.
 func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
-	if err := checkArgs("revoke", sess, node); err != nil {
+	if err := construct.Check("revoke", sess, node); err != nil {
 		return err
 	}
 	if err := requestRevoke(ctx, sess, node, revokeAsk); err != nil {
@@ -150,7 +151,7 @@ func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
 // (without it, or on a node that does not head its line, it deletes at
 // once: the holder learns of it from its own watch).
 func Revoke(ctx context.Context, sess *session.Session, node string, grace time.Duration) (byHolder bool, err error) {
-	if err := checkArgs("revoke", sess, node); err != nil {
+	if err := construct.Check("revoke", sess, node); err != nil {
 		return false, err
 	}
 	if err := requestRevoke(ctx, sess, node, revokeForce); err != nil {

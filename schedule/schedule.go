@@ -103,7 +103,7 @@ func (s *Schedule) Run(ctx context.Context, job func(ctx context.Context, t Tick
 		return fmt.Errorf("schedule: %w: nil job", ErrInvalidArgument)
 	}
 	if s.e == nil {
-		return fmt.Errorf("schedule: %w: a Schedule not made by New", ErrInvalidArgument)
+		return construct.NotMade("schedule", "a Schedule not made by New")
 	}
 	// Fail fast on another schedule's record, before standing for election.
 	if _, _, err := s.read(ctx); err != nil && !errors.Is(err, zk.ErrNoNode) {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -27,7 +28,7 @@ var errNoLeases = errors.New("semaphore: no leases child")
 // without listing the line.
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
 	if s.sess == nil {
-		return nil, fmt.Errorf("semaphore: %w: a Semaphore not made by New", ErrInvalidArgument)
+		return nil, construct.NotMade("semaphore", "a Semaphore not made by New")
 	}
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
