@@ -90,13 +90,23 @@ func leaderAt(ctx context.Context, sess *session.Session, path string) (Leader, 
 
 // readLeader reads who leads at path, in either mode.
 func readLeader(ep *session.Epoch, path string) (Leader, error) {
+	return leaderAmong(ep, path, nil)
+}
+
+// leaderAmong reads who leads at path, in either mode, looking first among
+// names when not nil (path's children as just listed), then listing again
+// while the head it finds keeps leaving.
+func leaderAmong(ep *session.Epoch, path string, names []string) (Leader, error) {
 	for range 10 {
-		names, _, err := ep.Conn().Children(path)
-		if errors.Is(err, zk.ErrNoNode) {
-			return Leader{}, ErrNoLeader
-		}
-		if err != nil {
-			return Leader{}, err
+		if names == nil {
+			var err error
+			names, _, err = ep.Conn().Children(path)
+			if errors.Is(err, zk.ErrNoNode) {
+				return Leader{}, ErrNoLeader
+			}
+			if err != nil {
+				return Leader{}, err
+			}
 		}
 		head, best := "", int64(0)
 		for _, n := range names {
@@ -113,6 +123,7 @@ func readLeader(ep *session.Epoch, path string) (Leader, error) {
 		}
 		data, st, err := ep.Conn().Get(path + "/" + head)
 		if errors.Is(err, zk.ErrNoNode) {
+			names = nil
 			continue // it just left: look again
 		}
 		if err != nil {
@@ -186,14 +197,15 @@ func watchLeader(ctx context.Context, ep *session.Epoch, full string) (<-chan zk
 		l Leader
 	}
 	r, err := recipe.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
-		_, _, w, err := c.ChildrenW(full)
+		names, _, w, err := c.ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, w, err = c.ExistsW(full)
+			names = nil
 		}
 		if err != nil {
 			return seen{}, err
 		}
-		l, err := readLeader(ep, full)
+		l, err := leaderAmong(ep, full, names) // the watch's listing: no second one
 		return seen{w, l}, err
 	}, nil)
 	return r.w, r.l, err
