@@ -54,8 +54,9 @@ type AwaitOptions struct {
 	// shared hold (a reader: a reader before it may still hold), nor for an
 	// election unless MarkFor is set: Curator's LeaderLatch acts only on
 	// NodeDeleted, and a data change spends its one-shot watch. The mark
-	// costs the holder one write and its watcher one more notification and
-	// one GetW.
+	// costs the holder one write, and its watcher one more notification
+	// and, when it began to wait before the mark, one more watch on the
+	// node (see Line.watch): none between the mark and the grant.
 	Mark bool
 	// MarkFor, with Mark, marks only when the node after the holder's, as
 	// the line was last listed, is one MarkFor accepts (a contender that
@@ -77,7 +78,8 @@ type AwaitOptions struct {
 // stale by then. It returns nil
 // when granted while ep is still live; ErrNodeGone when own has left the line;
 // an error matching Retryable when ep ended (wait for the session and call
-// again); or ctx.Err(). Each wait watches exactly one node, with GetW: one
+// again); or ctx.Err(). Each wait watches exactly one node (with GetW, and
+// ChildrenW when a mark of it would grant: see Line.watch): one
 // notification per change that matters. Every call it makes honours ctx (see
 // Call).
 func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
@@ -100,7 +102,14 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		if opt.NoWait {
 			return ErrWouldWait
 		}
-		ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil)
+		// If line[w] is (or becomes) marked, every node before it is gone
+		// for good: its deletion grants us when the nodes between it and
+		// us (still there or not) would let us be granted.
+		afterMark := delGrants
+		if !delGrants {
+			afterMark, _, _ = turn(line[w+1:], i-w-1)
+		}
+		ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil, afterMark)
 		if ws.st != nil {
 			opt.OnHead(line[0], ws.data, ws.st)
 		}
@@ -108,13 +117,6 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 			continue
 		} else if err != nil {
 			return err
-		}
-		// If line[w] is (or becomes) marked, every node before it is gone
-		// for good: its deletion grants us when the nodes between it and
-		// us (still there or not) would let us be granted.
-		afterMark := delGrants
-		if !delGrants {
-			afterMark, _, _ = turn(line[w+1:], i-w-1)
 		}
 		if ws.nodeVersion > 0 && afterMark {
 			delGrants = true
@@ -189,6 +191,14 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 			switch {
 			case ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil:
 				return true, nil
+			case ev.Type == zk.EventNodeDataChanged && s.afterMark && s.ws.head == nil && s.ws.gone != nil:
+				// line[w] is marked, and its deletion is still watched
+				// (ws.gone): that deletion now grants us.
+				s.ws.node, s.delGrants = nil, true
+				if opt.Mark && opt.MarkFor != nil {
+					l.learnNext(ctx, ep, own)
+				}
+				continue
 			case ev.Type == zk.EventNodeDataChanged && s.afterMark && s.ws.head == nil:
 				// line[w] is marked: watch it again for its deletion.
 				grant, err := l.watchMarked(ctx, ep, own, opt, s)
@@ -196,6 +206,10 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 					return grant, err
 				}
 				continue
+			}
+		case ev := <-s.ws.gone:
+			if ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil {
+				return true, nil
 			}
 		case ev := <-s.ws.head:
 			if ev.Type == zk.EventNodeDataChanged {
@@ -301,15 +315,25 @@ func (l *Line) rewatch(ctx context.Context, ep *session.Epoch, n Name) (<-chan z
 // watches is what a waiter waits on: the node its turn names, and the head
 // of the line when it is told about it (nil when that is the same node).
 type watches struct {
-	node, head  <-chan zk.Event
+	node, head <-chan zk.Event
+	// gone, when set, is a second watch on the node turn names that only
+	// its deletion fires (see Line.watch): it outlives a mark.
+	gone        <-chan zk.Event
 	data        []byte   // the head's data
 	st          *zk.Stat // the head's Stat, when read
 	nodeVersion int32    // the watched node's data version (see AwaitOptions.Mark)
 }
 
 // watch sets the watches of a waiter at its place in line: on line[w] and,
-// when head is set, on line[0] too, each with GetW.
-func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head bool) (watches, error) {
+// when head is set, on line[0] too, each with GetW. With gone (a mark of
+// line[w] would let its deletion grant us) and line[w] not marked yet, it
+// also watches line[w]'s children (ChildrenW): a line node has none, so
+// that watch fires only when the node is deleted, and outlives the data
+// change of a mark, which spends the GetW's. A marked node's deletion then
+// reaches the waiter as a notification, with no request between the mark
+// and the grant (a second GetW once the mark is seen would cost a round
+// trip on the handoff's path when the holder releases at once).
+func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head, gone bool) (watches, error) {
 	return Call(ctx, ep, func(c *zk.Conn) (watches, error) {
 		var ws watches
 		if head {
@@ -323,11 +347,15 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 				return ws, nil
 			}
 		}
-		_, st, ch, err := c.GetW(l.Path + "/" + line[w].Name)
-		ws.node = ch
-		if st != nil {
-			ws.nodeVersion = st.Version
+		p := l.Path + "/" + line[w].Name
+		_, st, ch, err := c.GetW(p)
+		if err != nil {
+			return ws, aclerr.Map("getData", p, err)
 		}
-		return ws, aclerr.Map("getData", l.Path+"/"+line[w].Name, err)
+		ws.node, ws.nodeVersion = ch, st.Version
+		if gone && st.Version == 0 && ws.head == nil {
+			_, _, ws.gone, err = c.ChildrenW(p)
+		}
+		return ws, aclerr.Map("getChildren", p, err)
 	}, nil)
 }

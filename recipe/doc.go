@@ -85,10 +85,12 @@
 // notification per change that matters; when that node was the head, its
 // deletion alone grants the waiter. An exclusive holder that had to wait (a
 // lock, a writer, the semaphore's head) marks its node by writing its data
-// again (Mark): the waiter watching it hears the change, watches again, and
-// is granted on the deletion without listing, so a handoff costs the same
-// few hundred bytes in a line of any length (a node without a mark, a
-// reader's or another library's, costs a listing). Readers never mark. A
+// again (Mark): the waiter watching it hears the change and is granted on
+// the deletion without listing, so a handoff costs the same few hundred
+// bytes in a line of any length (a node without a mark, a reader's or
+// another library's, costs a listing). The deletion reaches it through a
+// second watch on the node, a child watch, which a data change does not
+// spend: a waiter sends nothing between the mark and its grant. Readers never mark. A
 // leader marks only when the candidate after it is shepherd's (MarkFor), in
 // a multi that checks that candidate is still there: Curator's LeaderLatch
 // acts only on its predecessor's deletion, and a data change would spend its
