@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -208,7 +209,7 @@ func (e *Election) leaveBounded(ctx context.Context) {
 // and Run returns nil. It returns ErrClosed when the session is closed, and
 // ErrStopDeadline (after OnElected has finally returned) when OnElected did not
 // return within the stop deadline. A session observer is told at the start
-// (session.Campaigning), so that followers too can export a leader metric.
+// (observe.Campaigning), so that followers too can export a leader metric.
 func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 	if cb.OnElected == nil {
 		return fmt.Errorf("election: %w: Callbacks.OnElected is required", ErrInvalidArgument)
@@ -217,7 +218,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 		return err
 	}
 	defer e.end()
-	e.report(session.RecipeEvent{Kind: session.Campaigning})
+	e.report(observe.RecipeEvent{Kind: observe.Campaigning})
 	// Leaving when Run ends starts the delete and does not wait for its
 	// confirmation once ctx has ended (it goes on in the background).
 	defer e.leaveBounded(ctx)
@@ -230,8 +231,8 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			}
 			return err
 		}
-		e.report(session.RecipeEvent{Kind: session.Acquired, Wait: time.Since(began), Term: int64(l.term)})
-		e.report(session.RecipeEvent{Kind: session.Elected, Term: int64(l.term)})
+		e.report(observe.RecipeEvent{Kind: observe.Acquired, Wait: time.Since(began), Term: int64(l.term)})
+		e.report(observe.RecipeEvent{Kind: observe.Elected, Term: int64(l.term)})
 		if stop, err := e.serve(ctx, l, cb); stop {
 			return err
 		}
@@ -291,7 +292,7 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 func (e *Election) endTerm(l *Leadership, done <-chan struct{}, cb Callbacks) bool {
 	cancelled := time.Now()
 	stuck := e.awaitStop(done, l.term)
-	e.report(session.RecipeEvent{Kind: session.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
+	e.report(observe.RecipeEvent{Kind: observe.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
 	e.setLeading(nil)
 	if cb.OnRevoked != nil {
 		cb.OnRevoked()
@@ -315,7 +316,7 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 			}
 			e.log.Info("election: leadership paused (connection lost)", "term", l.term)
 			pausedAt := time.Now()
-			e.report(session.RecipeEvent{Kind: session.HoldPaused, Term: int64(l.term)})
+			e.report(observe.RecipeEvent{Kind: observe.HoldPaused, Term: int64(l.term)})
 			if cb.OnPaused != nil {
 				cb.OnPaused()
 			}
@@ -323,7 +324,7 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 				return
 			}
 			e.log.Info("election: leadership resumed (same session)", "term", l.term)
-			e.report(session.RecipeEvent{Kind: session.HoldResumed, Term: int64(l.term), Paused: time.Since(pausedAt)})
+			e.report(observe.RecipeEvent{Kind: observe.HoldResumed, Term: int64(l.term), Paused: time.Since(pausedAt)})
 			if cb.OnResumed != nil {
 				cb.OnResumed()
 			}
@@ -347,7 +348,7 @@ func (e *Election) awaitStop(done <-chan struct{}, term Term) bool {
 	e.mu.Unlock()
 	e.log.Error("election: OnElected has not returned after its context was cancelled",
 		"term", term, "deadline", e.stopDeadline)
-	e.report(session.RecipeEvent{Kind: session.CallbackStuck, Term: int64(term)})
+	e.report(observe.RecipeEvent{Kind: observe.CallbackStuck, Term: int64(term)})
 	if e.onStuck != nil {
 		e.onStuck(term)
 	}

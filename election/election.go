@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -262,7 +263,7 @@ func (e *Election) IsLeader() bool {
 // isNoNode reports ZooKeeper's "no node".
 func isNoNode(err error) bool { return errors.Is(err, zk.ErrNoNode) }
 
-func (e *Election) report(ev session.RecipeEvent) {
+func (e *Election) report(ev observe.RecipeEvent) {
 	ev.Recipe, ev.Path = "election", e.path
 	if cur, ok := e.sess.Current(); ok {
 		ev.SessionID = cur.SessionID()

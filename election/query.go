@@ -144,14 +144,14 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 	}
 	full := sess.Path(path)
 	out := make(chan Leader)
-	go observe(ctx, sess, full, out)
+	go watchLeaders(ctx, sess, full, out)
 	return out, nil
 }
 
-// observe is Observe's goroutine: it sends on out the leader of the
+// watchLeaders is Observe's goroutine: it sends on out the leader of the
 // election at full, first and at each change, and closes out when ctx ends
 // or the session is closed.
-func observe(ctx context.Context, sess *session.Session, full string, out chan<- Leader) {
+func watchLeaders(ctx context.Context, sess *session.Session, full string, out chan<- Leader) {
 	defer close(out)
 	last, first := Leader{}, true
 	var pace recipe.Pacer // after failed reads (see recipe.Pacer)

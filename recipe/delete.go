@@ -7,6 +7,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -19,7 +20,7 @@ import (
 // (any epoch of that session will do), under the line's path or not (the
 // semaphore's leases). The returned channel is closed when the delete is over
 // (done, or the session is gone). A delete that has to be retried is reported
-// to the session's observer (session.DeleteRetry, with the line's Recipe).
+// to the session's observer (observe.DeleteRetry, with the line's Recipe).
 func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
 	return deleteGuarded(l.Sess, l.Recipe, ep, nil, paths...)
 }
@@ -84,7 +85,7 @@ func startDelete(inline bool, sess *session.Session, recipe string, ep *session.
 }
 
 func (d *deletion) retrying() {
-	d.sess.Report(session.RecipeEvent{Kind: session.DeleteRetry, Recipe: d.recipe, Path: d.paths[0], SessionID: d.ep.SessionID()})
+	d.sess.Report(observe.RecipeEvent{Kind: observe.DeleteRetry, Recipe: d.recipe, Path: d.paths[0], SessionID: d.ep.SessionID()})
 }
 
 // run tries until the delete is over: it waits for the session to be usable

@@ -13,6 +13,7 @@ import (
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/internal/wiretap"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -167,7 +168,7 @@ func (l *Line) findOwnWhenBack(ep *session.Epoch, guid string) (entered, []strin
 // landed after an earlier lookup had missed it): one node per contender.
 func (l *Line) adopt(ep *session.Epoch, e entered, dups []string) entered {
 	if len(dups) > 0 {
-		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: dups[0], SessionID: ep.SessionID()})
+		l.Sess.Report(observe.RecipeEvent{Kind: observe.OrphanCleanup, Recipe: l.Recipe, Path: dups[0], SessionID: ep.SessionID()})
 		l.Delete(ep, dups...)
 	}
 	return e
@@ -193,7 +194,7 @@ func (l *Line) dropLate(ep *session.Epoch, guid, made string, children []string)
 		kept = append(kept, c)
 	}
 	if len(late) > 0 {
-		l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
+		l.Sess.Report(observe.RecipeEvent{Kind: observe.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
 		l.Delete(ep, late...)
 	}
 	if children == nil {
@@ -220,7 +221,7 @@ func (l *Line) sweepLate(ep *session.Epoch, guid, made string) {
 			}
 		}
 		if len(late) > 0 {
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
+			l.Sess.Report(observe.RecipeEvent{Kind: observe.OrphanCleanup, Recipe: l.Recipe, Path: late[0], SessionID: ep.SessionID()})
 			l.Delete(cur, late...)
 		}
 	})
@@ -233,7 +234,7 @@ func (l *Line) cleanupGUID(ep *session.Epoch, guid string) {
 		e, dups, ok, err := l.findOwnWhenBack(ep, guid)
 		switch {
 		case err == nil && ok:
-			l.Sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: l.Recipe, Path: e.path, SessionID: ep.SessionID()})
+			l.Sess.Report(observe.RecipeEvent{Kind: observe.OrphanCleanup, Recipe: l.Recipe, Path: e.path, SessionID: ep.SessionID()})
 			l.Delete(ep, append([]string{e.path}, dups...)...)
 			return
 		case err == nil:

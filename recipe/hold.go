@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -336,7 +337,7 @@ func (h *Hold) Release(ctx context.Context) error {
 		stop()
 	}
 	if !wasLost {
-		h.report(session.Released, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+		h.report(observe.Released, func(ev *observe.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
 	h.cancel(ErrReleased)
 	// Without a bound on the wait, the first try may as well run here.

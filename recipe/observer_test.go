@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -17,18 +18,18 @@ import (
 // recorder is an observer that keeps every recipe event.
 type recorder struct {
 	mu     sync.Mutex
-	events []session.RecipeEvent
+	events []observe.RecipeEvent
 }
 
 func (r *recorder) SessionEvent(session.Event) {}
 
-func (r *recorder) RecipeEvent(ev session.RecipeEvent) {
+func (r *recorder) RecipeEvent(ev observe.RecipeEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
 }
 
-func (r *recorder) seen(kind session.RecipeEventKind) bool {
+func (r *recorder) seen(kind observe.RecipeEventKind) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ev := range r.events {
@@ -39,10 +40,10 @@ func (r *recorder) seen(kind session.RecipeEventKind) bool {
 	return false
 }
 
-func (r *recorder) all() []session.RecipeEvent {
+func (r *recorder) all() []observe.RecipeEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]session.RecipeEvent(nil), r.events...)
+	return append([]observe.RecipeEvent(nil), r.events...)
 }
 
 // Every event the shared core reports carries the name of the recipe it
@@ -67,7 +68,7 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	// OrphanCleanup: two nodes of the session carry Enter's guid (its
 	// answer muted, a second create made by hand with the same guid).
 	n, _ := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)
-	require.Eventually(t, func() bool { return rec.seen(session.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return rec.seen(observe.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
 
 	// Acquired, then HoldLost (the connection severed and refused), then
 	// DeleteRetry: the release cannot delete while disconnected.
@@ -82,9 +83,9 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the hold outlived its connection")
 	}
-	require.Eventually(t, func() bool { return rec.seen(session.HoldLost) }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.seen(observe.HoldLost) }, 5*time.Second, time.Millisecond)
 	require.ErrorIs(t, h.Release(context.Background()), recipe.ErrLost)
-	require.True(t, rec.seen(session.DeleteRetry), "a release made while disconnected is a retry")
+	require.True(t, rec.seen(observe.DeleteRetry), "a release made while disconnected is a retry")
 	p.Refuse(false)
 	require.Eventually(t, func() bool { return len(line()) == 0 }, 20*time.Second, 10*time.Millisecond,
 		"the release's delete is made once the session is back: %v", line())
@@ -98,13 +99,13 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	h.Observe(name, path, 0, 0)
 	require.NoError(t, h.Release(ctx))
 
-	kinds := map[session.RecipeEventKind]bool{}
+	kinds := map[observe.RecipeEventKind]bool{}
 	for _, ev := range rec.all() {
 		require.Equal(t, name, ev.Recipe, "event %v carries no recipe name", ev.Kind)
 		kinds[ev.Kind] = true
 	}
-	for _, k := range []session.RecipeEventKind{session.OrphanCleanup, session.Acquired, session.HoldLost,
-		session.DeleteRetry, session.Released} {
+	for _, k := range []observe.RecipeEventKind{observe.OrphanCleanup, observe.Acquired, observe.HoldLost,
+		observe.DeleteRetry, observe.Released} {
 		require.True(t, kinds[k], "no %v event", k)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -129,7 +130,7 @@ func (h *Hold) pauseLocked(ep *session.Epoch) {
 // resume waits for the hold's session to be usable again and resumes the
 // hold there, once its node is confirmed; or finds it lost.
 func (h *Hold) resume(from *session.Epoch) {
-	h.report(session.HoldPaused, func(ev *session.RecipeEvent) { ev.Held = time.Since(h.granted) })
+	h.report(observe.HoldPaused, func(ev *observe.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	h.log(slog.LevelInfo, "hold paused (connection lost; kept while the session lives)")
 	for {
 		ep, err := h.sess.Wait(h.ctx) // ends at a loss or release
@@ -176,7 +177,7 @@ func (h *Hold) resume(from *session.Epoch) {
 		close(h.resumed)
 		pausedFor := h.pausedFor
 		h.mu.Unlock()
-		h.report(session.HoldResumed, func(ev *session.RecipeEvent) { ev.Paused = pausedFor })
+		h.report(observe.HoldResumed, func(ev *observe.RecipeEvent) { ev.Paused = pausedFor })
 		h.log(slog.LevelInfo, "hold resumed (same session, node confirmed)", "paused", pausedFor)
 		return
 	}

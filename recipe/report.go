@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/observe"
 )
 
 // A hold's reports: its grant, pause, resume, release and loss, to the
@@ -34,22 +34,22 @@ func (h *Hold) Observe(recipe, path string, wait time.Duration, position int) {
 	if !h.sess.Observed() {
 		return
 	}
-	h.report(session.Acquired, func(ev *session.RecipeEvent) { ev.Wait, ev.Position = wait, position })
+	h.report(observe.Acquired, func(ev *observe.RecipeEvent) { ev.Wait, ev.Position = wait, position })
 	h.whenLost(func() {
-		h.report(session.HoldLost, func(ev *session.RecipeEvent) { ev.Held, ev.Paused = time.Since(h.granted), h.lastPause() })
+		h.report(observe.HoldLost, func(ev *observe.RecipeEvent) { ev.Held, ev.Paused = time.Since(h.granted), h.lastPause() })
 	})
 }
 
 // report sends the hold's event of kind, set by set, to the session's
 // observer, once the hold has been observed (Observe).
-func (h *Hold) report(kind session.RecipeEventKind, set func(*session.RecipeEvent)) {
+func (h *Hold) report(kind observe.RecipeEventKind, set func(*observe.RecipeEvent)) {
 	h.mu.Lock()
 	observed, recipe, path := h.observed, h.recipe, h.path
 	h.mu.Unlock()
 	if !observed || !h.sess.Observed() {
 		return
 	}
-	ev := session.RecipeEvent{Kind: kind, Recipe: recipe, Path: path, SessionID: h.sid}
+	ev := observe.RecipeEvent{Kind: kind, Recipe: recipe, Path: path, SessionID: h.sid}
 	set(&ev)
 	h.sess.Report(ev)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -239,7 +240,7 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 				}
 			}
 			if len(paths) > 0 {
-				s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: paths[0], SessionID: ep.SessionID()})
+				s.sess.Report(observe.RecipeEvent{Kind: observe.OrphanCleanup, Recipe: "semaphore", Path: paths[0], SessionID: ep.SessionID()})
 				<-s.locks.Delete(cur, paths...)
 				return
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -344,7 +345,7 @@ func (s *Semaphore) sweepClaims(ep *session.Epoch, leases, keep []string) {
 			if err != nil || st.EphemeralOwner != ep.SessionID() || !names[string(data)] {
 				continue
 			}
-			s.sess.Report(session.RecipeEvent{Kind: session.OrphanCleanup, Recipe: "semaphore", Path: p, SessionID: ep.SessionID()})
+			s.sess.Report(observe.RecipeEvent{Kind: observe.OrphanCleanup, Recipe: "semaphore", Path: p, SessionID: ep.SessionID()})
 			_ = conn.Delete(p, st.Version)
 		}
 	})
