@@ -284,3 +284,43 @@ func TestReadersNeverMark(t *testing.T) {
 	require.True(t, ww.at.After(released))
 	require.NoError(t, w2.Unlock(ctx))
 }
+
+// TestDeletionWatchOnlyBehindShepherd: a waiter behind a shepherd node that
+// has not marked yet watches it twice (GetW, and ChildrenW, which only the
+// node's deletion fires and a mark does not spend: recipe.Line.watch); a
+// waiter behind a foreign node (which never marks) only once. Counted by the
+// server: create and listing (2), then 2 or 1 watches.
+func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	h, err := mutex.New(open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	sa, sb := open(t, zk.Servers()), open(t, zk.Servers())
+	a, err := mutex.New(sa, path)
+	require.NoError(t, err)
+	b, err := mutex.New(sb, path)
+	require.NoError(t, err)
+	require.NoError(t, h.Lock(ctx))
+
+	ra := testutil.Requests(t, zk, sa)
+	wa := lockInBackground(ctx, a)
+	require.Equal(t, int64(4), testutil.Settled(t, ra, 4), "behind a shepherd node: create, list, GetW, ChildrenW")
+
+	// Curator's own guid (a dashed UUID): foreign() makes shepherd's.
+	fs := open(t, zk.Servers())
+	fep, err := fs.Wait(ctx)
+	require.NoError(t, err)
+	f, err := fep.Conn().Create(path+"/"+recipe.ProtectedPrefix("8d1f3c2a-7b4e-4c9d-ae5f-0123456789ab", recipe.KindLock), nil,
+		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
+	require.NoError(t, err)
+	rb := testutil.Requests(t, zk, sb)
+	wb := lockInBackground(ctx, b)
+	require.Equal(t, int64(3), testutil.Settled(t, rb, 3), "behind a foreign node %s: create, list, GetW", f)
+	require.Equal(t, int64(0), testutil.Quiet(t, rb), "behind a foreign node: a second watch")
+
+	require.NoError(t, h.Unlock(ctx))
+	<-wa.got
+	require.NoError(t, wa.err)
+	require.NoError(t, a.Unlock(ctx))
+	require.False(t, wb.granted(), "granted while the foreign node is in line")
+}

@@ -326,13 +326,14 @@ type watches struct {
 
 // watch sets the watches of a waiter at its place in line: on line[w] and,
 // when head is set, on line[0] too, each with GetW. With gone (a mark of
-// line[w] would let its deletion grant us) and line[w] not marked yet, it
-// also watches line[w]'s children (ChildrenW): a line node has none, so
-// that watch fires only when the node is deleted, and outlives the data
-// change of a mark, which spends the GetW's. A marked node's deletion then
-// reaches the waiter as a notification, with no request between the mark
-// and the grant (a second GetW once the mark is seen would cost a round
-// trip on the handoff's path when the holder releases at once).
+// line[w] would let its deletion grant us) and line[w] shepherd's (only
+// shepherd marks) and not marked yet, it also watches line[w]'s children
+// (ChildrenW): a line node has none, so that watch fires only when the node
+// is deleted, and outlives the data change of a mark, which spends the
+// GetW's. A marked node's deletion then reaches the waiter as a
+// notification, with no request between the mark and the grant (a second
+// GetW once the mark is seen would cost a round trip on the handoff's path
+// when the holder releases at once).
 func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head, gone bool) (watches, error) {
 	return Call(ctx, ep, func(c *zk.Conn) (watches, error) {
 		var ws watches
@@ -353,7 +354,7 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 			return ws, aclerr.Map("getData", p, err)
 		}
 		ws.node, ws.nodeVersion = ch, st.Version
-		if gone && st.Version == 0 && ws.head == nil {
+		if gone && st.Version == 0 && ws.head == nil && line[w].Shepherd() {
 			_, _, ws.gone, err = c.ChildrenW(p)
 		}
 		return ws, aclerr.Map("getChildren", p, err)
