@@ -10,18 +10,18 @@ import (
 )
 
 // acquireFair waits in the line through the contender loop (see
-// recipe.Acquire). An exclusive holder that waited marks its node (a reader
-// never: readers before it may still hold). TryLock's "not now" is a nil
-// hold.
+// recipe.Acquire). An exclusive holder that waited marks its node in its
+// release (recipe.AwaitOptions.MarkOnRelease; a reader never: readers before
+// it may still hold). TryLock's "not now" is a nil hold.
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
 	start := time.Now()
 	h, err := recipe.Acquire(ctx, &m.line, recipe.Driver[*recipe.Hold]{
 		Kind:    m.kind,
 		Data:    m.data,
 		Turn:    m.turnFor(),
-		Options: recipe.AwaitOptions{NoWait: !wait, Mark: m.kind != recipe.KindRead},
+		Options: recipe.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
 		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*recipe.Hold, error) {
-			h := m.line.NewHold(ep, recipe.Token(own.Czxid), own.Path)
+			h := m.line.HoldOf(ep, own)
 			if h.Context().Err() != nil {
 				_ = h.Release(ctx) // lost at once: it returns without waiting
 				return nil, recipe.ErrNodeGone

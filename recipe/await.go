@@ -39,10 +39,11 @@ type AwaitOptions struct {
 	OnHead func(head Name, data []byte, st *zk.Stat)
 	// Room, when set, is a second condition once turn grants (see Room).
 	Room *Room
-	// Mark, for a line whose turn grants only its head (a lock, a writer,
-	// the semaphore's head), makes a waiter that is granted after having
-	// waited (not at the head when it first looked) mark its node: it writes
-	// the node's own data again, so its version moves from 0. A mark says
+	// Mark, for a line whose turn grants only its head (the semaphore's
+	// head, a leader; a lock's holder uses MarkOnRelease), makes a waiter
+	// that is granted after having waited (not at the head when it first
+	// looked) mark its node at its grant: it writes the node's own data
+	// again, so its version moves from 0. A mark says
 	// "every node before this one is gone", for good (sequence numbers only
 	// grow), and the waiter watching the node learns it from the data-change
 	// notification (or from the version its watch reads): when the node is
@@ -56,7 +57,10 @@ type AwaitOptions struct {
 	// NodeDeleted, and a data change spends its one-shot watch. The mark
 	// costs the holder one write, and its watcher one more notification
 	// and, when it began to wait before the mark, one more watch on the
-	// node (see Line.watch): none between the mark and the grant.
+	// node (see Line.watch): none between the mark and the grant. A mark at
+	// the grant is heard while the holder holds: a holder that then dies
+	// has still marked, and the waiter behind is granted by the server's
+	// deletion without listing.
 	Mark bool
 	// MarkFor, with Mark, marks only when the node after the holder's, as
 	// the line was last listed, is one MarkFor accepts (a contender that
@@ -70,6 +74,15 @@ type AwaitOptions struct {
 	// lists the line once more, while it waits, to learn its own successor
 	// (one more request, off the handoff's path). The election marks so.
 	MarkFor func(next Name) bool
+	// MarkOnRelease is Mark for a lock, whose holder deletes its node when
+	// it releases: the mark is written then, in the multi that deletes the
+	// node (set, then delete: one write, where a mark at the grant is a
+	// write of its own). The waiter behind it hears the data change just
+	// before the deletion and is granted by the deletion alone, with no
+	// request in between. A holder that ends otherwise (its session lost,
+	// the node revoked) leaves no mark, and the waiter lists the line. The
+	// grant makes its hold with Line.HoldOf.
+	MarkOnRelease bool
 }
 
 // Await waits in line until turn grants own, within epoch ep. The first
@@ -161,6 +174,7 @@ func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt Aw
 	if opt.Mark && own.Position > 0 && !own.marked {
 		l.mark(ctx, ep, own, opt.MarkFor)
 	}
+	own.markDue = opt.MarkOnRelease && own.Position > 0
 	if opt.Room != nil {
 		return l.room(ctx, ep, opt)
 	}
@@ -208,6 +222,17 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 				continue
 			}
 		case ev := <-s.ws.gone:
+			if !s.delGrants && s.afterMark && s.ws.head == nil {
+				// A mark written in the release (MarkOnRelease) reaches
+				// the data watch just before the deletion reaches this
+				// one (go-zookeeper delivers a connection's events in
+				// order): read it first if it is there.
+				select {
+				case dv := <-s.ws.node:
+					s.delGrants = dv.Type == zk.EventNodeDataChanged
+				default:
+				}
+			}
 			if ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil {
 				return true, nil
 			}

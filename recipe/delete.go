@@ -32,7 +32,7 @@ func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
 // (the nodes are someone else's business now). recipe names the recipe in
 // the events reported to the observer.
 func deleteGuarded(sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
-	return startDelete(true, sess, recipe, ep, guard, paths, nil).done
+	return startDelete(true, sess, recipe, ep, guard, paths, nil, nil).done
 }
 
 // deletion is one guaranteed delete.
@@ -46,17 +46,22 @@ type deletion struct {
 	// Hold.Attach): deleted in the same multi-op, or, if some node is
 	// gone already, each only while paths[0] exists.
 	attached []string
-	done     chan struct{}
-	err      error // an answer that ended it other than success (read after done)
+	// mark, when not nil, is written to paths[0] in the multi that
+	// deletes it (see AwaitOptions.MarkOnRelease), when paths[0] is the
+	// only node; a refusal of the write drops it, never the delete.
+	mark []byte
+	done chan struct{}
+	err  error // an answer that ended it other than success (read after done)
 }
 
 // startDelete starts deleting paths. With inline, the first try runs on the
 // caller's goroutine (when connected); the rest, or everything without
 // inline, runs in the background until the nodes are gone or their session
-// is. attached go with paths (see Hold.Attach).
+// is. attached go with paths (see Hold.Attach); mark, if not nil, is
+// written to paths[0] as it goes (see deletion.mark).
 func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest,
-	paths, attached []string) *deletion {
-	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, done: make(chan struct{})}
+	paths, attached []string, mark []byte) *deletion {
+	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, mark: mark, done: make(chan struct{})}
 	if len(paths) == 0 {
 		close(d.done)
 		return d
@@ -149,6 +154,8 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 		}
 	case len(d.attached) > 0:
 		err = d.tryAttached(conn)
+	case len(d.paths) == 1 && d.mark != nil:
+		err = d.tryMarked(conn)
 	case len(d.paths) == 1:
 		err = conn.Delete(d.paths[0], -1)
 	default:
@@ -178,6 +185,20 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 	default:
 		return true, err // an answer (no permission, ...): retrying cannot help
 	}
+}
+
+// tryMarked marks paths[0] and deletes it in one multi-op (see
+// AwaitOptions.MarkOnRelease). The mark is a hint: if the server refuses
+// its write (an ACL without WRITE for us, data over its limit), the node is
+// deleted without it, and the waiter behind lists the line.
+func (d *deletion) tryMarked(conn *zk.Conn) error {
+	_, err := conn.Multi(&zk.SetDataRequest{Path: d.paths[0], Data: d.mark, Version: -1},
+		&zk.DeleteRequest{Path: d.paths[0], Version: -1})
+	if err == nil || errors.Is(err, zk.ErrNoNode) || session.OutcomeUnknown(err) {
+		return err
+	}
+	d.mark = nil
+	return conn.Delete(d.paths[0], -1)
 }
 
 // tryAttached deletes paths and the attached nodes in one multi-op: the

@@ -83,21 +83,24 @@
 // uses the listing sent with the create), asks the recipe's Turn whether the
 // node is granted, and otherwise watches exactly one node with GetW, one
 // notification per change that matters; when that node was the head, its
-// deletion alone grants the waiter. An exclusive holder that had to wait (a
-// lock, a writer, the semaphore's head) marks its node by writing its data
-// again (Mark): the waiter watching it hears the change and is granted on
-// the deletion without listing, so a handoff costs the same few hundred
-// bytes in a line of any length (a node without a mark, a reader's or
-// another library's, costs a listing). The deletion reaches it through a
-// second watch on the node, a child watch, which a data change does not
-// spend: a waiter sends nothing between the mark and its grant. Readers never mark. A
+// deletion alone grants the waiter. An exclusive holder that had to wait
+// marks its node by writing its data again: a lock's holder (a writer's
+// too) in its release, in the multi that deletes the node (MarkOnRelease:
+// one write per handoff, as without a mark), the semaphore's head and a
+// leader at their grant (Mark). The waiter watching it hears the change and
+// is granted on the deletion without listing, so a handoff costs the same
+// few hundred bytes in a line of any length (a node without a mark, a
+// reader's or another library's, or a holder's whose session ended, costs a
+// listing). The deletion reaches it through a second watch on the node, a
+// child watch, which a data change does not spend: a waiter sends nothing
+// between the mark and its grant. Readers never mark. A
 // leader marks only when the candidate after it is shepherd's (MarkFor), in
 // a multi that checks that candidate is still there: Curator's LeaderLatch
 // acts only on its predecessor's deletion, and a data change would spend its
 // one-shot watch. Its options cover what recipes add: the election watches
 // the head to report leaders (OnHead), the semaphore's head waits for a
 // lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
-// exclusive holders and leaders mark (Mark, MarkFor).
+// exclusive holders and leaders mark (MarkOnRelease, Mark, MarkFor).
 //
 // # Contending
 //

@@ -102,10 +102,13 @@ type Hold struct {
 	pausedFor time.Duration // how long the last pause lasted
 	onLost    []func()      // run (on a goroutine) at a loss
 	attached  []string      // deleted with the hold's nodes (see Attach)
-	token     Token
-	recipe    string // for the observer
-	path      string
-	observed  bool
+	// mark, when set, is the data its release writes to nodes[0] in the
+	// multi that deletes it (see AwaitOptions.MarkOnRelease).
+	mark     []byte
+	token    Token
+	recipe   string // for the observer
+	path     string
+	observed bool
 }
 
 type holdState int
@@ -124,6 +127,18 @@ const (
 // reused: sequential nodes). Its events carry the line's Recipe.
 func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
 	return newHold(l.Sess, l.Recipe, l.OnDisconnect, ep, token, nil, nodes...)
+}
+
+// HoldOf grants a hold on own's node, fenced by its creation's zxid (as
+// NewHold with Token(own.Czxid)). If own waited with
+// AwaitOptions.MarkOnRelease, the hold's release marks the node in the
+// multi that deletes it.
+func (l *Line) HoldOf(ep *session.Epoch, own *Node) *Hold {
+	h := l.NewHold(ep, Token(own.Czxid), own.Path)
+	if own.markDue {
+		h.mark = append([]byte{}, own.data...)
+	}
+	return h
 }
 
 // newHold grants a hold; guard, if not nil, is checked by its fence and its
@@ -341,7 +356,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	h.cancel(ErrReleased)
 	// Without a bound on the wait, the first try may as well run here.
-	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached)
+	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached, h.mark)
 	if wasLost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}

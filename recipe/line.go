@@ -50,7 +50,10 @@ type Node struct {
 	seen   []Name // the line as listed together with the create (nil: not seen)
 	data   []byte // the data it was created with (a mark writes it again)
 	marked bool   // its holder has marked it (see AwaitOptions.Mark)
-	next   Name   // the node after it when the line was last listed ("": none)
+	// markDue: its hold marks it in its release (see
+	// AwaitOptions.MarkOnRelease and Line.HoldOf).
+	markDue bool
+	next    Name // the node after it when the line was last listed ("": none)
 }
 
 // TakeSeen returns, once, the line as it was listed in the same round trip

@@ -112,7 +112,7 @@ func (h *Hold) sawData(node string, data []byte) bool {
 		h.mu.Unlock()
 		// Told first (above, synchronously), then the nodes go: whoever
 		// is granted at their deletion is granted after.
-		startDelete(false, h.sess, recipe, ep, h.guard, h.nodes, attached)
+		startDelete(false, h.sess, recipe, ep, h.guard, h.nodes, attached, nil)
 		return true
 	}
 	return false
