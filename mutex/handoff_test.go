@@ -54,6 +54,19 @@ func queue(t *testing.T, ctx context.Context, m *mutex.Mutex) *waiter {
 	return w
 }
 
+// handOver: h takes the lock, a and b queue behind it, and h hands it to a
+// (which waited, so marks in its release); b's Lock is returned, waiting.
+func handOver(t *testing.T, ctx context.Context, h, a, b *mutex.Mutex) *waiter {
+	t.Helper()
+	require.NoError(t, h.Lock(ctx))
+	wa := queue(t, ctx, a)
+	wb := queue(t, ctx, b)
+	require.NoError(t, h.Unlock(ctx))
+	<-wa.got
+	require.NoError(t, wa.err)
+	return wb
+}
+
 // foreign creates a contender's node the way Curator's InterProcessMutex
 // does (protected, EPHEMERAL_SEQUENTIAL, lock-), in session s: it never
 // marks itself.
@@ -136,12 +149,7 @@ func TestWaitedHolderExpires(t *testing.T) {
 	b, err := mutex.New(bs, path)
 	require.NoError(t, err)
 
-	require.NoError(t, h.Lock(ctx))
-	wa := queue(t, ctx, a)
-	wb := queue(t, ctx, b)
-	require.NoError(t, h.Unlock(ctx))
-	<-wa.got
-	require.NoError(t, wa.err)
+	wb := handOver(t, ctx, h, a, b)
 	node := a.Node()
 	require.Never(t, wb.granted, 100*time.Millisecond, 5*time.Millisecond, "granted while the holder holds")
 	require.Equal(t, int32(0), testutil.Version(t, bs, node), "the holder marked its node before its release")
@@ -340,12 +348,7 @@ func TestReleaseWithoutWrite(t *testing.T) {
 		ms[i] = m
 	}
 	h, a, b := ms[0], ms[1], ms[2]
-	require.NoError(t, h.Lock(ctx))
-	wa := queue(t, ctx, a)
-	wb := queue(t, ctx, b)
-	require.NoError(t, h.Unlock(ctx))
-	<-wa.got
-	require.NoError(t, wa.err)
+	wb := handOver(t, ctx, h, a, b)
 	node := a.Node()
 	require.NoError(t, a.Unlock(ctx), "a release whose mark is refused")
 	<-wb.got

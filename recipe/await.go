@@ -7,7 +7,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -200,127 +199,101 @@ type sleeper struct {
 // look again, or an error (errEpochEnded, ctx.Err(), a failed watch).
 func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
 	for {
+		var w wake
+		var err error
 		select {
 		case ev := <-s.ws.node:
-			switch {
-			case ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil:
-				return true, nil
-			case ev.Type == zk.EventNodeDataChanged && s.afterMark && s.ws.head == nil && s.ws.gone != nil:
-				// line[w] is marked, and its deletion is still watched
-				// (ws.gone): that deletion now grants us.
-				s.ws.node, s.delGrants = nil, true
-				if opt.Mark && opt.MarkFor != nil {
-					l.learnNext(ctx, ep, own)
-				}
-				continue
-			case ev.Type == zk.EventNodeDataChanged && s.afterMark && s.ws.head == nil:
-				// line[w] is marked: watch it again for its deletion.
-				grant, err := l.watchMarked(ctx, ep, own, opt, s)
-				if grant || err != nil {
-					return grant, err
-				}
-				continue
-			}
+			w, err = l.onNode(ctx, ep, own, opt, s, ev)
 		case ev := <-s.ws.gone:
-			if !s.delGrants && s.afterMark && s.ws.head == nil {
-				// A mark written in the release (MarkOnRelease) reaches
-				// the data watch just before the deletion reaches this
-				// one (go-zookeeper delivers a connection's events in
-				// order): read it first if it is there.
-				select {
-				case dv := <-s.ws.node:
-					s.delGrants = dv.Type == zk.EventNodeDataChanged
-				default:
-				}
-			}
-			if ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil {
-				return true, nil
-			}
+			w = s.onGone(ep, ev)
 		case ev := <-s.ws.head:
-			if ev.Type == zk.EventNodeDataChanged {
-				// The head marked its node: it is still the head.
-				// Watch it again rather than list the line.
-				ch, err := l.rewatch(ctx, ep, s.line[0])
-				if err == nil {
-					s.ws.head = ch
-					continue
-				} else if !errors.Is(err, zk.ErrNoNode) {
-					return false, err
-				}
-			}
+			w, err = l.onHead(ctx, ep, s, ev)
 		case <-ep.Done():
 			return false, errEpochEnded
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
-		return false, nil
+		if err != nil || w != sleepOn {
+			return w == grantNow, err
+		}
 	}
 }
 
-// watchMarked watches the marked node s waits behind again, for its
-// deletion, which now grants the waiter: it reports true when the node is
-// gone already (marked, then deleted).
-func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
-	ch, err := l.rewatch(ctx, ep, s.line[s.w])
-	if errors.Is(err, zk.ErrNoNode) {
-		if ep.Context().Err() != nil {
-			return false, errEpochEnded
-		}
-		return true, nil // marked, then deleted
-	} else if err != nil {
-		return false, err
+// wake is what a notification means to a sleeping waiter.
+type wake int
+
+const (
+	lookAgain wake = iota // look at the line again
+	sleepOn               // nothing that grants or moves us: wait on
+	grantNow              // granted, without looking again
+)
+
+// grantedBy: the watched node's deletion grants s (and ep is still live).
+func (s *sleeper) grantedBy(ep *session.Epoch, ev zk.Event) wake {
+	if ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil {
+		return grantNow
 	}
-	s.ws.node, s.delGrants = ch, true
+	return lookAgain
+}
+
+// onNode is a notification of the GetW on the node turn names: its
+// deletion, or its mark (a data change).
+func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper, ev zk.Event) (wake, error) {
+	if ev.Type != zk.EventNodeDataChanged || !s.afterMark || s.ws.head != nil {
+		return s.grantedBy(ep, ev), nil
+	}
+	if s.ws.gone == nil {
+		// line[w] is marked: watch it again for its deletion.
+		grant, err := l.watchMarked(ctx, ep, own, opt, s)
+		if grant {
+			return grantNow, err
+		}
+		return sleepOn, err
+	}
+	// line[w] is marked, and its deletion is still watched (ws.gone): that
+	// deletion now grants us.
+	s.ws.node, s.delGrants = nil, true
 	if opt.Mark && opt.MarkFor != nil {
 		l.learnNext(ctx, ep, own)
 	}
-	return false, nil
+	return sleepOn, nil
 }
 
-// mark marks own's node (see AwaitOptions.Mark): a write of its own data at
-// version 0, so at most once. It returns once the write is on the wire
-// (wiretap.SetWritten), without waiting for the answer: the holder's
-// next request (its release) goes out after it, and the grant costs no round
-// trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
-// and the hold does not depend on it.
-func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor func(Name) bool) {
-	var written <-chan struct{}
-	if markFor == nil {
-		own.marked = true
-		written, _ = wiretap.SetWritten(ep.Conn(), ep.WireTap(), own.Path, own.data, 0)
-	} else {
-		if own.next.Name == "" || !markFor(own.next) {
-			return
+// onGone is a notification of the child watch on the node turn names: its
+// deletion (see Line.watch).
+func (s *sleeper) onGone(ep *session.Epoch, ev zk.Event) wake {
+	if !s.delGrants && s.afterMark && s.ws.head == nil {
+		// A mark written in the release (MarkOnRelease) reaches the data
+		// watch just before the deletion reaches this one (go-zookeeper
+		// delivers a connection's events in order): read it first if it is
+		// there.
+		select {
+		case dv := <-s.ws.node:
+			s.delGrants = dv.Type == zk.EventNodeDataChanged
+		default:
 		}
-		own.marked = true
-		written, _ = wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
-			&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
 	}
-	select {
-	case <-written:
-	case <-ep.Done():
-	case <-ctx.Done():
-	}
+	return s.grantedBy(ep, ev)
 }
 
-// learnNext lists the line to learn the node after own (see
-// AwaitOptions.MarkFor). It is a hint: on any error own.next stays as it
-// was, and a mark checks that the node is still there.
-func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node) {
-	line, err := l.listCtx(ctx, ep)
-	if err != nil {
-		return
+// onHead is a notification of the watch on the line's head (OnHead): a mark
+// of it is no change of the head, which is watched again; anything else is
+// looked at.
+func (l *Line) onHead(ctx context.Context, ep *session.Epoch, s *sleeper, ev zk.Event) (wake, error) {
+	if ev.Type != zk.EventNodeDataChanged {
+		return lookAgain, nil
 	}
-	if i := Index(line, own.Name.Name); i >= 0 {
-		own.setNext(line, i)
-	}
-}
-
-// setNext records the node after own, line[i].
-func (own *Node) setNext(line []Name, i int) {
-	own.next = Name{}
-	if i+1 < len(line) {
-		own.next = line[i+1]
+	// The head marked its node: it is still the head. Watch it again rather
+	// than list the line.
+	ch, err := l.rewatch(ctx, ep, s.line[0])
+	switch {
+	case err == nil:
+		s.ws.head = ch
+		return sleepOn, nil
+	case errors.Is(err, zk.ErrNoNode):
+		return lookAgain, nil
+	default:
+		return lookAgain, err
 	}
 }
 
