@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,11 +183,19 @@ func TestExpire(t *testing.T) {
 }
 
 // deadAddr returns a loopback address where nothing listens.
+//
+// The port stays bound, without a listener, until the test ends: a port
+// merely freed could be taken meanwhile by another test's server, or be
+// picked as the source port of the very dial to it (a TCP self-connect,
+// which succeeds): a proxy's connection to it then stayed open (seen once
+// in make test, with the chaos package's servers starting beside it).
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
