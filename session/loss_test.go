@@ -176,7 +176,11 @@ func TestSilenceIsSuspendedOnTime(t *testing.T) {
 func TestIdleStaysConnected(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 1)
-	const timeout = 1500 * time.Millisecond
+	// 3 s: pings every second, a read timeout of 2 s. With 1.5 s (pings
+	// every 0.5 s, a read timeout of 1 s) a server just started, on a
+	// machine running make test's chaos beside it, once left a ping
+	// unanswered for 1 s: the watchdog then acts as it must.
+	const timeout = 3 * time.Second
 	s := open(t, c.Servers(), session.WithSessionTimeout(timeout))
 	r := record(s)
 	// The work simulated: nothing, for three read timeouts.
