@@ -48,7 +48,6 @@ public class CuratorPeer {
         double seconds = Double.parseDouble(args[3]);
         long hold = Long.parseLong(args[4]);
         int timeout = (int) (Double.parseDouble(args[5]) * 1000);
-        long deadline = System.nanoTime() + (long) (seconds * 1e9);
         CuratorFramework[] cs = new CuratorFramework[hosts.length];
         for (int i = 0; i < hosts.length; i++) {
             cs[i] = CuratorFrameworkFactory.builder().connectString(hosts[i]).sessionTimeoutMs(timeout)
@@ -56,6 +55,10 @@ public class CuratorPeer {
             cs[i].start();
             if (!cs[i].blockUntilConnected(30, TimeUnit.SECONDS)) throw new Exception("not connected in 30s");
         }
+        // The run's length counts from here, every client connected: a
+        // JVM slow to start and connect on a loaded machine once spent a
+        // whole 3 s run before its first acquire.
+        long deadline = System.nanoTime() + (long) (seconds * 1e9);
         say("READY");
         Thread[] ts = new Thread[hosts.length];
         for (int i = 0; i < hosts.length; i++) {
