@@ -136,7 +136,10 @@ func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
 func (l *Line) HoldOf(ep *session.Epoch, own *Node) *Hold {
 	h := l.NewHold(ep, Token(own.Czxid), own.Path)
 	if own.markDue {
-		h.mark = append([]byte{}, own.data...)
+		h.mark = own.data // never written to: the data own was created with
+		if h.mark == nil {
+			h.mark = []byte{} // a mark, even of no data (nil is none)
+		}
 	}
 	return h
 }

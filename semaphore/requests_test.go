@@ -61,7 +61,10 @@ func TestRequestsPerOperation(t *testing.T) {
 	// a's requests that "cons" counts late (a reading can lag what it
 	// follows) must not be counted as the release's: 2 were, once, in make
 	// test. Wait until a's count stands still, and drop what it read.
-	testutil.Quiet(t, ra)
+	epA, err := a.Wait(ctx)
+	require.NoError(t, err)
+	testutil.Quiet(t, func() int64 { return testutil.LastXid(t, zk, 0, epA.SessionID()) })
+	ra()
 	require.NoError(t, l1.Release(ctx))
 	require.Equal(t, int64(1), ra(), "Release")
 	require.NoError(t, <-got)

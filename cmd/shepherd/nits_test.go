@@ -142,7 +142,7 @@ func TestConnectionRefused(t *testing.T) {
 func TestConnectionRefusedWhileStarting(t *testing.T) {
 	addr := "127.0.0.1:" + freePort(t)
 	go func() {
-		time.Sleep(time.Second) // the server starts
+		time.Sleep(time.Second) // the fault: nothing listens for the first second
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return // the test fails on its own
