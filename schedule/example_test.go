@@ -25,7 +25,7 @@ func Example() {
 	defer sess.Close()
 
 	s, err := schedule.New(sess, "/examples/jobs/report", "worker-a", 100*time.Millisecond,
-		schedule.WithCatchUp(schedule.CatchUpOnce), schedule.WithRunTimeout(time.Minute))
+		schedule.WithCatchUp(schedule.CatchUpAll(3)), schedule.WithRunTimeout(time.Minute)) // a late tick still runs: all three print
 	if err != nil {
 		log.Fatal(err)
 	}
