@@ -25,11 +25,12 @@ import (
 // shepherd's PID namespace), then appends a timestamp (ns since the epoch)
 // to log every 10 ms, each line a fork of date, each wait one of sleep,
 // until the file stop appears; then it exits 7. SIGTERM makes it write one
-// more line (a process let run after its hold was lost would).
+// more line (a process let run after its hold was lost would), negated to
+// tell it from the loop's.
 func writerScript(dir string) string {
 	return fmt.Sprintf(`( read -r pid _ < /proc/self/stat; echo $pid > %[1]s/gc.tmp; mv %[1]s/gc.tmp %[1]s/gc.pid; exec sleep 1000 ) &
 gc=$!
-trap 'date +%%s%%N >> %[1]s/log; exit 1' TERM
+trap 'echo -$(date +%%s%%N) >> %[1]s/log; exit 1' TERM
 while [ ! -e %[1]s/stop ]; do date +%%s%%N >> %[1]s/log; sleep 0.01; done
 kill $gc
 exit 7`, dir)
@@ -550,14 +551,26 @@ func TestCLIPauseDefaultStops(t *testing.T) {
 func TestCLIPauseSignalThaws(t *testing.T) {
 	r := startPauseRun(t, "lock", "6s", "-on-disconnect=pause")
 	reconnect := r.disconnect()
-	r.waitStderr(t, "shepherd: connection to ZooKeeper lost: sh frozen (the lock on ", 1)
+	pauseSeen := r.waitStderr(t, "shepherd: connection to ZooKeeper lost: sh frozen (the lock on ", 1)
 	n := len(logLines(t, r.dir))
+	signalled := time.Now()
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
 	// Still disconnected: only the signal can have thawed CMD.
-	require.Eventually(t, func() bool { return len(logLines(t, r.dir)) == n+1 }, 5*time.Second, 5*time.Millisecond,
-		"the trap's line; shepherd: %s", r.errb)
+	trapped := func() bool { l := logLines(t, r.dir); return len(l) > 0 && l[len(l)-1] < 0 }
+	require.Eventually(t, trapped, 5*time.Second, 5*time.Millisecond, "the trap's line; shepherd: %s", r.errb)
 	reconnect() // shepherd releases the lock once CMD has ended
 	require.Equal(t, 1, r.exitCode(t), "CMD's status, from its trap; shepherd: %s", r.errb)
-	require.Equal(t, n+1, len(logLines(t, r.dir)), "the trap's line only")
+	// After the freeze, the trap's line, and before it at most one of the
+	// loop's: a date forked before the freeze, stopped before it wrote, and
+	// let finish by the thaw. None was written between the pause line and
+	// the signal.
+	after := logLines(t, r.dir)[n:]
+	t.Logf("after the freeze: %d lines", len(after))
+	require.True(t, len(after) == 1 || len(after) == 2 && after[0] > 0, "the trap's line, after at most one of the loop's: %v", after)
+	for _, ts := range after[:len(after)-1] {
+		at := time.Unix(0, ts)
+		require.False(t, at.After(pauseSeen) && at.Before(signalled),
+			"a line at %v, between the pause line (%v) and the signal (%v)", at, pauseSeen, signalled)
+	}
 	require.Contains(t, r.errb.String(), "terminated: stopping sh")
 }
