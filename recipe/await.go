@@ -38,8 +38,8 @@ type AwaitOptions struct {
 	OnHead func(head Name, data []byte, st *zk.Stat)
 	// Room, when set, is a second condition once turn grants (see Room).
 	Room *Room
-	// Mark, for a line whose turn grants only its head (the semaphore's
-	// head, a leader; a lock's holder uses MarkOnRelease), makes a waiter
+	// Mark, for a line whose turn grants only its head (a leader; a lock's
+	// holder and the semaphore's head use MarkOnRelease), makes a waiter
 	// that is granted after having waited (not at the head when it first
 	// looked) mark its node at its grant: it writes the node's own data
 	// again, so its version moves from 0. A mark says
@@ -80,7 +80,10 @@ type AwaitOptions struct {
 	// before the deletion and is granted by the deletion alone, with no
 	// request in between. A holder that ends otherwise (its session lost,
 	// the node revoked) leaves no mark, and the waiter lists the line. The
-	// grant makes its hold with Line.HoldOf.
+	// grant makes its hold with Line.HoldOf. A recipe whose grant consumes
+	// the node in a write of its own (the semaphore's head takes its leases
+	// in the multi-op that deletes it) sends that write with Node.Consume,
+	// which adds the mark.
 	MarkOnRelease bool
 }
 
@@ -173,7 +176,7 @@ func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt Aw
 	if opt.Mark && own.Position > 0 && !own.marked {
 		l.mark(ctx, ep, own, opt.MarkFor)
 	}
-	own.markDue = opt.MarkOnRelease && own.Position > 0
+	own.markDue = opt.MarkOnRelease && own.Position > 0 && !own.markRefused
 	if opt.Room != nil {
 		return l.room(ctx, ep, opt)
 	}

@@ -86,8 +86,9 @@
 // deletion alone grants the waiter. An exclusive holder that had to wait
 // marks its node by writing its data again: a lock's holder (a writer's
 // too) in its release, in the multi that deletes the node (MarkOnRelease:
-// one write per handoff, as without a mark), the semaphore's head and a
-// leader at their grant (Mark). The waiter watching it hears the change and
+// one write per handoff, as without a mark), the semaphore's head in the
+// multi that takes its leases and deletes its node (MarkOnRelease, through
+// Node.Consume), a leader at its grant (Mark). The waiter watching it hears the change and
 // is granted on the deletion without listing, so a handoff costs the same
 // few hundred bytes in a line of any length (a node without a mark, a
 // reader's or another library's, or a holder's whose session ended, costs a

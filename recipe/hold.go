@@ -136,10 +136,7 @@ func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
 func (l *Line) HoldOf(ep *session.Epoch, own *Node) *Hold {
 	h := l.NewHold(ep, Token(own.Czxid), own.Path)
 	if own.markDue {
-		h.mark = own.data // never written to: the data own was created with
-		if h.mark == nil {
-			h.mark = []byte{} // a mark, even of no data (nil is none)
-		}
+		h.mark = own.markData()
 	}
 	return h
 }

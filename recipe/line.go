@@ -50,10 +50,13 @@ type Node struct {
 	seen   []Name // the line as listed together with the create (nil: not seen)
 	data   []byte // the data it was created with (a mark writes it again)
 	marked bool   // its holder has marked it (see AwaitOptions.Mark)
-	// markDue: its hold marks it in its release (see
-	// AwaitOptions.MarkOnRelease and Line.HoldOf).
+	// markDue: its hold marks it in its release, or Consume in the
+	// multi-op that consumes it (see AwaitOptions.MarkOnRelease).
 	markDue bool
-	next    Name // the node after it when the line was last listed ("": none)
+	// markRefused: the server refused its mark (see Consume); it is
+	// removed without one from then on.
+	markRefused bool
+	next        Name // the node after it when the line was last listed ("": none)
 }
 
 // TakeSeen returns, once, the line as it was listed in the same round trip

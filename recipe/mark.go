@@ -13,9 +13,9 @@ import (
 // Marks (see AwaitOptions.Mark and MarkOnRelease): a holder that waited
 // writes its node's data again, which tells the one waiter watching it that
 // every node before it is gone, so that the node's deletion alone grants
-// that waiter. The writing side is here (at the grant) and in the release
-// (Line.HoldOf, deletion.tryMarked); the waiting side in Line.watch and
-// Line.sleep.
+// that waiter. The writing side is here (at the grant, and Node.Consume)
+// and in the release (Line.HoldOf, deletion.tryMarked); the waiting side in
+// Line.watch and Line.sleep.
 
 // watchMarked watches the marked node s waits behind again, for its
 // deletion, which now grants the waiter: it reports true when the node is
@@ -82,4 +82,40 @@ func (own *Node) setNext(line []Name, i int) {
 	if i+1 < len(line) {
 		own.next = line[i+1]
 	}
+}
+
+// markData is the data of own's mark: the data own was created with (never
+// written to, so shared), and a mark even of no data (nil is none).
+func (own *Node) markData() []byte {
+	if own.data == nil {
+		return []byte{}
+	}
+	return own.data
+}
+
+// Consume sends ops and then own's removal from the line as one multi-op on
+// c, for a recipe whose grant consumes its node in a write of its own (the
+// semaphore's head takes its leases in the multi-op that deletes its node).
+// The removal is own's mark when one is due (see
+// AwaitOptions.MarkOnRelease), then its delete: the waiter behind it is
+// granted by the deletion without listing the line. It returns the ops sent
+// and the answers; the removal's ops are the last, the first of them on
+// own's path whether it marks or not (an ErrNoNode there: own is gone). A
+// mark the server refuses (ErrNoAuth: an ACL without WRITE for us, which
+// the delete does not need) is dropped, as a release drops it, and the
+// multi-op sent again without it.
+func (own *Node) Consume(c *zk.Conn, ops ...any) ([]any, []zk.MultiResponse, error) {
+	del := &zk.DeleteRequest{Path: own.Path, Version: -1}
+	if !own.markDue {
+		sent := append(ops[:len(ops):len(ops)], del)
+		res, err := c.Multi(sent...)
+		return sent, res, err
+	}
+	sent := append(ops[:len(ops):len(ops)], &zk.SetDataRequest{Path: own.Path, Data: own.markData(), Version: -1}, del)
+	res, err := c.Multi(sent...)
+	if err != nil && len(res) > len(ops) && errors.Is(res[len(ops)].Error, zk.ErrNoAuth) {
+		own.markDue, own.markRefused = false, true
+		return own.Consume(c, ops...)
+	}
+	return sent, res, err
 }

@@ -24,9 +24,9 @@ var errNoLeases = errors.New("semaphore: no leases child")
 // acquire waits in the line through the contender loop (see
 // recipe.Acquire): the head of the line waits for n leases to be free
 // (recipe.Room) and takes them with a multi-op that consumes its node (see
-// take). The head marks its node when it had waited (see
-// recipe.AwaitOptions.Mark): the next in line then takes over from it
-// without listing the line.
+// take). A head that had waited marks its node in that multi-op (see
+// recipe.AwaitOptions.MarkOnRelease): the next in line then takes over from
+// it without listing the line.
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
 	if s.sess == nil {
 		return nil, construct.NotMade("semaphore", "a Semaphore not made by New")
@@ -42,7 +42,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 		// leases are taken in.
 		Kind: recipe.KindLock,
 		Data: s.data,
-		Options: recipe.AwaitOptions{NoWait: !wait, Mark: true,
+		Options: recipe.AwaitOptions{NoWait: !wait, MarkOnRelease: true,
 			Room: &recipe.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}},
 		MaxRounds: 10000,
 		Prepare: func(ctx context.Context, ep *session.Epoch) error {
@@ -99,13 +99,13 @@ func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *recipe.
 
 // take, as the head of the line with n leases free, takes them in one
 // multi-op that also removes own from the line (fenced by the limit's
-// version). If ctx ends with the multi-op in flight, leases it created after
-// all are removed.
+// version; see recipe.Node.Consume). If ctx ends with the multi-op in
+// flight, leases it created after all are removed.
 func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *recipe.Node, n int) (*Lease, error) {
 	guid := recipe.NewGUID()
-	ops := s.takeOps(guid, own, n)
+	ops := s.takeOps(guid, n)
 	t, err := recipe.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
-		return s.multiTake(c, ep, guid, ops, n), nil
+		return s.multiTake(c, ep, own, guid, ops, n), nil
 	}, func(t taken, _ error) {
 		// The caller gave up: leases taken after all are held by no one.
 		if t.paths != nil {
@@ -130,9 +130,9 @@ type taken struct {
 	err   error
 }
 
-// takeOps is take's multi-op: the check of the limit's version, n creates
-// of leases named with guid, and the delete of own.
-func (s *Semaphore) takeOps(guid string, own *recipe.Node, n int) []any {
+// takeOps is take's multi-op before own's removal (see recipe.Node.Consume):
+// the check of the limit's version and n creates of leases named with guid.
+func (s *Semaphore) takeOps(guid string, n int) []any {
 	prefix := s.leases + "/" + recipe.ProtectedPrefix(guid, recipe.KindLease)
 	s.mu.Lock()
 	version := s.version
@@ -142,13 +142,13 @@ func (s *Semaphore) takeOps(guid string, own *recipe.Node, n int) []any {
 		ops = append(ops, &zk.CreateRequest{Path: prefix, Data: s.data, Acl: s.sess.ACL(),
 			Flags: zk.FlagEphemeral | zk.FlagSequence})
 	}
-	return append(ops, &zk.DeleteRequest{Path: own.Path, Version: -1})
+	return ops
 }
 
-// multiTake sends ops (see takeOps) on c. An answer lost with the
-// connection is looked up by guid: leases found are taken.
-func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, guid string, ops []any, n int) taken {
-	res, err := c.Multi(ops...)
+// multiTake sends ops (see takeOps) and own's removal on c. An answer lost
+// with the connection is looked up by guid: leases found are taken.
+func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, own *recipe.Node, guid string, ops []any, n int) taken {
+	sent, res, err := own.Consume(c, ops...)
 	if err == nil {
 		paths := make([]string, n)
 		for i := range n {
@@ -162,7 +162,7 @@ func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, guid string, ops []
 			return taken{paths: paths}
 		}
 	}
-	return taken{res: res, err: aclerr.MapMulti(ops, res, err)}
+	return taken{res: res, err: aclerr.MapMulti(sent, res, err)}
 }
 
 // notTaken is the error of a multi-op of take that took no lease (t), by

@@ -14,9 +14,10 @@ import (
 
 // TestLongLineHandoffCostsTheSame: behind a line of a thousand, each new
 // head of the semaphore's line takes over from the last without listing the
-// line (the head that waited marks its node; recipe.AwaitOptions.Mark): an
-// acquisition costs a few hundred bytes, counted by the server. Without the
-// mark each new head lists the whole line (about 50 KB here).
+// line (the head that waited marks its node in its take;
+// recipe.AwaitOptions.MarkOnRelease): an acquisition costs a few hundred
+// bytes, counted by the server. Without the mark each new head lists the
+// whole line (about 50 KB here).
 func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxT(t, 60*time.Second)

@@ -320,7 +320,8 @@ func TestNotificationsPerRelease(t *testing.T) {
 	t.Logf("%d releases fired %d notifications (%.2f per release)", releases, after-before, per)
 	// A release is heard by the head (its leases' children) and, when the
 	// head goes, by the next in line (its deletion); a head that waited
-	// marks its node (recipe.AwaitOptions.Mark), heard once more; and the
+	// marks its node in its take (recipe.AwaitOptions.MarkOnRelease), heard
+	// once more; and the
 	// releasing holder hears its own release (its lease's own-node watch,
 	// recipe/revoke.go).
 	require.LessOrEqual(t, per, 4.0, "O(1) notifications per release")
