@@ -84,7 +84,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 		// is shepherd's (recipe.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: recipe.AwaitOptions{OnHead: onHead, Mark: true, MarkFor: recipe.Name.Shepherd},
+		Options: recipe.AwaitOptions{OnHead: onHead, MarkFor: recipe.Name.Shepherd},
 		Node:    own,
 		Keep:    true,
 		Entered: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) error {

@@ -274,10 +274,11 @@ func TestHerdFree(t *testing.T) {
 	perRelease := float64(after-before) / float64(n)
 	t.Logf("%d releases fired %d notifications (%.2f per release)", n, after-before, perRelease)
 	// Each release notifies the one waiter behind it (its deletion), and
-	// each holder that waited marks its node, which notifies that waiter
-	// once more (recipe.AwaitOptions.Mark): n deletions, at most n-1 marks,
-	// each heard by that one waiter. A herd would be O(n) per release. Each holder also hears its own release (its own
-	// node's watch, recipe/revoke.go): n more.
+	// each holder that waited marks its node in its release, which notifies
+	// that waiter once more (recipe.AwaitOptions.MarkOnRelease): n
+	// deletions, at most n-1 marks, each heard by that one waiter. A herd
+	// would be O(n) per release. Each holder also hears its own release (its
+	// own node's watch, recipe/revoke.go): n more.
 	require.GreaterOrEqual(t, after-before, int64(n), "every release is heard")
 	require.LessOrEqual(t, after-before, int64(3*n-1), "at most three notifications per handoff")
 }

@@ -46,10 +46,11 @@ func TestRequestsPerOperation(t *testing.T) {
 	require.Eventually(t, func() bool { return watches(t) > watching }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, ma.Unlock(ctx))
 	require.NoError(t, <-got)
-	// The create, its listing, the watch, and the mark of a holder that
-	// waited (recipe.AwaitOptions.Mark), then its own-node watch. Lock
-	// returns once the mark is on the wire, not answered: count until the
-	// server has answered them all.
+	// The create, its listing, its two watches on the holder's node (its
+	// data, for a mark, and its deletion: recipe.Line.watch), then its
+	// own-node watch. A holder that waited marks in its release
+	// (recipe.AwaitOptions.MarkOnRelease), not here. Count until the server
+	// has answered them all.
 	require.Equal(t, int64(5), testutil.Settled(t, rb, 5), "a Lock granted by the holder's release")
 	require.NoError(t, mb.Unlock(ctx))
 }

@@ -38,42 +38,37 @@ type AwaitOptions struct {
 	OnHead func(head Name, data []byte, st *zk.Stat)
 	// Room, when set, is a second condition once turn grants (see Room).
 	Room *Room
-	// Mark, for a line whose turn grants only its head (a leader; a lock's
-	// holder and the semaphore's head use MarkOnRelease), makes a waiter
-	// that is granted after having waited (not at the head when it first
-	// looked) mark its node at its grant: it writes the node's own data
-	// again, so its version moves from 0. A mark says
-	// "every node before this one is gone", for good (sequence numbers only
-	// grow), and the waiter watching the node learns it from the data-change
-	// notification (or from the version its watch reads): when the node is
-	// then deleted, that waiter is granted without listing the line, so a
-	// handoff costs the same few bytes however long the line. Nothing else
-	// writes a line node's data (whoever could forge a mark could as well
-	// delete the node). A node without a mark (a foreign contender's, a
-	// holder that died first) costs a listing, as before. Never for a
-	// shared hold (a reader: a reader before it may still hold), nor for an
-	// election unless MarkFor is set: Curator's LeaderLatch acts only on
-	// NodeDeleted, and a data change spends its one-shot watch. The mark
-	// costs the holder one write, and its watcher one more notification
-	// and, when it began to wait before the mark, one more watch on the
-	// node (see Line.watch): none between the mark and the grant. A mark at
-	// the grant is heard while the holder holds: a holder that then dies
-	// has still marked, and the waiter behind is granted by the server's
-	// deletion without listing.
-	Mark bool
-	// MarkFor, with Mark, marks only when the node after the holder's, as
-	// the line was last listed, is one MarkFor accepts (a contender that
-	// handles a data change of the node it waits behind, see Name.Shepherd),
-	// and only while that node is still there: the mark is a multi with a
-	// check of it. Nobody can join the line between the two (sequence
-	// numbers only grow), so while it is there it is the one contender
-	// watching the holder's node for its turn; a contender that left has
-	// only a stale watch, and a foreign one never sees a data change it
-	// could mistake. A waiter told that the node before it is marked then
-	// lists the line once more, while it waits, to learn its own successor
-	// (one more request, off the handoff's path). The election marks so.
+	// A mark says "every node before this one is gone", for good
+	// (sequence numbers only grow): a holder that waited writes its node's
+	// own data again, so its version moves from 0, and the waiter watching
+	// the node learns it from the data-change notification (or from the
+	// version its watch reads). When the node is then deleted, that waiter
+	// is granted without listing the line, so a handoff costs the same few
+	// bytes however long the line. Nothing else writes a line node's data
+	// (whoever could forge a mark could as well delete the node). A node
+	// without a mark (a foreign contender's, a holder that died first)
+	// costs a listing. Never for a shared hold (a reader: a reader before it
+	// may still hold). A mark costs its watcher one more notification: none
+	// between the mark and the grant (see Line.watch).
+	//
+	// MarkFor, for a leader (a line whose turn grants only its head, held
+	// long), makes a waiter granted after having waited (not at the head
+	// when it first looked) mark its node at its grant, when the node after
+	// it, as the line was last listed, is one MarkFor accepts (a contender
+	// that handles a data change of the node it waits behind, see
+	// Name.Shepherd: Curator's LeaderLatch acts only on NodeDeleted, and a
+	// data change would spend its one-shot watch), and only while that node
+	// is still there: the mark is a multi with a check of it. Nobody can
+	// join the line between the two (sequence numbers only grow), so while
+	// it is there it is the one contender watching the holder's node for its
+	// turn; a contender that left has only a stale watch. A mark at the
+	// grant is heard while the holder holds: a holder that then dies has
+	// still marked, and the waiter behind is granted by the server's
+	// deletion without listing. A waiter told that the node before it is
+	// marked then lists the line once more, while it waits, to learn its
+	// own successor (one more request, off the handoff's path).
 	MarkFor func(next Name) bool
-	// MarkOnRelease is Mark for a lock, whose holder deletes its node when
+	// MarkOnRelease marks for a lock, whose holder deletes its node when
 	// it releases: the mark is written then, in the multi that deletes the
 	// node (set, then delete: one write, where a mark at the grant is a
 	// write of its own). The waiter behind it hears the data change just
@@ -170,10 +165,10 @@ func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, 
 }
 
 // granted is what a waiter whose turn has come does: mark its node (see
-// AwaitOptions.Mark), then wait for room (see Room), if any. It is granted
+// AwaitOptions.MarkFor), then wait for room (see Room), if any. It is granted
 // only while ep is live.
 func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) error {
-	if opt.Mark && own.Position > 0 && !own.marked {
+	if opt.MarkFor != nil && own.Position > 0 && !own.marked {
 		l.mark(ctx, ep, own, opt.MarkFor)
 	}
 	own.markDue = opt.MarkOnRelease && own.Position > 0 && !own.markRefused
@@ -256,7 +251,7 @@ func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt Awa
 	// line[w] is marked, and its deletion is still watched (ws.gone): that
 	// deletion now grants us.
 	s.ws.node, s.delGrants = nil, true
-	if opt.Mark && opt.MarkFor != nil {
+	if opt.MarkFor != nil {
 		l.learnNext(ctx, ep, own)
 	}
 	return sleepOn, nil
@@ -322,7 +317,7 @@ type watches struct {
 	gone        <-chan zk.Event
 	data        []byte   // the head's data
 	st          *zk.Stat // the head's Stat, when read
-	nodeVersion int32    // the watched node's data version (see AwaitOptions.Mark)
+	nodeVersion int32    // the watched node's data version (see AwaitOptions.MarkFor)
 }
 
 // watch sets the watches of a waiter at its place in line: on line[w] and,

@@ -49,7 +49,7 @@ type Node struct {
 
 	seen   []Name // the line as listed together with the create (nil: not seen)
 	data   []byte // the data it was created with (a mark writes it again)
-	marked bool   // its holder has marked it (see AwaitOptions.Mark)
+	marked bool   // its holder has marked it (see AwaitOptions.MarkFor)
 	// markDue: its hold marks it in its release, or Consume in the
 	// multi-op that consumes it (see AwaitOptions.MarkOnRelease).
 	markDue bool

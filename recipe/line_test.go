@@ -164,11 +164,11 @@ func enterWithDuplicateGUID(t *testing.T, ctx context.Context, p *zktest.Proxy, 
 	return r.n, first
 }
 
-// SetWritten (the mark's write) reports the set written without waiting
+// MultiWritten (a leader's mark) reports the multi written without waiting
 // for its answer: with the server's answers muted, written still closes,
-// and a delete sent after it reaches the server after the set (the set
-// succeeds, not NoNode).
-func TestSetWrittenDoesNotWaitForTheAnswer(t *testing.T) {
+// and a delete sent after it reaches the server after the multi's set (the
+// set succeeds, not NoNode).
+func TestMultiWrittenDoesNotWaitForTheAnswer(t *testing.T) {
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
@@ -180,7 +180,7 @@ func TestSetWrittenDoesNotWaitForTheAnswer(t *testing.T) {
 	require.NoError(t, recipe.EnsurePath(s, ep, path))
 
 	p.MuteReplies()
-	written, answer := wiretap.SetWritten(ep.Conn(), ep.WireTap(), path, []byte("a"), 0)
+	written, answer := wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &gozk.SetDataRequest{Path: path, Data: []byte("a"), Version: 0})
 	select {
 	case <-written:
 	case <-time.After(4 * time.Second): // within the connection's read timeout

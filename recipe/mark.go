@@ -10,7 +10,7 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Marks (see AwaitOptions.Mark and MarkOnRelease): a holder that waited
+// Marks (see AwaitOptions.MarkFor and MarkOnRelease): a holder that waited
 // writes its node's data again, which tells the one waiter watching it that
 // every node before it is gone, so that the node's deletion alone grants
 // that waiter. The writing side is here (at the grant, and Node.Consume)
@@ -31,31 +31,27 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 		return false, err
 	}
 	s.ws.node, s.delGrants = ch, true
-	if opt.Mark && opt.MarkFor != nil {
+	if opt.MarkFor != nil {
 		l.learnNext(ctx, ep, own)
 	}
 	return false, nil
 }
 
-// mark marks own's node (see AwaitOptions.Mark): a write of its own data at
-// version 0, so at most once. It returns once the write is on the wire
-// (wiretap.SetWritten), without waiting for the answer: the holder's
-// next request (its release) goes out after it, and the grant costs no round
-// trip. The mark is a hint: it fails harmlessly (the node gone, ctx ended)
-// and the hold does not depend on it.
+// mark marks own's node (see AwaitOptions.MarkFor) when the node after it
+// is one markFor accepts: a write of its own data at version 0 (so at most
+// once), in a multi with a check that that node is still there. It returns
+// once the write is on the wire (wiretap.MultiWritten), without waiting
+// for the answer: the holder's next request goes out after it, and the
+// grant costs no round trip. The mark is a hint: it fails harmlessly (the
+// node gone, the next one gone, ctx ended) and the hold does not depend on
+// it.
 func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor func(Name) bool) {
-	var written <-chan struct{}
-	if markFor == nil {
-		own.marked = true
-		written, _ = wiretap.SetWritten(ep.Conn(), ep.WireTap(), own.Path, own.data, 0)
-	} else {
-		if own.next.Name == "" || !markFor(own.next) {
-			return
-		}
-		own.marked = true
-		written, _ = wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
-			&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
+	if own.next.Name == "" || !markFor(own.next) {
+		return
 	}
+	own.marked = true
+	written, _ := wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
+		&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
 	select {
 	case <-written:
 	case <-ep.Done():

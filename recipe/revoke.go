@@ -38,7 +38,7 @@ import (
 // writer's holder, a leader, the first reader) or is in none (a semaphore's
 // lease, a non-fair recipe's node): a waiter takes a data change of the
 // node it watches as its holder's mark, "every node before it is gone"
-// (AwaitOptions.Mark), which is true of such a node and of no other. A
+// (AwaitOptions.MarkFor), which is true of such a node and of no other. A
 // holder that does not head its line (a reader behind another) cannot be
 // asked, and a forced revocation deletes its node without telling it first
 // (its own watch tells it; no one is granted before the readers ahead of

@@ -118,7 +118,7 @@ func (e *Epoch) end(cause error, session bool) {
 func (e *Epoch) Conn() *zk.Conn { return e.conn }
 
 // WireTap is the tap of this epoch's connection, for the pipelined requests
-// of package wiretap (internal: the recipes' CreateThenChildren, SetWritten,
+// of package wiretap (internal: the recipes' CreateThenChildren,
 // MultiWritten); nil for a connection without one (then they wait for each
 // answer).
 func (e *Epoch) WireTap() *wiretap.Tap {

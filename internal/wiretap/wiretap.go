@@ -148,25 +148,16 @@ func createThenChildrenSerial(conn *zk.Conn, path string, data []byte, flags int
 	return r
 }
 
-// SetWritten sets path's data as zk.Conn.Set does, without waiting for the
-// answer: written is closed once the request has been written to the
-// connection (so a request of this session queued afterwards reaches the
-// server after it), or once it has been answered or failed, whichever comes
-// first; answer then receives the outcome. A caller that sends a request that
-// must follow the set (a delete of the node) waits for written only: no
-// round trip. path must not be the target of another SetWritten,
-// MultiWritten or create of this session at the same time.
-func SetWritten(conn *zk.Conn, t *Tap, path string, data []byte, version int32) (written <-chan struct{}, answer <-chan error) {
-	return sendWritten(t, path, func() error {
-		_, err := conn.Set(path, data, version)
-		return err
-	})
-}
-
-// MultiWritten is SetWritten for a multi (as zk.Conn.Multi, whose first
-// error it answers): ops[0] must be a *zk.SetDataRequest or a
-// *zk.CreateRequest, by whose path the request is recognised on the wire
-// (the same rule applies to it).
+// MultiWritten sends ops as zk.Conn.Multi does (answering its first error),
+// without waiting for the answer: written is closed once the request has
+// been written to the connection (so a request of this session queued
+// afterwards reaches the server after it), or once it has been answered or
+// failed, whichever comes first; answer then receives the outcome. A caller
+// that sends a request that must follow (a delete of the node) waits for
+// written only: no round trip. ops[0] must be a *zk.SetDataRequest or a
+// *zk.CreateRequest, by whose path the request is recognised on the wire:
+// that path must not be the target of another MultiWritten or create of
+// this session at the same time.
 func MultiWritten(conn *zk.Conn, t *Tap, ops ...any) (written <-chan struct{}, answer <-chan error) {
 	var path string
 	switch op := firstOp(ops).(type) {
