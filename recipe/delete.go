@@ -188,17 +188,14 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 }
 
 // tryMarked marks paths[0] and deletes it in one multi-op (see
-// AwaitOptions.MarkOnRelease). The mark is a hint: if the server refuses
-// its write (an ACL without WRITE for us, data over its limit), the node is
-// deleted without it, and the waiter behind lists the line.
+// AwaitOptions.MarkOnRelease and removeMarked): a mark the server refuses
+// is dropped, never the delete.
 func (d *deletion) tryMarked(conn *zk.Conn) error {
-	_, err := conn.Multi(&zk.SetDataRequest{Path: d.paths[0], Data: d.mark, Version: -1},
-		&zk.DeleteRequest{Path: d.paths[0], Version: -1})
-	if err == nil || errors.Is(err, zk.ErrNoNode) || session.OutcomeUnknown(err) {
-		return err
+	_, _, refused, err := removeMarked(conn, nil, d.paths[0], d.mark)
+	if refused {
+		d.mark = nil
 	}
-	d.mark = nil
-	return conn.Delete(d.paths[0], -1)
+	return err
 }
 
 // tryAttached deletes paths and the attached nodes in one multi-op: the
