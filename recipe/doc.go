@@ -88,7 +88,7 @@
 // too) in its release, in the multi that deletes the node (MarkOnRelease:
 // one write per handoff, as without a mark), the semaphore's head in the
 // multi that takes its leases and deletes its node (MarkOnRelease, through
-// Node.Consume), a leader at its grant (Mark). The waiter watching it hears the change and
+// Node.Consume), a leader at its grant (MarkFor). The waiter watching it hears the change and
 // is granted on the deletion without listing, so a handoff costs the same
 // few hundred bytes in a line of any length (a node without a mark, a
 // reader's or another library's, or a holder's whose session ended, costs a
@@ -101,7 +101,7 @@
 // one-shot watch. Its options cover what recipes add: the election watches
 // the head to report leaders (OnHead), the semaphore's head waits for a
 // lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
-// exclusive holders and leaders mark (MarkOnRelease, Mark, MarkFor).
+// exclusive holders and leaders mark (MarkOnRelease, MarkFor).
 //
 // # Contending
 //
