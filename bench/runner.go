@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -37,6 +38,11 @@ type Config struct {
 	Workloads []string
 	// Params holds each workload's parameters (default: Params(false)).
 	Params map[string]Spec
+	// Passes is, per workload, how many times every repetition runs it on
+	// each peer (default 1): more samples, in the same windows, for a
+	// workload whose run-to-run spread is wider than the peers' differences
+	// (W2: 16 clients and the server share the machine's cores).
+	Passes map[string]int
 	// Warmup runs a short unrecorded W1 on every peer first (a JVM warms up).
 	Warmup bool
 	// Label describes the setup in records and the table ("standalone, tmpfs").
@@ -79,6 +85,7 @@ type Runner struct {
 	meter  *Meter
 	runID  string
 	start  time.Time
+	runs   atomic.Int64 // RunOne calls: each run's path is its own
 }
 
 // NewRunner returns a runner against target; it calibrates the counters.
@@ -111,8 +118,9 @@ func (r *Runner) progress(format string, args ...any) {
 }
 
 // Run runs every repetition: within one, each workload in turn, and for each
-// workload every peer that supports it, one after the other (the order
-// rotates with the repetition, so no peer always runs first or last).
+// workload every peer that supports it, one after the other, Passes times
+// (the order rotates with the repetition and the pass, so no peer always
+// runs first or last).
 func (r *Runner) Run(ctx context.Context, peers []Peer) ([]Record, error) {
 	if r.cfg.Warmup {
 		// Unrecorded short W1 and W2 on every peer: the server's and the
@@ -138,11 +146,11 @@ func (r *Runner) Run(ctx context.Context, peers []Peer) ([]Record, error) {
 					ps = append(ps, p)
 				}
 			}
-			for i := range ps {
+			for i := range max(r.cfg.Passes[w], 1) * len(ps) {
 				if err := ctx.Err(); err != nil {
 					return recs, err
 				}
-				p := ps[(i+rep-1)%len(ps)]
+				p := ps[(i+rep-1+i/len(ps))%len(ps)] // each pass starts one peer later
 				rec := r.RunOne(ctx, p, r.cfg.Params[w], rep)
 				recs = append(recs, rec)
 				r.progress("rep %d/%d %s %-10s %s", rep, r.cfg.Repeat, w, p.Name(), brief(rec))
@@ -185,7 +193,7 @@ func (r *Runner) RunOne(ctx context.Context, p Peer, spec Spec, rep int) Record 
 	if t, ok := r.target.(TLSTarget); ok {
 		spec.TLS = t.ClientTLS()
 	}
-	spec.Path = fmt.Sprintf("/shepherd-bench/%s/%d-%s-%s", r.runID, rep, spec.Workload, p.Name())
+	spec.Path = fmt.Sprintf("/shepherd-bench/%s/%d-%d-%s-%s", r.runID, r.runs.Add(1), rep, spec.Workload, p.Name())
 	rec := Record{Time: time.Now(), Label: r.cfg.Label, Rep: rep, Peer: p.Name(), Workload: spec.Workload, Spec: spec}
 	if err := r.runOne(ctx, p, spec, &rec); err != nil {
 		rec.Error = err.Error()
