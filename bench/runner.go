@@ -11,7 +11,7 @@ import (
 	"math"
 	"net"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -85,7 +85,8 @@ type Runner struct {
 	meter  *Meter
 	runID  string
 	start  time.Time
-	runs   atomic.Int64 // RunOne calls: each run's path is its own
+	mu     sync.Mutex
+	paths  map[string]int // runs per path: each run's path is its own
 }
 
 // NewRunner returns a runner against target; it calibrates the counters.
@@ -193,12 +194,29 @@ func (r *Runner) RunOne(ctx context.Context, p Peer, spec Spec, rep int) Record 
 	if t, ok := r.target.(TLSTarget); ok {
 		spec.TLS = t.ClientTLS()
 	}
-	spec.Path = fmt.Sprintf("/shepherd-bench/%s/%d-%d-%s-%s", r.runID, r.runs.Add(1), rep, spec.Workload, p.Name())
+	spec.Path = r.newPath(fmt.Sprintf("/shepherd-bench/%s/%d-%s-%s", r.runID, rep, spec.Workload, p.Name()))
 	rec := Record{Time: time.Now(), Label: r.cfg.Label, Rep: rep, Peer: p.Name(), Workload: spec.Workload, Spec: spec}
 	if err := r.runOne(ctx, p, spec, &rec); err != nil {
 		rec.Error = err.Error()
 	}
 	return rec
+}
+
+// newPath returns p, or p with a suffix if a run had it already (a second
+// pass of a workload): a path of its own for every run. The first run's is p
+// itself, so that bytes counted per operation (the paths are in every
+// request) compare with earlier runs'.
+func (r *Runner) newPath(p string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.paths == nil {
+		r.paths = map[string]int{}
+	}
+	r.paths[p]++
+	if n := r.paths[p]; n > 1 {
+		return fmt.Sprintf("%s.%d", p, n)
+	}
+	return p
 }
 
 func (r *Runner) runOne(ctx context.Context, p Peer, spec Spec, rec *Record) error {
