@@ -140,42 +140,7 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 	if ep.Context().Err() != nil {
 		return false, nil // not connected: a request would only queue
 	}
-	conn := ep.Conn()
-	var err error
-	switch {
-	case d.guard != nil:
-		ops := []any{d.guard}
-		for _, p := range append(d.paths[:len(d.paths):len(d.paths)], d.attached...) {
-			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
-		}
-		_, err = conn.Multi(ops...)
-		if errors.Is(err, zk.ErrBadVersion) {
-			err = nil // the guard failed: a later grant owns the name now
-		}
-	case len(d.attached) > 0:
-		err = d.tryAttached(conn)
-	case len(d.paths) == 1 && d.mark != nil:
-		err = d.tryMarked(conn)
-	case len(d.paths) == 1:
-		err = conn.Delete(d.paths[0], -1)
-	default:
-		ops := make([]any, len(d.paths))
-		for i, p := range d.paths {
-			ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
-		}
-		_, err = conn.Multi(ops...)
-		if errors.Is(err, zk.ErrNoNode) {
-			// Some are gone already: delete one by one.
-			for _, p := range d.paths {
-				if e := conn.Delete(p, -1); e != nil && !errors.Is(e, zk.ErrNoNode) {
-					err = e
-					break
-				}
-				err = nil
-			}
-		}
-	}
-	switch {
+	switch err := d.send(ep.Conn()); {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
 		return true, nil
 	case errors.Is(err, zk.ErrSessionExpired) || ep.SessionContext().Err() != nil:
@@ -185,6 +150,44 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 	default:
 		return true, err // an answer (no permission, ...): retrying cannot help
 	}
+}
+
+// send sends the delete in the shape it has: guarded, with attached nodes,
+// marked, one node, or several. NoNode means the nodes are gone.
+func (d *deletion) send(conn *zk.Conn) error {
+	switch {
+	case d.guard != nil:
+		ops := []any{d.guard}
+		for _, p := range append(d.paths[:len(d.paths):len(d.paths)], d.attached...) {
+			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+		}
+		_, err := conn.Multi(ops...)
+		if errors.Is(err, zk.ErrBadVersion) {
+			return nil // the guard failed: a later grant owns the name now
+		}
+		return err
+	case len(d.attached) > 0:
+		return d.tryAttached(conn)
+	case len(d.paths) == 1 && d.mark != nil:
+		return d.tryMarked(conn)
+	case len(d.paths) == 1:
+		return conn.Delete(d.paths[0], -1)
+	}
+	ops := make([]any, len(d.paths))
+	for i, p := range d.paths {
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+	}
+	_, err := conn.Multi(ops...)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	// Some are gone already: delete one by one.
+	for _, p := range d.paths {
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
 }
 
 // tryMarked marks paths[0] and deletes it in one multi-op (see

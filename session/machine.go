@@ -14,7 +14,9 @@ import (
 )
 
 // onEvent runs on go-zookeeper's goroutines: while it runs, go-zookeeper
-// neither reads, nor reports, nor redials. It must not block and must never
+// neither reads, nor reports, nor redials. It is the state machine's one
+// transition function (19 branches): every state change is read here, in
+// one place, under one lock. It must not block and must never
 // call the Conn: it updates state under s.mu (held briefly everywhere, never
 // around a call into go-zookeeper or anything that waits), cancels contexts
 // (which calls no connection; context.AfterFunc hooks run on goroutines of
