@@ -29,6 +29,7 @@ func TestRequestsPerOperation(t *testing.T) {
 	sb, _ := semaphore.New(b, path, 2)
 	l, err := sa.Acquire(ctx) // creates the path
 	require.NoError(t, err)
+	pinContainers(t, a, path) // while l's lease keeps the path
 	require.NoError(t, l.Release(ctx))
 
 	ra := requests(t, a)

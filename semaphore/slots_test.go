@@ -406,6 +406,7 @@ func TestSlotsRequests(t *testing.T) {
 	keep, err := other.Acquire(ctx) // pins the path and its slots
 	require.NoError(t, err)
 	sa, _ := semaphore.New(a, p, 3, semaphore.WithSlots())
+	pinContainers(t, a, p)
 	ra := requests(t, a)
 	l, err := sa.Acquire(ctx)
 	require.NoError(t, err)
