@@ -251,7 +251,9 @@ func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt Awa
 	// line[w] is marked, and its deletion is still watched (ws.gone): that
 	// deletion now grants us.
 	s.ws.node, s.delGrants = nil, true
-	l.learnNext(ctx, ep, own, opt)
+	if opt.MarkFor != nil {
+		l.learnNext(ctx, ep, own)
+	}
 	return sleepOn, nil
 }
 
