@@ -31,6 +31,7 @@ type harness struct {
 	chk     *checker
 	clients []*clientRun
 	stop    chan struct{}
+	stopped sync.Once
 	wg      sync.WaitGroup
 	holdFor time.Duration
 	// linger, while set, keeps every hold past holdFor (a fault's holder
@@ -77,6 +78,11 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int,
 		chk: newChecker(spec.max, spec.rw), stop: make(chan struct{}), holdFor: 15 * time.Millisecond,
 		errs: make(chan error, 100)}
 	h.res = h.path + "-resource"
+	// A cell that fails half-way (a require in a fault) must not leave its
+	// clients running into the next cell, nor the cluster short of a
+	// server: a later cell would then fail for this one's sake (a stopped
+	// follower and a stopped leader are an ensemble without a quorum).
+	t.Cleanup(func() { h.stopLoops(); restoreCluster(t, cluster) })
 	admin := open(t, cluster.Servers())
 	ep, err := admin.Wait(ctxFor(t, 10*time.Second))
 	require.NoError(t, err)
@@ -110,6 +116,7 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int,
 		h.wg.Add(1)
 		go h.foreign(open(t, cluster.Servers()))
 	}
+	t.Cleanup(h.stopLoops) // before the sessions close (cleanups run last first)
 	return h
 }
 
@@ -423,8 +430,7 @@ func (h *harness) counts() map[string]int {
 // and violations.
 func (h *harness) finish() {
 	h.t.Helper()
-	close(h.stop)
-	h.wg.Wait()
+	h.stopLoops()
 	for _, c := range h.clients {
 		c.sess.Close()
 		<-c.sess.Done()
@@ -457,6 +463,32 @@ func (h *harness) finish() {
 	require.Empty(h.t, violations)
 	h.t.Logf("%s: %d grants, %d fenced writes, min gap loss→next grant %v over %d losses; %d pauses, %d resumes, %d grants beside a paused hold",
 		h.spec.name, grants, fences, gap, gaps, pauses, resumes, beside)
+}
+
+// stopLoops stops the clients' loops and waits for them; once.
+func (h *harness) stopLoops() {
+	h.stopped.Do(func() {
+		close(h.stop)
+		h.wg.Wait()
+	})
+}
+
+// restoreCluster starts again any server a cell left stopped, and waits (at
+// most a minute) until the cluster serves.
+func restoreCluster(t *testing.T, c *zktest.Cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range c.Size() {
+		if !c.Running(i) {
+			t.Logf("restarting server %d, left stopped by a failed cell", i)
+			if err := c.Restart(ctx, i); err != nil {
+				t.Errorf("server %d: %v", i, err)
+			}
+		}
+	}
+	if err := c.WaitServing(ctx); err != nil {
+		t.Errorf("the cluster does not serve after the cell: %v", err)
+	}
 }
 
 // fault is one column of the matrix.
