@@ -99,5 +99,5 @@ chaos: setup
 ## spurious "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 500000x
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./recipe
+	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./internal/core
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/zkpath

@@ -15,6 +15,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -165,7 +166,7 @@ func (h *harness) foreign(s *session.Session) {
 			continue
 		}
 		guid := curatorGUID()
-		p, err := ep.Conn().Create(h.path+"/"+recipe.ProtectedPrefix(guid, h.spec.foreign), []byte("foreign"),
+		p, err := ep.Conn().Create(h.path+"/"+core.ProtectedPrefix(guid, h.spec.foreign), []byte("foreign"),
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		switch {
 		case err == nil:
@@ -199,7 +200,7 @@ func (h *harness) foreign(s *session.Session) {
 }
 
 // curatorGUID is a guid as Curator makes one (a dashed UUID): never
-// shepherd's (recipe.Name.Shepherd).
+// shepherd's (core.Name.Shepherd).
 func curatorGUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -216,13 +217,13 @@ func watchPredecessor(ep *session.Epoch, path, own string) (<-chan gozk.Event, s
 	if err != nil {
 		return nil, ""
 	}
-	me, ok := recipe.ParseName(own[strings.LastIndex(own, "/")+1:])
+	me, ok := core.ParseName(own[strings.LastIndex(own, "/")+1:])
 	if !ok {
 		return nil, ""
 	}
-	var pred recipe.Name
+	var pred core.Name
 	for _, c := range names {
-		if n, ok := recipe.ParseName(c); ok && n.Seq < me.Seq && (pred.Name == "" || n.Seq > pred.Seq) {
+		if n, ok := core.ParseName(c); ok && n.Seq < me.Seq && (pred.Name == "" || n.Seq > pred.Seq) {
 			pred = n
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -57,47 +58,47 @@ func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Lead
 }
 
 // acquireFair waits in the line through the contender loop (see
-// recipe.Acquire) until this candidate leads. The candidate's node is kept
-// across calls (recipe.Driver.Keep: leave removes it): after a loss, a
+// core.Acquire) until this candidate leads. The candidate's node is kept
+// across calls (core.Driver.Keep: leave removes it): after a loss, a
 // candidate whose session survived waits again with the node it has, and
 // leads again at once, with the same term, if it still heads the line.
 func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	cand := e.node
 	e.mu.Unlock()
-	var own *recipe.Node
+	var own *core.Node
 	if cand != nil {
 		own = cand.node
 	}
 	// When leader changes are reported, the head is watched as well as the
 	// predecessor (every candidate then hears of each change, by design).
-	var onHead func(recipe.Name, []byte, *zk.Stat)
+	var onHead func(core.Name, []byte, *zk.Stat)
 	if report != nil {
-		onHead = func(h recipe.Name, data []byte, st *zk.Stat) {
+		onHead = func(h core.Name, data []byte, st *zk.Stat) {
 			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner})
 		}
 	}
-	return recipe.Acquire(ctx, e.line(), recipe.Driver[*Leadership]{
+	return core.Acquire(ctx, e.line(), core.Driver[*Leadership]{
 		Kind: recipe.KindLatch,
 		Data: []byte(e.id),
 		// A leader that waited marks its node when the candidate after it
-		// is shepherd's (recipe.AwaitOptions.MarkFor): that candidate is
+		// is shepherd's (core.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: recipe.AwaitOptions{OnHead: onHead, MarkFor: recipe.Name.Shepherd},
+		Options: core.AwaitOptions{OnHead: onHead, MarkFor: core.Name.Shepherd},
 		Node:    own,
 		Keep:    true,
-		Entered: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) error {
+		Entered: func(ctx context.Context, ep *session.Epoch, own *core.Node) error {
 			c, err := e.entered(ctx, ep, own)
 			if err == nil {
 				cand = c
 			}
 			return err
 		},
-		Grant: func(_ context.Context, ep *session.Epoch, _ *recipe.Node) (*Leadership, error) {
+		Grant: func(_ context.Context, ep *session.Epoch, _ *core.Node) (*Leadership, error) {
 			return e.electedFair(ep, cand, report), nil
 		},
-		Gone: func(own *recipe.Node) {
+		Gone: func(own *core.Node) {
 			// Our node is gone: its session must be too. Re-enter.
 			e.mu.Lock()
 			if e.node != nil && e.node.node == own {
@@ -108,7 +109,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 	})
 }
 
-// acquireNonFair races for the single leader node (recipe.Race) until
+// acquireNonFair races for the single leader node (core.Race) until
 // this candidate leads or ctx ends. A candidate that led before in the same
 // session races with the same attempt: if its node is still there (a
 // reconnect), it leads again at once with the same term.
@@ -116,7 +117,7 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 	e.mu.Lock()
 	prev := e.node
 	e.mu.Unlock()
-	guid := recipe.NewGUID()
+	guid := core.NewGUID()
 	if prev != nil {
 		guid = prev.guid
 	}
@@ -127,7 +128,7 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner})
 		}
 	}
-	h, err := e.single.Acquire(ctx, recipe.Attempt{GUID: guid, Data: []byte(e.id), Wait: true, Seen: seen})
+	h, err := e.single.Acquire(ctx, core.Attempt{GUID: guid, Data: []byte(e.id), Wait: true, Seen: seen})
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +157,7 @@ func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
 			continue
 		}
 		data, st, err := ep.Conn().Get(e.path + "/" + m.name)
-		if err == nil && string(recipe.StripRevoke(data)) == e.id {
+		if err == nil && string(core.StripRevoke(data)) == e.id {
 			e.log.Warn("election: another candidate uses this id", "node", m.name,
 				"session", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -20,12 +21,12 @@ import (
 // Errors, matched with errors.Is.
 var (
 	ErrInvalidPath     = recipe.ErrInvalidPath
-	ErrInvalidID       = recipe.NewError("election: invalid candidate id")
+	ErrInvalidID       = core.NewError("election: invalid candidate id")
 	ErrInvalidArgument = recipe.ErrInvalidArgument
-	ErrNotLeader       = recipe.NewError("election: not the leader")
-	ErrBusy            = recipe.NewError("election: already campaigning")
-	ErrNoLeader        = recipe.NewError("election: no leader")
-	ErrStopDeadline    = recipe.NewError("election: OnElected did not return within the stop deadline")
+	ErrNotLeader       = core.NewError("election: not the leader")
+	ErrBusy            = core.NewError("election: already campaigning")
+	ErrNoLeader        = core.NewError("election: no leader")
+	ErrStopDeadline    = core.NewError("election: OnElected did not return within the stop deadline")
 	ErrClosed          = session.ErrClosed
 	ErrLost            = session.ErrLost
 	// ErrWrongKind: the path belongs to another kind of recipe, or to an
@@ -185,7 +186,7 @@ type Election struct {
 	checkedIDs bool
 	resignCh   chan struct{}
 	leftCh     chan struct{} // closed by Run once a leadership's end is dealt with
-	single     recipe.Race   // the non-fair race
+	single     core.Race     // the non-fair race
 }
 
 // candidate is our node, bound to the session that created it.
@@ -204,7 +205,7 @@ type candidate struct {
 	// node is the line's node of a fair candidate (with the line as listed
 	// with its create), used by the goroutine that campaigns with it; nil in
 	// non-fair mode.
-	node *recipe.Node
+	node *core.Node
 }
 
 // New returns a candidate with the given id for the election at path. It does
@@ -226,7 +227,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = recipe.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
+	e.single = core.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		OnDisconnect: c.policy}
 	return e, nil
 }

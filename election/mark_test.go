@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
-// The election's handoff marks (recipe.AwaitOptions.MarkFor): a leader that
+// The election's handoff marks (core.AwaitOptions.MarkFor): a leader that
 // waited marks its node when the candidate after it is shepherd's, which is
 // then elected by the node's deletion alone. These tests pin what makes it
 // safe next to Curator's LeaderLatch, which acts only on its predecessor's
@@ -117,8 +118,8 @@ func curatorLatch(t *testing.T, path string) *latch {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	uuid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	name := recipe.ProtectedPrefix(uuid, recipe.KindLatch)
-	require.False(t, recipe.Name{GUID: uuid}.Shepherd(), "a Curator guid taken for shepherd's")
+	name := core.ProtectedPrefix(uuid, recipe.KindLatch)
+	require.False(t, core.Name{GUID: uuid}.Shepherd(), "a Curator guid taken for shepherd's")
 	p, err := ep.Conn().Create(s.Path(path)+"/"+name, []byte("curator"), gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	return &latch{s: s, node: p}
@@ -190,7 +191,7 @@ func TestMarkedHandoffSendsNothing(t *testing.T) {
 	lc := c.elected(t)
 	require.True(t, c.at.After(resigned))
 	// Once elected (not before: the handoff itself costs it nothing), the
-	// leadership watches its own node (recipe/revoke.go): one request.
+	// leadership watches its own node (internal/core/revoke.go): one request.
 	require.Equal(t, before+1, quietXid(t, ss[3]), "the new leader sent a request to be elected")
 	require.NoError(t, lc.Resign(ctx))
 }

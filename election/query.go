@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -50,7 +50,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, Participant{ID: string(recipe.StripRevoke(data)), Node: e.path + "/" + m.name, Seq: m.seq,
+			out = append(out, Participant{ID: string(core.StripRevoke(data)), Node: e.path + "/" + m.name, Seq: m.seq,
 				SessionID: st.EphemeralOwner, Leader: len(out) == 0})
 		}
 		return nil
@@ -129,7 +129,7 @@ func leaderAmong(ep *session.Epoch, path string, names []string) (Leader, error)
 		if err != nil {
 			return Leader{}, err
 		}
-		return Leader{ID: string(recipe.StripRevoke(data)), Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, nil
+		return Leader{ID: string(core.StripRevoke(data)), Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, nil
 	}
 	return Leader{}, fmt.Errorf("election: leader of %s keeps changing", path)
 }
@@ -154,7 +154,7 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 func watchLeaders(ctx context.Context, sess *session.Session, full string, out chan<- Leader) {
 	defer close(out)
 	last, first := Leader{}, true
-	var pace recipe.Pacer // after failed reads (see recipe.Pacer)
+	var pace core.Pacer // after failed reads (see core.Pacer)
 	for {
 		ep, err := sess.Wait(ctx)
 		if err != nil {
@@ -170,7 +170,7 @@ func watchLeaders(ctx context.Context, sess *session.Session, full string, out c
 			}
 			continue
 		}
-		pace = recipe.Pacer{}
+		pace = core.Pacer{}
 		if first || l != last {
 			select {
 			case out <- l:
@@ -196,7 +196,7 @@ func watchLeader(ctx context.Context, ep *session.Epoch, full string) (<-chan zk
 		w <-chan zk.Event
 		l Leader
 	}
-	r, err := recipe.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
+	r, err := core.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
 		names, _, w, err := c.ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, w, err = c.ExistsW(full)

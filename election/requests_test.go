@@ -41,7 +41,7 @@ func TestRequestsPerHandoff(t *testing.T) {
 	require.NoError(t, eb.Resign(ctx))
 	require.NoError(t, <-got)
 	// ... and, once elected, the leadership's watch on its own node
-	// (recipe/revoke.go), off the handoff's path.
+	// (internal/core/revoke.go), off the handoff's path.
 	xid := func() int64 { return testutil.LastXid(t, zk, 0, ep.SessionID()) }
 	// 5+1 on a quiet machine; one more was counted in make test (a hold's
 	// own-node read starts after 10 ms: one of a's earlier, briefer holds

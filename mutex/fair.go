@@ -5,22 +5,23 @@ import (
 	"errors"
 	"time"
 
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
 // acquireFair waits in the line through the contender loop (see
-// recipe.Acquire). An exclusive holder that waited marks its node in its
-// release (recipe.AwaitOptions.MarkOnRelease; a reader never: readers before
+// core.Acquire). An exclusive holder that waited marks its node in its
+// release (core.AwaitOptions.MarkOnRelease; a reader never: readers before
 // it may still hold). TryLock's "not now" is a nil hold.
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
 	start := time.Now()
-	h, err := recipe.Acquire(ctx, &m.line, recipe.Driver[*recipe.Hold]{
+	h, err := core.Acquire(ctx, &m.line, core.Driver[*recipe.Hold]{
 		Kind:    m.kind,
 		Data:    m.data,
 		Turn:    m.turnFor(),
-		Options: recipe.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *recipe.Node) (*recipe.Hold, error) {
+		Options: core.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
+		Grant: func(ctx context.Context, ep *session.Epoch, own *core.Node) (*recipe.Hold, error) {
 			h := m.line.HoldOf(ep, own)
 			if h.Context().Err() != nil {
 				_ = h.Release(ctx) // lost at once: it returns without waiting
@@ -37,7 +38,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error
 }
 
 // turnFor is the rule of m's kind: who may hold, whom to watch.
-func (m *Mutex) turnFor() recipe.Turn {
+func (m *Mutex) turnFor() core.Turn {
 	switch m.kind {
 	case recipe.KindRead:
 		own := ""
@@ -48,8 +49,8 @@ func (m *Mutex) turnFor() recipe.Turn {
 			return readTurn
 		}
 		own = own[len(m.path)+1:]
-		return func(line []recipe.Name, i int) (bool, int, bool) {
-			rest := make([]recipe.Name, 0, len(line))
+		return func(line []core.Name, i int) (bool, int, bool) {
+			rest := make([]core.Name, 0, len(line))
 			j := i
 			for k, n := range line {
 				if n.Name == own {
@@ -62,21 +63,21 @@ func (m *Mutex) turnFor() recipe.Turn {
 			}
 			ok, w, grants := readTurn(rest, j)
 			if !ok {
-				w = recipe.Index(line, rest[w].Name)
+				w = core.Index(line, rest[w].Name)
 			}
 			return ok, w, grants
 		}
 	default:
-		return recipe.HeadTurn
+		return core.HeadTurn
 	}
 }
 
 // isReader reports whether a node is a reader's (readers share).
-func isReader(n recipe.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
+func isReader(n core.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
 
 // readTurn: granted when no writer is ahead; else watch the nearest writer
 // ahead, whose deletion grants us if it is the only writer ahead.
-func readTurn(line []recipe.Name, i int) (bool, int, bool) {
+func readTurn(line []core.Name, i int) (bool, int, bool) {
 	w, writers := -1, 0
 	for j := 0; j < i; j++ {
 		if !isReader(line[j]) {

@@ -9,6 +9,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -74,7 +75,7 @@ func foreign(t *testing.T, s *session.Session, path string) string {
 	t.Helper()
 	ep, err := s.Wait(ctxT(t, 5*time.Second))
 	require.NoError(t, err)
-	p, err := ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(recipe.NewGUID(), recipe.KindLock), nil,
+	p, err := ep.Conn().Create(path+"/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	return p
@@ -104,7 +105,7 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	ep, err := fill.Wait(ctx)
 	require.NoError(t, err)
 	for range tail {
-		_, err := ep.Conn().Create(path+"/"+recipe.ProtectedPrefix(recipe.NewGUID(), recipe.KindLock), nil,
+		_, err := ep.Conn().Create(path+"/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		require.NoError(t, err)
 	}
@@ -122,12 +123,12 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	t.Logf("line of %d: %d handoffs cost %d bytes (%.0f per handoff) and %d requests (%.2f per handoff)",
 		chain+tail+1, chain, b1-b0, perBytes, p1-p0-1, perReq)
 	// About 640 (the holders release at once: none lasts the 10 ms after
-	// which a hold reads its own node, recipe/revoke.go).
+	// which a hold reads its own node, internal/core/revoke.go).
 	require.Less(t, perBytes, 1280.0, "bytes per handoff in a line of %d", chain+tail+1)
 	// The release, which marks the node as it deletes it (one multi:
-	// recipe.AwaitOptions.MarkOnRelease); the next waiter, told of the
+	// core.AwaitOptions.MarkOnRelease); the next waiter, told of the
 	// mark, sends nothing before its grant (its second watch, a child
-	// watch, fires at the deletion: recipe.Line.watch). It was 3 per
+	// watch, fires at the deletion: core.Line.watch). It was 3 per
 	// handoff with a mark at the grant (a set of its own) and the waiter
 	// watching the marked node again, 2 without that second watch.
 	require.LessOrEqual(t, perReq, 1.5, "requests per handoff")
@@ -135,7 +136,7 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 
 // TestWaitedHolderExpires: a holder that waited, then lost its session (it
 // never releases, so never marks: a lock's holder marks its node in its
-// release, recipe.AwaitOptions.MarkOnRelease): the waiter behind it is
+// release, core.AwaitOptions.MarkOnRelease): the waiter behind it is
 // granted once the server removes the node, and not before.
 func TestWaitedHolderExpires(t *testing.T) {
 	path := uniquePath(t)
@@ -294,7 +295,7 @@ func TestReadersNeverMark(t *testing.T) {
 
 // TestDeletionWatchOnlyBehindShepherd: a waiter behind a shepherd node that
 // has not marked yet watches it twice (GetW, and ChildrenW, which only the
-// node's deletion fires and a mark does not spend: recipe.Line.watch); a
+// node's deletion fires and a mark does not spend: core.Line.watch); a
 // waiter behind a foreign node (which never marks) only once. Counted by the
 // server: create and listing (2), then 2 or 1 watches.
 func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
@@ -317,7 +318,7 @@ func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
 	fs := open(t, zk.Servers())
 	fep, err := fs.Wait(ctx)
 	require.NoError(t, err)
-	f, err := fep.Conn().Create(path+"/"+recipe.ProtectedPrefix("8d1f3c2a-7b4e-4c9d-ae5f-0123456789ab", recipe.KindLock), nil,
+	f, err := fep.Conn().Create(path+"/"+core.ProtectedPrefix("8d1f3c2a-7b4e-4c9d-ae5f-0123456789ab", recipe.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	rb := testutil.Requests(t, zk, sb)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -38,8 +39,8 @@ type Mutex struct {
 	kind   string // recipe.KindLock, KindRead or KindWrite
 	fair   bool
 	data   []byte
-	line   recipe.Line
-	single recipe.Race // the non-fair race
+	line   core.Line
+	single core.Race // the non-fair race
 	log    *slog.Logger
 	// writer is the write side of the read-write lock this read side belongs
 	// to: a reader ignores the node of its own writer (a downgrade).
@@ -72,9 +73,9 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = recipe.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Refuse: map[string]string{
+	m.line = core.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Refuse: map[string]string{
 		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}, OnDisconnect: c.policy}
-	m.single = recipe.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
+	m.single = core.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
 		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}, OnDisconnect: c.policy}
 	return m, nil
 }

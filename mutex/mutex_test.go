@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -275,10 +276,10 @@ func TestHerdFree(t *testing.T) {
 	t.Logf("%d releases fired %d notifications (%.2f per release)", n, after-before, perRelease)
 	// Each release notifies the one waiter behind it (its deletion), and
 	// each holder that waited marks its node in its release, which notifies
-	// that waiter once more (recipe.AwaitOptions.MarkOnRelease): n
+	// that waiter once more (core.AwaitOptions.MarkOnRelease): n
 	// deletions, at most n-1 marks, each heard by that one waiter. A herd
 	// would be O(n) per release. Each holder also hears its own release (its
-	// own node's watch, recipe/revoke.go): n more.
+	// own node's watch, internal/core/revoke.go): n more.
 	require.GreaterOrEqual(t, after-before, int64(n), "every release is heard")
 	require.LessOrEqual(t, after-before, int64(3*n-1), "at most three notifications per handoff")
 }
@@ -289,7 +290,7 @@ func TestWrongKind(t *testing.T) {
 	path := uniquePath(t)
 	ep, err := s.Wait(ctxT(t, 5*time.Second))
 	require.NoError(t, err)
-	require.NoError(t, recipe.EnsurePath(s, ep, s.Path(path)+"/leases"))
+	require.NoError(t, core.EnsurePath(s, ep, s.Path(path)+"/leases"))
 	m, _ := mutex.New(s, path)
 	err = m.Lock(ctxT(t, 5*time.Second))
 	require.ErrorIs(t, err, mutex.ErrWrongKind)

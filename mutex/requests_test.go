@@ -32,7 +32,7 @@ func TestRequestsPerOperation(t *testing.T) {
 	ra := requests(t, a)
 	require.NoError(t, ma.Lock(ctx))
 	// The create and its listing (pipelined), and, after the grant, the
-	// hold's watch on its own node (recipe/revoke.go).
+	// hold's watch on its own node (internal/core/revoke.go).
 	require.Equal(t, int64(3), testutil.Settled(t, ra, 3), "uncontended Lock")
 	require.NoError(t, ma.Unlock(ctx))
 	require.Equal(t, int64(1), ra(), "Unlock")
@@ -49,7 +49,7 @@ func TestRequestsPerOperation(t *testing.T) {
 	// The create, its listing, its two watches on the holder's node (its
 	// data, for a mark, and its deletion: recipe.Line.watch), then its
 	// own-node watch. A holder that waited marks in its release
-	// (recipe.AwaitOptions.MarkOnRelease), not here. Count until the server
+	// (core.AwaitOptions.MarkOnRelease), not here. Count until the server
 	// has answered them all.
 	require.Equal(t, int64(5), testutil.Settled(t, rb, 5), "a Lock granted by the holder's release")
 	require.NoError(t, mb.Unlock(ctx))

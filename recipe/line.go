@@ -1,147 +1,138 @@
 package recipe
 
 import (
+	"context"
 	"fmt"
-	"time"
 
-	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Line is the waiting line of contenders under one path.
+// Line is a waiting line of contenders under one path, for a recipe of one's
+// own: the toolkit of this package (examples/barrier is a double barrier
+// written on it). Its contenders' nodes are EPHEMERAL_SEQUENTIAL, named as
+// Curator names them, of one Kind. A Line holds no state of its own: it may
+// be copied, and used by several goroutines.
 type Line struct {
 	Sess *session.Session
-	// Recipe names the recipe ("mutex", "semaphore", ...) in the events the
-	// line and its holds report to the session's observer.
+	// Recipe names the recipe ("barrier", ...) in the events the line and
+	// its holds report to the session's observer.
 	Recipe string
-	Path   string // full path (namespace included)
-	// Kinds are the kinds that take part in this line (all when empty), as
-	// the line's naming gives them (Naming.Kind). When set, a contender of
-	// another kind makes the path foreign (ErrForeignRecipe).
-	Kinds []string
+	// Path is the line's path, in full (namespace included:
+	// session.Session.Path gives it). Enter creates it and its parents as
+	// container nodes when missing.
+	Path string
+	// Kind is the kind of the line's nodes (one of the Kind constants): a
+	// contender of another kind makes the path foreign (ErrForeignRecipe).
+	Kind string
 	// Naming is how the line names its nodes (CuratorNaming, the zero value,
-	// or KazooNaming): a contender named the other way makes the path
-	// foreign (ErrForeignRecipe).
+	// or KazooNaming).
 	Naming Naming
-	// Refuse names children whose presence means the path belongs to another
-	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
-	Refuse map[string]string
-	// Ensure, if set, creates Path when Enter finds it missing (the
-	// default, EnsurePath, creates it and its parents as empty containers):
-	// for a recipe whose path carries a record of its own.
-	Ensure func(ep *session.Epoch) error
 	// OnDisconnect is what a lost connection does to the line's holds (0:
 	// the session's DisconnectPolicy).
 	OnDisconnect session.DisconnectPolicy
 }
 
-// Node is a contender's own node, bound to the session that created it.
+// Node is a contender's own node in a Line, as Enter made it.
 type Node struct {
-	Path string // full path
-	Name
-	SessionID int64
-	// Czxid is the zxid that created the node (a hold's fencing token), or
-	// 0 when Enter did not learn it (a create's answer carries no Stat).
-	Czxid int64
-	// Position is the node's place in line when first seen by Await (0: the
-	// head), -1 before.
-	Position int
-
-	seen   []Name // the line as listed together with the create (nil: not seen)
-	data   []byte // the data it was created with (a mark writes it again)
-	marked bool   // its holder has marked it (see AwaitOptions.MarkFor)
-	// markDue: its hold marks it in its release, or Consume in the
-	// multi-op that consumes it (see AwaitOptions.MarkOnRelease).
-	markDue bool
-	// markRefused: the server refused its mark (see Consume); it is
-	// removed without one from then on.
-	markRefused bool
-	next        Name // the node after it when the line was last listed ("": none)
+	Path string // in full
+	Name Name
+	n    *core.Node
 }
 
-// TakeSeen returns, once, the line as it was listed in the same round trip
-// as the node's create (it includes the node), and whether there is one.
-func (n *Node) TakeSeen() ([]Name, bool) {
-	s := n.seen
-	n.seen = nil
-	return s, s != nil
+// Position is the node's place in line when Await first saw it (0: the
+// head), or -1 before.
+func (n *Node) Position() int { return n.n.Position }
+
+func (l *Line) core() *core.Line {
+	return &core.Line{Sess: l.Sess, Recipe: l.Recipe, Path: l.Path, Kinds: []string{l.Kind},
+		Naming: l.Naming, OnDisconnect: l.OnDisconnect}
 }
 
-// List returns the line's contenders in order.
-func (l *Line) List(ep *session.Epoch) ([]Name, error) {
-	names, _, err := ep.Conn().Children(l.Path)
+// Enter joins the line in ep's session with a protected create: if the
+// create's answer is lost, the node is looked for by its guid (and adopted
+// only if ep's session owns it) before another create is tried, so a lost
+// answer leaves neither an orphan nor a duplicate. If ctx ends with the
+// create in flight, what it made is removed.
+func (l *Line) Enter(ctx context.Context, ep *session.Epoch, data []byte) (*Node, error) {
+	if l.Kind == "" {
+		return nil, fmt.Errorf("line %s: %w: no Kind", l.Path, ErrInvalidArgument)
+	}
+	n, err := l.core().Enter(ctx, ep, l.Kind, data)
 	if err != nil {
-		return nil, aclerr.Map("getChildren", l.Path, err)
-	}
-	return l.sorted(names)
-}
-
-// sorted checks children for refused names and returns the line in order. A
-// line that has no reliable order (see unordered) is an error that wraps
-// ErrSequenceExhausted: no one is ever granted on it.
-func (l *Line) sorted(names []string) ([]Name, error) {
-	for _, n := range names {
-		if what, ok := l.Refuse[n]; ok {
-			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
-		}
-	}
-	if err := l.foreign(names); err != nil {
 		return nil, err
 	}
-	line := Sort(names, l.Kinds...)
-	if seq, bad := unordered(line); bad {
-		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
-			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
-	}
-	return line, nil
+	// The listing sent with the create is stale by the time a recipe of
+	// one's own awaits (a barrier's member awaits its turn to leave long
+	// after it entered): Await lists the line afresh.
+	n.TakeSeen()
+	return &Node{Path: n.Path, Name: n.Name, n: n}, nil
 }
 
-// foreign refuses a line holding a contender named the other way (the other
-// library never sees our nodes, so no grant here is safe on either side), or,
-// when the line has Kinds, a contender of another kind (another recipe whose
-// holder this one cannot tell: a LeaderSelector's lock- nodes on an election
-// path).
-func (l *Line) foreign(names []string) error {
-	for _, s := range names {
-		n, ok := ParseName(s)
-		if !ok {
-			continue
-		}
-		if NamingOf(n.Kind) != l.Naming {
-			return fmt.Errorf("recipe: %s: %w: %s is named %s (Kazoo and Curator name nodes differently and "+
-				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Naming)
-		}
-		if len(l.Kinds) > 0 && !hasKind(l.Kinds, n.Kind) {
-			return fmt.Errorf("recipe: %s: %w: %s is named %s, not as this recipe's nodes (%v)", l.Path, ErrForeignRecipe,
-				s, Library(n.Kind), l.Kinds)
-		}
+// List returns the line's contenders in order (of sequence numbers).
+func (l *Line) List(ep *session.Epoch) ([]Name, error) { return l.core().List(ep) }
+
+// Await waits, within ep, until turn grants own: it lists the line, asks
+// turn, and otherwise watches the one node turn names (one watch per
+// waiter), going round again when it changes. It returns nil when granted
+// while ep is still live; ErrNodeGone when own has left the line; ctx.Err()
+// when ctx ends; another error when ep ended (the connection was lost: wait
+// for the session with session.Session.Wait and call again, or enter again
+// if the session is a new one). It leaves own in line whatever it returns.
+func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
+	if own == nil || own.n == nil || turn == nil {
+		return fmt.Errorf("line %s: %w: nil node or turn", l.Path, ErrInvalidArgument)
 	}
-	return nil
+	return l.core().Await(ctx, ep, own.n, turn)
 }
 
-// leaveWait bounds how long a waiter that gives up waits for the delete of
-// its node: a delete on a healthy connection takes about a millisecond
-// (p99 1.5 ms on loopback); most of the slack a caller whose ctx has ended
-// is allowed (50 ms) stays for the machine.
-const leaveWait = 15 * time.Millisecond
+// Hold grants own's place as a Hold within ep (see Hold for its contract):
+// its token is the creation zxid of own's node, its fence the node's
+// existence, and its Release deletes the node with a guaranteed delete.
+func (l *Line) Hold(ep *session.Epoch, own *Node) *Hold { return l.core().HoldOf(ep, own.n) }
 
-// Leave removes a waiter's node of the line that was not granted, with a
-// guaranteed delete (see Line.Delete), and waits for it at most a short
-// while: on a healthy connection the node is gone when Leave returns, and on
-// a stalled one the caller, whose ctx has ended, still returns at once while
-// the delete goes on in the background. The returned channel is closed when
-// the delete is over.
-func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		<-l.Delete(ep, path)
-		close(done)
-	}()
-	t := time.NewTimer(leaveWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-	return done
+// Leave removes own's node with a guaranteed delete (it goes on in the
+// background until the node or its session is gone); the channel is closed
+// once it is done.
+func (l *Line) Leave(ep *session.Epoch, own *Node) <-chan struct{} {
+	return l.core().Leave(ep, own.Path)
+}
+
+// Name is a parsed contender node name.
+type Name = core.Name
+
+// Turn decides, from the line and our index i in it, whether we are granted;
+// if not, which node to watch (its index: usually one ahead of i, the node
+// whose deletion can change the answer; any node of the line may be
+// watched), and whether that node's deletion alone grants us (no need to
+// list the line again). Turn is a pure function.
+type Turn = core.Turn
+
+// HeadTurn is the turn of a line whose head alone is granted (a lock, a
+// writer, the semaphore's head, the leader): a waiter watches its
+// predecessor, whose deletion alone grants it when that was the head
+// (sequence numbers only grow).
+func HeadTurn(line []Name, i int) (granted bool, watch int, deletionGrants bool) {
+	return core.HeadTurn(line, i)
+}
+
+// Index returns the position of the node called name in line, or -1.
+func Index(line []Name, name string) int { return core.Index(line, name) }
+
+// Call runs fn on ep's connection and returns its result, or ctx.Err() as
+// soon as ctx ends: go-zookeeper's requests have no deadline of their own (a
+// stalled connection answers only when its read timeout, 2/3 of the session
+// timeout, fails it). If Call gives up with fn still running, undo (when not
+// nil) is called with fn's result once fn finishes: to undo what a request
+// the caller gave up on did after all (a create that landed). Reads need no
+// undo.
+func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
+	return core.Call(ctx, ep, fn, undo)
+}
+
+// Exec is Call for calls with no result to return or undo.
+func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
+	return core.Exec(ctx, ep, fn)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -26,12 +27,12 @@ var (
 	// ErrIntervalMismatch: the schedule's record was written with another
 	// interval (every); tick numbers would mean other times. Run fails with
 	// it, before or after it is elected.
-	ErrIntervalMismatch = recipe.NewError("schedule: interval differs from the one recorded at the path")
+	ErrIntervalMismatch = core.NewError("schedule: interval differs from the one recorded at the path")
 	// ErrBadRecord: the state node holds something other than a schedule's
 	// record.
-	ErrBadRecord = recipe.NewError("schedule: the state node does not hold a schedule record")
+	ErrBadRecord = core.NewError("schedule: the state node does not hold a schedule record")
 	// ErrNoRecord: the schedule has no record yet (it never had a leader).
-	ErrNoRecord = recipe.NewError("schedule: no record yet")
+	ErrNoRecord = core.NewError("schedule: no record yet")
 )
 
 // Tick is one run of the job.

@@ -7,6 +7,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -15,7 +16,7 @@ import (
 // TestLongLineHandoffCostsTheSame: behind a line of a thousand, each new
 // head of the semaphore's line takes over from the last without listing the
 // line (the head that waited marks its node in its take;
-// recipe.AwaitOptions.MarkOnRelease): an acquisition costs a few hundred
+// core.AwaitOptions.MarkOnRelease): an acquisition costs a few hundred
 // bytes, counted by the server. Without the mark each new head lists the
 // whole line (about 50 KB here).
 func TestLongLineHandoffCostsTheSame(t *testing.T) {
@@ -46,7 +47,7 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	ep, err := fill.Wait(ctx)
 	require.NoError(t, err)
 	for range tail {
-		_, err := ep.Conn().Create(path+"/locks/"+recipe.ProtectedPrefix(recipe.NewGUID(), recipe.KindLock), nil,
+		_, err := ep.Conn().Create(path+"/locks/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		require.NoError(t, err)
 	}

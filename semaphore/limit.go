@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -46,7 +47,7 @@ func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
 }
 
 // create creates the semaphore's path with this client's limit recorded,
-// and its children, as containers (and the parents, see recipe.EnsurePath).
+// and its children, as containers (and the parents, see core.EnsurePath).
 // A path created meanwhile by another client is left as it is (ensureMeta
 // checks its limit).
 func (s *Semaphore) create(ep *session.Epoch) error {
@@ -55,7 +56,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 	s.mu.Unlock()
 	var err error
 	for round := 0; round < 10; round++ {
-		if err = recipe.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
+		if err = core.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
 			return err
 		}
 		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
@@ -159,7 +160,7 @@ func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
 		return aclerr.Map("getChildren", s.path, err)
 	}
 	for _, n := range names {
-		if _, ok := recipe.ParseName(n); ok || n == layout.NonFairLockNode {
+		if _, ok := core.ParseName(n); ok || n == layout.NonFairLockNode {
 			return fmt.Errorf("semaphore: %w: %s holds %s", ErrWrongKind, s.path, n)
 		}
 	}

@@ -36,7 +36,7 @@ func TestRequestsPerOperation(t *testing.T) {
 	l1, err := sa.Acquire(ctx)
 	require.NoError(t, err)
 	// ... and, after the grant, the lease's watch on its own node
-	// (recipe/revoke.go).
+	// (internal/core/revoke.go).
 	require.Equal(t, int64(5+1), testutil.Settled(t, ra, 5+1), "uncontended Acquire, no lease held")
 	l2, err := sa.TryAcquire(ctx)
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -21,16 +22,16 @@ var (
 	ErrLost              = recipe.ErrLost
 	ErrClosed            = recipe.ErrClosed
 	// ErrNoLease: TryAcquire found no lease free (or waiters ahead).
-	ErrNoLease = recipe.NewError("semaphore: no lease free")
+	ErrNoLease = core.NewError("semaphore: no lease free")
 	// ErrConflict: SetMaxLeases lost a race with another change of the
 	// limit, or the limit kept changing while an acquire read it.
-	ErrConflict = recipe.NewError("semaphore: the limit was changed concurrently")
+	ErrConflict = core.NewError("semaphore: the limit was changed concurrently")
 	// ErrNoSlot: with WithSlots, no free slot was found for a granted
 	// lease (the lease was given back). Every claim belongs to a held
 	// lease, so this takes a claim that outlived its lease: its lease node
 	// deleted by hand while its session lives, or claims made by something
 	// other than this package.
-	ErrNoSlot = recipe.NewError("semaphore: no free slot")
+	ErrNoSlot = core.NewError("semaphore: no free slot")
 )
 
 const (
@@ -64,7 +65,7 @@ func (c *config) setErr(err error) {
 // bytes.
 func WithData(data []byte) Option {
 	return func(c *config) {
-		if err := recipe.CheckData(data); err != nil {
+		if err := core.CheckData(data); err != nil {
 			c.setErr(fmt.Errorf("semaphore: %w", err))
 			return
 		}
@@ -94,7 +95,7 @@ type Semaphore struct {
 	path   string
 	max    int
 	data   []byte
-	locks  recipe.Line
+	locks  core.Line
 	leases string
 	slots  bool // WithSlots
 	log    *slog.Logger
@@ -126,7 +127,7 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	full := sess.Path(path)
 	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
 		slots: c.slots, log: sess.Logger().With("semaphore", full)}
-	s.locks = recipe.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
+	s.locks = core.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
 		OnDisconnect: c.policy}
 	return s, nil
 }

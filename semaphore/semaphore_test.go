@@ -320,10 +320,10 @@ func TestNotificationsPerRelease(t *testing.T) {
 	t.Logf("%d releases fired %d notifications (%.2f per release)", releases, after-before, per)
 	// A release is heard by the head (its leases' children) and, when the
 	// head goes, by the next in line (its deletion); a head that waited
-	// marks its node in its take (recipe.AwaitOptions.MarkOnRelease), heard
+	// marks its node in its take (core.AwaitOptions.MarkOnRelease), heard
 	// once more; and the
 	// releasing holder hears its own release (its lease's own-node watch,
-	// recipe/revoke.go).
+	// internal/core/revoke.go).
 	require.LessOrEqual(t, per, 4.0, "O(1) notifications per release")
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -21,7 +22,7 @@ import (
 )
 
 // What marks a recipe's path, as the recipes write it: the semaphore's
-// limit (recipe/inspect.go), and the mark each grant of a non-fair lock or
+// limit (internal/core/inspect.go), and the mark each grant of a non-fair lock or
 // election writes to its path (mutex.nonFairMark, election.nonFairMark),
 // which stays when the path is idle. TestLsFindsIdleNonFair pins them.
 const (
@@ -273,7 +274,7 @@ func (w *walk) read(ctx context.Context, p string) (node, error) {
 					continue
 				}
 			default:
-				if _, ok := recipe.ParseName(name); ok {
+				if _, ok := core.ParseName(name); ok {
 					n.candidate = true
 					continue
 				}

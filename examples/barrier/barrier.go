@@ -48,7 +48,7 @@ func NewBarrier(sess *session.Session, path string, n int) (*Barrier, error) {
 		Sess:   sess,
 		Recipe: "barrier", // names the barrier in the observer's events
 		Path:   full,
-		Kinds:  []string{recipe.KindLatch},
+		Kind:   recipe.KindLatch,
 	}}, nil
 }
 
@@ -74,19 +74,16 @@ func (b *Barrier) Enter(ctx context.Context, data []byte) (*Member, error) {
 		return nil, err
 	}
 	// A protected create: a lost answer leaves neither orphan nor duplicate.
-	node, err := b.line.Enter(ctx, ep, recipe.KindLatch, data)
+	node, err := b.line.Enter(ctx, ep, data)
 	if err != nil {
 		return nil, err
 	}
-	// The line as listed with the create is stale by the time Leave waits
-	// on it: drop it, so Await lists the line afresh.
-	node.TakeSeen()
-	m := &Member{b: b, node: node, hold: b.line.NewHold(ep, recipe.Token(node.Czxid), node.Path)}
+	m := &Member{b: b, node: node, hold: b.line.Hold(ep, node)}
 	if err := b.awaitOpen(ctx, ep, m); err != nil {
 		_ = m.hold.Release(ctx) // lets go whatever ctx: the delete goes on in the background
 		return nil, err
 	}
-	m.hold.Observe("barrier", b.path, time.Since(start), max(node.Position, 0))
+	m.hold.Observe("barrier", b.path, time.Since(start), max(node.Position(), 0))
 	return m, nil
 }
 

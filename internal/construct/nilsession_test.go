@@ -9,6 +9,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
@@ -24,21 +25,21 @@ import (
 func TestNilSession(t *testing.T) {
 	ctx := context.Background()
 	calls := map[string]func() error{
-		"mutex.New":         func() error { _, err := mutex.New(nil, "/p"); return err },
-		"mutex.NewRW":       func() error { _, err := mutex.NewRW(nil, "/p"); return err },
-		"semaphore.New":     func() error { _, err := semaphore.New(nil, "/p", 1); return err },
-		"election.New":      func() error { _, err := election.New(nil, "/p", "id"); return err },
-		"election.Observe":  func() error { _, err := election.Observe(ctx, nil, "/p"); return err },
-		"schedule.New":      func() error { _, err := schedule.New(nil, "/p", "id", time.Second); return err },
-		"schedule.Inspect":  func() error { _, _, err := schedule.Inspect(ctx, nil, "/p"); return err },
-		"recipe.Inspect":    func() error { _, err := recipe.Inspect(ctx, nil, "/p"); return err },
-		"recipe.InspectW":   func() error { _, err := recipe.InspectW(ctx, nil, "/p"); return err },
-		"recipe.Revoke":     func() error { _, err := recipe.Revoke(ctx, nil, "/p/n", time.Second); return err },
-		"recipe.AskRevoke":  func() error { return recipe.AskRevoke(ctx, nil, "/p/n") },
-		"fence.Ensure":      func() error { return fence.Ensure(ctx, nil, "/p", nil) },
-		"fence.Get":         func() error { _, _, err := fence.Get(ctx, nil, "/p"); return err },
-		"fence.Requests":    func() error { _, err := fence.Requests(nil, []fence.Op{fence.Delete("/p", -1)}); return err },
-		"recipe.EnsurePath": func() error { return recipe.EnsurePath(nil, nil, "/p") },
+		"mutex.New":        func() error { _, err := mutex.New(nil, "/p"); return err },
+		"mutex.NewRW":      func() error { _, err := mutex.NewRW(nil, "/p"); return err },
+		"semaphore.New":    func() error { _, err := semaphore.New(nil, "/p", 1); return err },
+		"election.New":     func() error { _, err := election.New(nil, "/p", "id"); return err },
+		"election.Observe": func() error { _, err := election.Observe(ctx, nil, "/p"); return err },
+		"schedule.New":     func() error { _, err := schedule.New(nil, "/p", "id", time.Second); return err },
+		"schedule.Inspect": func() error { _, _, err := schedule.Inspect(ctx, nil, "/p"); return err },
+		"recipe.Inspect":   func() error { _, err := recipe.Inspect(ctx, nil, "/p"); return err },
+		"recipe.InspectW":  func() error { _, err := recipe.InspectW(ctx, nil, "/p"); return err },
+		"recipe.Revoke":    func() error { _, err := recipe.Revoke(ctx, nil, "/p/n", time.Second); return err },
+		"recipe.AskRevoke": func() error { return recipe.AskRevoke(ctx, nil, "/p/n") },
+		"fence.Ensure":     func() error { return fence.Ensure(ctx, nil, "/p", nil) },
+		"fence.Get":        func() error { _, _, err := fence.Get(ctx, nil, "/p"); return err },
+		"fence.Requests":   func() error { _, err := fence.Requests(nil, []fence.Op{fence.Delete("/p", -1)}); return err },
+		"core.EnsurePath":  func() error { return core.EnsurePath(nil, nil, "/p") },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

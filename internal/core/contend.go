@@ -1,0 +1,256 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Driver is what a fair recipe adds to the contender loop (Acquire): its
+// turn rule, its options, and what it does with a grant. Everything else
+// (entering the line, waiting, going round again across reconnects and lost
+// answers, giving up and leaving the line) is the loop's, once for every
+// recipe. Only Grant is required.
+type Driver[T any] struct {
+	// Kind and Data are the kind and data of the node the contender enters
+	// the line with (see Line.Enter).
+	Kind string
+	Data []byte
+	// Turn is the recipe's rule (HeadTurn when nil).
+	Turn Turn
+	// Options are the waiting options (see AwaitOptions).
+	Options AwaitOptions
+	// Node is a node of the contender already in line (nil: none), kept
+	// from an earlier call: it is used while its session lives.
+	Node *Node
+	// Keep, when set, leaves the contender's node in line when Acquire
+	// fails (the caller removes it: an election keeps its place across
+	// calls). By default the node is removed (see Line.Leave).
+	Keep bool
+	// MaxRounds, when above 0, bounds the rounds: a retryable failure
+	// after MaxRounds rounds is returned.
+	MaxRounds int
+	// Entered, if set, is called with each node the loop enters the line
+	// with, within the epoch that made it. An error removes the node (see
+	// Line.Leave) and is classified as Enter's are.
+	Entered func(ctx context.Context, ep *session.Epoch, own *Node) error
+	// Prepare, if set, is called before each wait, within its epoch, with
+	// the node in line. Its errors are classified as Enter's are.
+	Prepare func(ctx context.Context, ep *session.Epoch) error
+	// Fix, if set, is told each error of a wait or of Grant that leaves
+	// the node in line (not ErrWouldWait, ErrNodeGone or Spent), before it
+	// is classified: it returns nil to go round again at once (having
+	// repaired what the error reported), or the error to classify.
+	Fix func(ctx context.Context, ep *session.Epoch, err error) error
+	// Grant makes the recipe's hold once own is granted within ep. On
+	// success own is the hold's. An error matching ErrNodeGone means own
+	// has left the line (the contender enters again at once); one wrapped
+	// by Spent means own was consumed (the error is then classified); any
+	// other leaves own in line (see Fix).
+	Grant func(ctx context.Context, ep *session.Epoch, own *Node) (T, error)
+	// Gone, if set, is told when own has left the line (ErrNodeGone).
+	Gone func(own *Node)
+}
+
+// HeadTurn is the turn of a line whose head alone is granted (a lock, a
+// writer, the semaphore's head, the leader): a waiter watches its
+// predecessor, whose deletion alone grants it when that was the head
+// (sequence numbers only grow).
+func HeadTurn(line []Name, i int) (bool, int, bool) {
+	if i == 0 {
+		return true, 0, false
+	}
+	return false, i - 1, i == 1
+}
+
+// Spent wraps err, returned by a Driver's Grant that consumed the node (a
+// multi-op that deleted it, a hold given back): the loop enters again if err
+// is retryable, and never removes the node.
+func Spent(err error) error { return &spentError{err} }
+
+type spentError struct{ err error }
+
+func (e *spentError) Error() string { return e.err.Error() }
+func (e *spentError) Unwrap() error { return e.err }
+
+// Acquire is the contender loop of every fair recipe: it waits for the
+// session, enters l (or keeps d.Node), waits for its turn (see
+// Line.AwaitWith) and returns what d.Grant makes of the grant. It goes round
+// again, paced (see Pacer), after an error matching Retryable (a lost
+// connection or answer, a session lost: a node of a lost session is never
+// reused), and at once when its node has left the line. It returns
+// ctx.Err() once ctx has ended, ErrWouldWait with d.Options.NoWait when not
+// granted at once, and any other error as it is. On any failure the
+// contender's node is removed (unless d.Keep) before Acquire returns, with a
+// short bounded wait (see Line.Leave).
+func Acquire[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
+	c := contender[T]{l: l, d: d, own: d.Node}
+	if c.d.Turn == nil {
+		c.d.Turn = HeadTurn
+	}
+	defer c.leave()
+	for round := 1; ; round++ {
+		ep, err := l.Sess.Wait(ctx)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		res, err := c.round(ctx, ep)
+		if err == nil {
+			return res, nil
+		}
+		if err = c.classify(ctx, ep, err, round); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+}
+
+// contender is the state of one Acquire.
+type contender[T any] struct {
+	l     *Line
+	d     Driver[T]
+	own   *Node          // our node in line (nil: none)
+	ownEp *session.Epoch // the epoch own was created in (nil: an earlier call's)
+	pace  Pacer
+}
+
+// again wraps an error after which the loop goes round again at once (its
+// node gone, or the error fixed): the error is returned if the rounds run
+// out (see Driver.MaxRounds).
+type again struct{ err error }
+
+func (e *again) Error() string { return e.err.Error() }
+func (e *again) Unwrap() error { return e.err }
+
+// round is one pass of the loop within ep: enter (if not in line), wait,
+// grant. An error is for classify.
+func (c *contender[T]) round(ctx context.Context, ep *session.Epoch) (T, error) {
+	var zero T
+	if c.own != nil && c.own.SessionID != ep.SessionID() {
+		c.own = nil // a node of a lost session is never reused
+	}
+	if c.own == nil {
+		if err := c.enter(ctx, ep); err != nil {
+			return zero, err
+		}
+	}
+	if c.d.Prepare != nil {
+		if err := c.d.Prepare(ctx, ep); err != nil {
+			return zero, err
+		}
+	}
+	err := c.l.AwaitWith(ctx, ep, c.own, c.d.Turn, c.d.Options)
+	if err == nil {
+		var res T
+		res, err = c.d.Grant(ctx, ep, c.own)
+		if err == nil {
+			c.own = nil // the hold's now
+			return res, nil
+		}
+	}
+	var spent *spentError
+	switch {
+	case errors.As(err, &spent):
+		c.own = nil
+		return zero, spent.err
+	case errors.Is(err, ErrWouldWait):
+		return zero, err
+	case errors.Is(err, ErrNodeGone):
+		if c.d.Gone != nil {
+			c.d.Gone(c.own)
+		}
+		c.own = nil
+		return zero, &again{err}
+	case c.d.Fix != nil && ctx.Err() == nil:
+		if ferr := c.d.Fix(ctx, ep, err); ferr != nil {
+			return zero, ferr
+		}
+		return zero, &again{err}
+	}
+	return zero, err
+}
+
+// enter enters the line within ep (see Driver.Entered).
+func (c *contender[T]) enter(ctx context.Context, ep *session.Epoch) error {
+	own, err := c.l.Enter(ctx, ep, c.d.Kind, c.d.Data)
+	if err != nil {
+		return err
+	}
+	if c.d.Entered != nil {
+		if err := c.d.Entered(ctx, ep, own); err != nil {
+			c.l.Leave(ep, own.Path)
+			return err
+		}
+	}
+	c.own, c.ownEp = own, ep
+	return nil
+}
+
+// classify decides what an error of round means: nil to go round again
+// (after a pause when the error is retryable), or the error to return.
+func (c *contender[T]) classify(ctx context.Context, ep *session.Epoch, err error, round int) error {
+	bounded := c.d.MaxRounds > 0 && round > c.d.MaxRounds
+	var a *again
+	switch {
+	case errors.As(err, &a):
+		if bounded {
+			return a.err
+		}
+		return nil
+	case errors.Is(err, ErrWouldWait):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case !Retryable(err) || bounded:
+		return err
+	}
+	return c.pace.Wait(ctx, ep)
+}
+
+// leave removes our node, not granted, unless the driver keeps it: now, or
+// once the session is back.
+func (c *contender[T]) leave() {
+	if c.own == nil || c.d.Keep {
+		return
+	}
+	ep := c.ownEp
+	if ep == nil {
+		cur, ok := c.l.Sess.Current()
+		if !ok {
+			return
+		}
+		ep = cur
+	}
+	c.l.Leave(ep, c.own.Path)
+}
+
+// Pacer paces a loop that goes round again after a failure: exponential
+// backoff with jitter, from 20 ms up to 1 s (see backoff.ExponentialBackOff),
+// cut short when the epoch ends (the next one is the hint to go again). The
+// zero value is ready to use; a Pacer is for one goroutine.
+type Pacer struct {
+	b *backoff.ExponentialBackOff
+}
+
+// Wait waits for the next try: until ep ends, the next delay passes, or ctx
+// ends (it then returns ctx.Err()).
+func (p *Pacer) Wait(ctx context.Context, ep *session.Epoch) error {
+	if p.b == nil {
+		p.b = backoff.NewExponentialBackOff(backoff.WithInitialInterval(20*time.Millisecond),
+			backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(0))
+	}
+	t := time.NewTimer(p.b.NextBackOff())
+	defer t.Stop()
+	select {
+	case <-ep.Done():
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package core
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/observe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Delete removes nodes of this line's session, in one multi-op: at once if
+// it can, else in the background with a context of its own, until they are
+// gone or their session is (lost, or the session manager closed: the server
+// then removes them). It follows the session, not a clock: however long the
+// connection is down, the delete is made when the same session is back. It
+// never touches another session's node: paths are nodes ep's session created
+// (any epoch of that session will do), under the line's path or not (the
+// semaphore's leases). The returned channel is closed when the delete is over
+// (done, or the session is gone). A delete that has to be retried is reported
+// to the session's observer (observe.DeleteRetry, with the line's Recipe).
+func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
+	return deleteGuarded(l.Sess, l.Recipe, ep, nil, paths...)
+}
+
+// deleteGuarded is a guaranteed delete of paths, made only while guard (a
+// version check, if not nil) holds: for nodes with a fixed name, which
+// someone may have re-created since (a later grant of the same name), a
+// retried delete must not remove the new one. A failed guard ends the delete
+// (the nodes are someone else's business now). recipe names the recipe in
+// the events reported to the observer.
+func deleteGuarded(sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
+	return startDelete(true, sess, recipe, ep, guard, paths, nil, nil).done
+}
+
+// deletion is one guaranteed delete.
+type deletion struct {
+	sess   *session.Session
+	recipe string         // for the observer
+	ep     *session.Epoch // an epoch of the nodes' session
+	guard  *zk.CheckVersionRequest
+	paths  []string
+	// attached are nodes with fixed names that go with paths (see
+	// Attach): deleted in the same multi-op, or, if some node is
+	// gone already, each only while paths[0] exists.
+	attached []string
+	// mark, when not nil, is written to paths[0] in the multi that
+	// deletes it (see AwaitOptions.MarkOnRelease), when paths[0] is the
+	// only node; a refusal of the write drops it, never the delete.
+	mark []byte
+	done chan struct{}
+	err  error // an answer that ended it other than success (read after done)
+}
+
+// startDelete starts deleting paths. With inline, the first try runs on the
+// caller's goroutine (when connected); the rest, or everything without
+// inline, runs in the background until the nodes are gone or their session
+// is. attached go with paths (see Attach); mark, if not nil, is
+// written to paths[0] as it goes (see deletion.mark).
+func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest,
+	paths, attached []string, mark []byte) *deletion {
+	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, mark: mark, done: make(chan struct{})}
+	if len(paths) == 0 {
+		close(d.done)
+		return d
+	}
+	tried := false
+	if inline {
+		cur := ep
+		if c, ok := sess.Current(); ok && c.SessionID() == ep.SessionID() {
+			cur = c // ep may have ended, and its session be back
+		}
+		if cur.Context().Err() == nil {
+			over, err := d.try(cur)
+			if over {
+				d.err = err
+				close(d.done)
+				return d
+			}
+			tried = true
+		}
+	}
+	if inline {
+		d.retrying()
+	}
+	go d.run(tried)
+	return d
+}
+
+func (d *deletion) retrying() {
+	d.sess.Report(observe.RecipeEvent{Kind: observe.DeleteRetry, Recipe: d.recipe, Path: d.paths[0], SessionID: d.ep.SessionID()})
+}
+
+// run tries until the delete is over: it waits for the session to be usable
+// (as long as it lives), tries, and backs off between failed tries.
+func (d *deletion) run(tried bool) {
+	defer close(d.done)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0 // never stop: the session's end is what ends it
+	b.Reset()
+	sctx := d.ep.SessionContext()
+	reported := tried
+	for {
+		if tried {
+			t := time.NewTimer(b.NextBackOff())
+			select {
+			case <-t.C:
+			case <-sctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		// Until the session is usable again: ErrClosed once the manager is
+		// closed, sctx's end once the session is lost. Either way the
+		// server removes (or has removed) the session's nodes.
+		cur, err := d.sess.Wait(sctx)
+		if err != nil || cur.SessionID() != d.ep.SessionID() {
+			return
+		}
+		over, err := d.try(cur)
+		if over {
+			d.err = err
+			return
+		}
+		if !reported {
+			d.retrying()
+			reported = true
+		}
+		tried = true
+	}
+}
+
+// try makes one attempt in ep. It reports whether the delete is over, and an
+// answer other than success that ended it.
+func (d *deletion) try(ep *session.Epoch) (bool, error) {
+	if ep.Context().Err() != nil {
+		return false, nil // not connected: a request would only queue
+	}
+	switch err := d.send(ep.Conn()); {
+	case err == nil || errors.Is(err, zk.ErrNoNode):
+		return true, nil
+	case errors.Is(err, zk.ErrSessionExpired) || ep.SessionContext().Err() != nil:
+		return true, nil // the session is gone, and its nodes with it
+	case session.OutcomeUnknown(err):
+		return false, err
+	default:
+		return true, err // an answer (no permission, ...): retrying cannot help
+	}
+}
+
+// send sends the delete in the shape it has: guarded, with attached nodes,
+// marked, one node, or several. NoNode means the nodes are gone.
+func (d *deletion) send(conn *zk.Conn) error {
+	switch {
+	case d.guard != nil:
+		ops := []any{d.guard}
+		for _, p := range append(d.paths[:len(d.paths):len(d.paths)], d.attached...) {
+			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+		}
+		_, err := conn.Multi(ops...)
+		if errors.Is(err, zk.ErrBadVersion) {
+			return nil // the guard failed: a later grant owns the name now
+		}
+		return err
+	case len(d.attached) > 0:
+		return d.tryAttached(conn)
+	case len(d.paths) == 1 && d.mark != nil:
+		return d.tryMarked(conn)
+	case len(d.paths) == 1:
+		return conn.Delete(d.paths[0], -1)
+	}
+	ops := make([]any, len(d.paths))
+	for i, p := range d.paths {
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+	}
+	_, err := conn.Multi(ops...)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	// Some are gone already: delete one by one.
+	for _, p := range d.paths {
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// tryMarked marks paths[0] and deletes it in one multi-op (see
+// AwaitOptions.MarkOnRelease and removeMarked): a mark the server refuses
+// is dropped, never the delete.
+func (d *deletion) tryMarked(conn *zk.Conn) error {
+	_, _, refused, err := removeMarked(conn, nil, d.paths[0], d.mark)
+	if refused {
+		d.mark = nil
+	}
+	return err
+}
+
+// tryAttached deletes paths and the attached nodes in one multi-op: the
+// delete of paths[0] (a sequential node, never re-created) guards the
+// attached ones, whose fixed names another client may take once they are
+// gone. If something is gone already (an operator's delete, an earlier try
+// whose answer was lost), each attached node is deleted with a check that
+// paths[0] still exists, then paths one by one. An attached node whose
+// paths[0] is gone is left to its session's end: it may be someone else's
+// by now.
+func (d *deletion) tryAttached(conn *zk.Conn) error {
+	all := append(d.paths[:len(d.paths):len(d.paths)], d.attached...)
+	ops := make([]any, len(all))
+	for i, p := range all {
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+	}
+	_, err := conn.Multi(ops...)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	for _, a := range d.attached {
+		res, err := conn.Multi(&zk.CheckVersionRequest{Path: d.paths[0], Version: -1}, &zk.DeleteRequest{Path: a, Version: -1})
+		if errors.Is(err, zk.ErrNoNode) && len(res) > 0 && errors.Is(res[0].Error, zk.ErrNoNode) {
+			break // paths[0] is gone: the attached nodes are not ours to delete
+		}
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	for _, p := range d.paths {
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+// Package core is the machinery shepherd's recipes (mutex, semaphore,
+// election) are built on: the waiting line of EPHEMERAL_SEQUENTIAL nodes,
+// names in Apache Curator's protected format, protected create, guaranteed
+// delete, holds bound to a session epoch, fencing tokens and fenced writes,
+// the one contender loop, the single-node race, and the sentinel errors every
+// recipe returns. It is internal: package recipe exports what users and
+// writers of their own recipes need of it (Hold, Token, the errors,
+// Inspect, Revoke, and the Line toolkit), as aliases of what is here.
+//
+// # Writing a recipe
+//
+// A recipe borrows a *session.Session and works one session epoch at a time
+// (session.Session.Wait gives the current one). A fair recipe is a Line:
+// Line.Enter joins it with a protected create, Line.Await (or AwaitWith)
+// waits for the Turn the recipe defines (one watch per waiter),
+// Line.NewHold grants the place as a Hold (held, paused or lost, see Hold:
+// its Lost channel closes the moment the epoch ends, or, under
+// session.PauseOnDisconnect, it pauses then and resumes in the next epoch of
+// the same session; Line.OnDisconnect picks the policy), and Hold.Release, Line.Leave or Line.Delete remove
+// nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
+// Exec, so that they return when the caller's ctx ends. A non-fair recipe
+// races through Race. Set Line.Recipe (Race.Recipe) to
+// the recipe's name: the session's observer sees it on every event the core
+// reports for it. A contender's node must be of one of the Kind constants to
+// take part in a line (ParseName ignores other names): use the kind whose
+// peers it may share a path with.
+//
+// # Names
+//
+// Contenders' nodes are named "_c_<guid>-<kind><seq>" as Curator names them,
+// with Curator's kinds: "lock-" (mutex; go-zookeeper's zk.Lock uses the same),
+// "latch-" (election), "__READ__" and "__WRIT__" (read-write lock), "lease-"
+// (semaphore). Kazoo's "<uuid>__lock__<seq>" and "<uuid>__rlock__<seq>" are
+// recognised too. Order is the sequence suffix alone, never the whole name, so
+// shepherd, Curator and zk.Lock contending on one path exclude each other.
+// Names that do not parse are ignored, never fatal.
+//
+// ZooKeeper's sequence counter is a signed 32-bit number per parent (the
+// parent's cversion at the create: one step per child created). On ZooKeeper 3.8
+// it does not wrap at 2^31−1: it sticks there, and every later child gets
+// 2147483647 too, except creates in flight together, which get wrapped,
+// negative numbers (both seen with zktest.SetSequence). A line then has no
+// order (Curator, Kazoo and go-zookeeper's Lock break the tie by name, and
+// can grant two holders at once). shepherd fails closed: a line holding a
+// duplicate, the maximal or a negative sequence number grants no one, and
+// every contender that sees it leaves with ErrSequenceExhausted, which names
+// the path. The counter restarts only with a new parent: a recipe's own paths
+// are containers (below) and come back fresh once everyone has let go; a path
+// created otherwise must be deleted by the operator. At a thousand
+// acquisitions a second a path runs out after about 25 days of continuous
+// use.
+//
+// # Paths
+//
+// The parents a recipe creates (and a semaphore's path and its "locks" and
+// "leases" children) are container nodes (ZooKeeper 3.5+), as Curator creates
+// them: the server removes a container that has had children and has none
+// left, so a path nobody uses any more does not stay behind. A recipe whose
+// create finds its path removed meanwhile creates it again. One exception:
+// the path of a non-fair race (mutex.NonFair, election.NonFair) is
+// persistent, its parents containers: its data version fences the holds, and
+// a container created again would count versions from 0 again (see
+// Race).
+//
+// # Waiting
+//
+// Every recipe waits through one loop, Line.AwaitWith: it lists the line (or
+// uses the listing sent with the create), asks the recipe's Turn whether the
+// node is granted, and otherwise watches exactly one node with GetW, one
+// notification per change that matters; when that node was the head, its
+// deletion alone grants the waiter. An exclusive holder that had to wait
+// marks its node by writing its data again: a lock's holder (a writer's
+// too) in its release, in the multi that deletes the node (MarkOnRelease:
+// one write per handoff, as without a mark), the semaphore's head in the
+// multi that takes its leases and deletes its node (MarkOnRelease, through
+// Node.Consume), a leader at its grant (MarkFor). The waiter watching it hears the change and
+// is granted on the deletion without listing, so a handoff costs the same
+// few hundred bytes in a line of any length (a node without a mark, a
+// reader's or another library's, or a holder's whose session ended, costs a
+// listing). The deletion reaches it through a second watch on the node, a
+// child watch, which a data change does not spend: a waiter sends nothing
+// between the mark and its grant. Readers never mark. A
+// leader marks only when the candidate after it is shepherd's (MarkFor), in
+// a multi that checks that candidate is still there: Curator's LeaderLatch
+// acts only on its predecessor's deletion, and a data change would spend its
+// one-shot watch. Its options cover what recipes add: the election watches
+// the head to report leaders (OnHead), the semaphore's head waits for a
+// lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
+// exclusive holders and leaders mark (MarkOnRelease, MarkFor).
+//
+// # Contending
+//
+// Every fair recipe contends through one loop, Acquire: it waits for the
+// session, enters the line, waits (AwaitWith), and goes round again after a
+// lost connection or answer (one classification, Retryable; one pacing,
+// Pacer: exponential backoff with jitter, 20 ms to 1 s, cut short by a new
+// epoch), entering again at once when its node has left the line; on any
+// failure it removes its node (Line.Leave). A recipe supplies only what
+// differs, in a Driver: its Turn (HeadTurn for a lock, a writer, the
+// semaphore's head and the leader), its AwaitOptions, and Grant, which makes
+// its hold (a Hold, the semaphore's take, a leadership); Prepare, Fix,
+// Entered, Gone, Keep and MaxRounds cover the rest (the semaphore's limit
+// and containers, the election's term and kept place).
+//
+// # Deadlines
+//
+// go-zookeeper's requests have no deadline: on a stalled connection a call
+// returns only when the read timeout (2/3 of the session timeout) fails it.
+// Every ZooKeeper call a recipe makes for a caller goes through Call, which
+// returns as soon as the caller's ctx ends; a late result of a call given up
+// on goes to an undo where it matters (a create that landed after all is
+// deleted). A waiter that gives up deletes its node before returning when it
+// can do so at once, and otherwise in the background.
+//
+// # Holds
+//
+// A Hold is one granted lock, lease or leadership. It is bound to the session
+// epoch that granted it: when that epoch ends (the connection is lost, the
+// session is lost, or the session manager is closed) its Context() ends,
+// synchronously on go-zookeeper's event path, and Lost() closes — before
+// another client can be granted the hold's place. Lost() means a loss only:
+// the holder's own Release ends Context() and leaves Lost() open. See package
+// session for what that does and does not guarantee.
+//
+// A Hold's Token is the creation zxid of its node: it grows with every grant
+// on the whole ensemble, also when the recipe's path is deleted and recreated.
+// Fenced runs a multi-op only while the hold is valid on the server (its node
+// exists; for the single-node race, also no grant since); Validate syncs and
+// checks the node is still this session's.
+//
+// Release always lets go, whatever its ctx: the hold ends locally at once and
+// the delete of its nodes starts; ctx only bounds how long Release waits for
+// the server's confirmation. The delete is guaranteed: it goes on in the
+// background until the nodes are gone or their session is (lost, or the
+// session manager closed; the server then removes them) — it follows the
+// session, never a clock. A node whose name is reused (the single-node race)
+// is deleted under a guard, so a retried delete never removes a later
+// holder's node.
+//
+// # The single-node race
+//
+// Race is the non-fair recipes' mechanism beside the line: one ephemeral
+// node with a fixed name, each grant also writing the attempt's guid to the
+// parent (whose version is the fence), adoption of a node only on a guid
+// match, and a guarded delete. The non-fair mutex and the non-fair election
+// both race through it. A race and a line never share a path (each would
+// grant a holder the other cannot see): after each grant Race checks that
+// the path holds no waiting line's node, and the fair recipes' lines refuse
+// the race's node; either way the later one fails with ErrWrongKind.
+package core

@@ -1,0 +1,390 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/observe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Token is a hold's fencing token: the creation zxid of the holder's node. It
+// grows with every grant across the whole ensemble.
+type Token int64
+
+// String is the token in decimal, as the CLI's SHEPHERD_TOKEN and `shepherd
+// status` print it.
+func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
+
+// Hold is one granted lock, lease or leadership. Every recipe's hold (a
+// Mutex's, a semaphore's Lease, an election's Leadership) is one of these and
+// keeps this contract; the recipes' docs refer to it.
+//
+// A hold is held, paused or lost, until its holder releases it:
+//
+//   - Held: granted, and bound to the connected stretch of its session
+//     (session.Epoch) in which it was granted or last resumed.
+//   - Paused (only under session.PauseOnDisconnect): the connection was lost
+//     (Suspended) while the session may still live. The hold may still be
+//     valid, but its holder cannot know: it must not act on it. Paused()
+//     is closed, Gate blocks, Fenced waits at the gate; Context is NOT
+//     cancelled, so no work is torn down. It resumes at Reconnected of the
+//     same session (which proves the session, and so the hold's ephemeral
+//     node, lived through the disconnect) once one read confirms the node
+//     is still this hold's.
+//   - Lost: Lost() is closed and Context() ends: under StopOnDisconnect
+//     (the default) at the connection's loss, before any other client can
+//     be granted the hold; under either policy at the session's loss
+//     (silence for the session timeout on the local clock, see session,
+//     again before any other grant; or an expiry heard on reconnect), at
+//     the manager's Close, at an operator's forced revocation (cause
+//     ErrRevoked: the holder is told, then deletes its node; see Revoke),
+//     or when the hold's node is deleted by someone else (every hold
+//     watches its own nodes: it is told within a notification, though a
+//     waiter may hear of the same deletion first). A paused hold whose session the server ends early (an
+//     operator's kill) or whose node is deleted while it is disconnected
+//     learns of it only when it reaches a server again, after others may
+//     have been granted the hold: it is paused meanwhile, and must not act.
+//     A lost hold never resumes.
+//
+// An operator may also ask for the hold (AskRevoke): RevokeRequested is
+// closed, and the hold lasts until its holder releases it.
+//
+// Release ends the hold without closing Lost: a select on Lost tells a loss
+// from a release, and Context() ends on either. Pass Context() to the work
+// the hold protects; use Fenced for the writes that must land only while the
+// hold is valid (the only writes that are safe across a session expiry: an
+// effect already in flight when a connection drops may land after).
+type Hold struct {
+	sess    *session.Session
+	policy  session.DisconnectPolicy
+	sid     int64
+	nodes   []string // our nodes (the first is the one the token is read from)
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	granted time.Time
+
+	// lost is closed at a loss (loseLocked), never at the release.
+	lost chan struct{}
+	// tokenTurn serialises the token's read: once per hold.
+	tokenTurn chan struct{}
+	// revoke is closed when an operator asks for the hold (see revoke.go).
+	revoke     chan struct{}
+	revokeOnce sync.Once
+	// firstRead is closed after the own-node watch's first read of
+	// nodes[0], which sets token if it was unknown (see Token), or when the
+	// hold ends before the watch started. startWatch starts the watch (see
+	// watchOwn) before ownWatchDelay; watchOnce makes either happen once.
+	firstRead  chan struct{}
+	startWatch func()
+	watchOnce  sync.Once
+
+	// fence: the checks a fenced write makes (prepended to its ops).
+	fence []any
+	// guard, if not nil, is the check a release's delete is made under: a
+	// node with a fixed name may be someone else's by the time a retried
+	// delete reaches the server.
+	guard *zk.CheckVersionRequest
+
+	mu        sync.Mutex
+	ep        *session.Epoch // the epoch the hold is valid in (while paused: the one that ended)
+	state     holdState
+	released  bool
+	stopHooks []func() bool // unhook the loss and pause signals (at the release)
+	paused    chan struct{} // closed when the current (or next) pause begins
+	resumed   chan struct{} // closed when the current pause ends (resume, loss, release)
+	pausedAt  time.Time     // when the current pause began
+	pausedFor time.Duration // how long the last pause lasted
+	onLost    []func()      // run (on a goroutine) at a loss
+	attached  []string      // deleted with the hold's nodes (see Attach)
+	// mark, when set, is the data its release writes to nodes[0] in the
+	// multi that deletes it (see AwaitOptions.MarkOnRelease).
+	mark     []byte
+	token    Token
+	recipe   string // for the observer
+	path     string
+	observed bool
+}
+
+type holdState int
+
+const (
+	held holdState = iota
+	paused
+	lost
+)
+
+// NewHold grants a hold on nodes (created by ep's session, in this line or
+// beside it) within ep, under the line's disconnect policy (OnDisconnect, or
+// the session's). token is the creation zxid of nodes[0] if known, else 0
+// (then read once, when first asked). Its fence is the existence of
+// nodes[0]; its release deletes nodes unguarded (their names are never
+// reused: sequential nodes). Its events carry the line's Recipe.
+func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
+	return newHold(l.Sess, l.Recipe, l.OnDisconnect, ep, token, nil, nodes...)
+}
+
+// HoldOf grants a hold on own's node, fenced by its creation's zxid (as
+// NewHold with Token(own.Czxid)). If own waited with
+// AwaitOptions.MarkOnRelease, the hold's release marks the node in the
+// multi that deletes it.
+func (l *Line) HoldOf(ep *session.Epoch, own *Node) *Hold {
+	h := l.NewHold(ep, Token(own.Czxid), own.Path)
+	if own.markDue {
+		h.mark = own.markData()
+	}
+	return h
+}
+
+// newHold grants a hold; guard, if not nil, is checked by its fence and its
+// release (see Hold.guard).
+func newHold(sess *session.Session, recipe string, policy session.DisconnectPolicy, ep *session.Epoch, token Token,
+	guard *zk.CheckVersionRequest, nodes ...string) *Hold {
+	if !policy.Valid() {
+		policy = sess.DisconnectPolicy()
+	}
+	base := ep.Context()
+	if policy == session.PauseOnDisconnect {
+		base = ep.SessionContext()
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
+		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1), revoke: make(chan struct{}),
+		firstRead: make(chan struct{}), ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
+	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
+	if guard != nil {
+		h.fence = []any{guard, h.fence[0]}
+	}
+	// The loss (and pause) signals run on the goroutine that ends the epoch
+	// or the session (go-zookeeper's event callback, or the session's
+	// silence watchdog), like the cancellation of the hold's ctx, a child of
+	// the epoch's (or the session's) context: no hop through a goroutine or
+	// a queue. Registered outside h.mu: a hook runs at once if its epoch has
+	// ended already.
+	var hooks []func() bool
+	if policy == session.PauseOnDisconnect {
+		hooks = append(hooks, ep.OnSessionEnd(h.loseWithContext), ep.OnEnd(func() { h.epochEnded(ep) }))
+	} else {
+		hooks = append(hooks, ep.OnEnd(h.loseWithContext))
+	}
+	// Every hold that lasts watches its own nodes: an outside deletion or
+	// an operator's revocation reaches it within a notification (see
+	// watchOwn, revoke.go). The watch starts once the hold has lasted
+	// ownWatchDelay (or when Token asks): a hold released sooner costs a
+	// stopped timer, no goroutine and no request.
+	h.startWatch = func() {
+		h.watchOnce.Do(func() {
+			for _, n := range nodes {
+				go h.watchOwn(ep, n)
+			}
+		})
+	}
+	t := time.AfterFunc(ownWatchDelay, h.startWatch)
+	hooks = append(hooks, func() bool {
+		if t.Stop() {
+			h.watchOnce.Do(func() { close(h.firstRead) }) // it never starts
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.stopHooks = append(h.stopHooks, hooks...)
+	h.mu.Unlock()
+	return h
+}
+
+// loseWithContext makes the hold lost as its epoch's or session's context
+// says (it has ended: the cause is that context's).
+func (h *Hold) loseWithContext() { h.lose(nil) }
+
+// lose makes the hold lost, unless it was lost or released already. cause
+// (matching ErrLost) is the Context's cause, unless the context the hold's
+// derives from has ended first (then that one's cause is).
+func (h *Hold) lose(cause error) {
+	h.mu.Lock()
+	fns := h.loseLocked(cause)
+	h.mu.Unlock()
+	runLost(fns)
+}
+
+// settle applies a signalled loss or pause (see settleLocked).
+func (h *Hold) settle() {
+	h.mu.Lock()
+	fns := h.settleLocked()
+	h.mu.Unlock()
+	runLost(fns)
+}
+
+// runLost runs what waited for a loss.
+func runLost(fns []func()) {
+	if len(fns) > 0 {
+		// Observers (a log, the session's observer) run on a goroutine of
+		// their own: lose may run on a goroutine that must not block.
+		go func() {
+			for _, f := range fns {
+				f()
+			}
+		}()
+	}
+}
+
+// loseLocked closes lost and ends the hold's context (neither calls the
+// connection nor blocks), and returns what waits for the loss.
+func (h *Hold) loseLocked(cause error) []func() {
+	if h.released || h.state == lost {
+		return nil
+	}
+	if h.state == paused {
+		h.pausedFor = time.Since(h.pausedAt)
+		close(h.resumed)
+	}
+	h.state = lost
+	if cause == nil {
+		cause = ErrLost
+	}
+	// Context first: whoever sees Lost closed sees Context ended too.
+	h.cancel(cause)
+	close(h.lost)
+	fns := h.onLost
+	h.onLost = nil
+	return fns
+}
+
+// settleLocked applies a loss or a pause whose signal has fired (the
+// epoch's or session's context is cancelled) but whose hook has not run yet
+// (it runs right after the cancellation, on the goroutine that cancelled):
+// whoever looks first applies it, the hook then finds nothing to do.
+func (h *Hold) settleLocked() []func() {
+	if h.released || h.state != held {
+		return nil
+	}
+	switch {
+	case h.policy == session.PauseOnDisconnect && h.ep.SessionContext().Err() != nil:
+		return h.loseLocked(nil)
+	case h.policy == session.PauseOnDisconnect && h.ep.Context().Err() != nil:
+		h.pauseLocked(h.ep)
+	case h.ep.Context().Err() != nil:
+		return h.loseLocked(nil)
+	}
+	return nil
+}
+
+// whenLost runs f once the hold is lost (at once if it was), never if it is
+// released first.
+func (h *Hold) whenLost(f func()) {
+	h.mu.Lock()
+	if h.state != lost {
+		h.onLost = append(h.onLost, f)
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	f()
+}
+
+// Lost is closed when the hold is, or may be, lost (see Hold), before any
+// other client can be granted it, right after its Context ends (so a holder
+// that sees Lost closed sees Context ended; one that sees Context end first
+// reads why with context.Cause). Release never closes it: after a Release it
+// stays open for good.
+func (h *Hold) Lost() <-chan struct{} { return h.lost }
+
+// Context ends when the hold ends for any reason: it may be lost (as Lost)
+// or it was released. A pause does not end it. Pass it to the work the hold
+// protects. Its context.Cause says why: an error matching ErrLost for a
+// loss (session.ErrDisconnected for a lost connection under
+// StopOnDisconnect; the reason of the session's loss; its node deleted),
+// ErrClosed for the session manager's Close, ErrReleased for a release.
+func (h *Hold) Context() context.Context { return h.ctx }
+
+// Node is the path of the hold's node.
+func (h *Hold) Node() string { return h.nodes[0] }
+
+// Nodes are the paths of all the hold's nodes.
+func (h *Hold) Nodes() []string { return append([]string(nil), h.nodes...) }
+
+// SessionID is the session the hold belongs to.
+func (h *Hold) SessionID() int64 { return h.sid }
+
+// Granted is when the hold was granted.
+func (h *Hold) Granted() time.Time { return h.granted }
+
+// Policy is what a lost connection does to this hold.
+func (h *Hold) Policy() session.DisconnectPolicy { return h.policy }
+
+// Valid reports whether the hold has not been lost or released (locally: see
+// Validate for a check with the server). A paused hold is valid: it is not
+// known to be lost (see Gate).
+func (h *Hold) Valid() bool { return h.ctx.Err() == nil }
+
+// Release ends the hold, whatever ctx: Context ends at once (Lost stays
+// open: a release is no loss) and the delete of its nodes starts, and goes on
+// in the background (a guaranteed delete) until they are gone or their
+// session is; a paused hold's delete is made once its session is back.
+// ctx only bounds how long Release waits for the server to confirm the
+// delete: if it cannot within ctx, Release returns ctx's error (matched with
+// errors.Is), and the hold is released all the same. It returns at once with
+// ErrLost if the hold had been lost before (its nodes are deleted once the
+// session is back, or the server removes them with the session), and
+// ErrNotHeld if it was released already.
+func (h *Hold) Release(ctx context.Context) error {
+	h.mu.Lock()
+	if h.released {
+		h.mu.Unlock()
+		return ErrNotHeld
+	}
+	fns := h.settleLocked() // a loss signalled, its hook still to run
+	wasLost := h.state == lost
+	if h.state == paused {
+		close(h.resumed)
+	}
+	h.released = true
+	hooks := h.stopHooks
+	h.stopHooks = nil
+	ep, recipe, attached := h.ep, h.recipe, h.attached
+	h.mu.Unlock()
+	runLost(fns)
+	for _, stop := range hooks {
+		stop()
+	}
+	if !wasLost {
+		h.report(observe.Released, func(ev *observe.RecipeEvent) { ev.Held = time.Since(h.granted) })
+	}
+	h.cancel(ErrReleased)
+	// Without a bound on the wait, the first try may as well run here.
+	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached, h.mark)
+	if wasLost {
+		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
+	}
+	select {
+	case <-d.done:
+		if d.err != nil {
+			return fmt.Errorf("releasing %s: %w", h.nodes[0], d.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("release of %s not confirmed (it goes on in the background): %w", h.nodes[0], ctx.Err())
+	}
+}
+
+// Attach adds nodes of h's session that go with the hold: its
+// release deletes them in the same multi-op as its own nodes, and only
+// while its first node exists, so a node with a fixed name (a semaphore's
+// slot claim) that another client may take once it is gone is never deleted
+// by a retried release. On a loss they go with the session, as the hold's
+// nodes do. They are not among Nodes, and neither the fence nor the token
+// looks at them. Attach returns ErrNotHeld once the hold is released (the
+// caller deletes them itself).
+func Attach(h *Hold, paths ...string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return fmt.Errorf("%w: hold on %s was released", ErrNotHeld, h.nodes[0])
+	}
+	h.attached = append(h.attached, paths...)
+	return nil
+}

@@ -1,0 +1,147 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Line is the waiting line of contenders under one path.
+type Line struct {
+	Sess *session.Session
+	// Recipe names the recipe ("mutex", "semaphore", ...) in the events the
+	// line and its holds report to the session's observer.
+	Recipe string
+	Path   string // full path (namespace included)
+	// Kinds are the kinds that take part in this line (all when empty), as
+	// the line's naming gives them (Naming.Kind). When set, a contender of
+	// another kind makes the path foreign (ErrForeignRecipe).
+	Kinds []string
+	// Naming is how the line names its nodes (CuratorNaming, the zero value,
+	// or KazooNaming): a contender named the other way makes the path
+	// foreign (ErrForeignRecipe).
+	Naming Naming
+	// Refuse names children whose presence means the path belongs to another
+	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
+	Refuse map[string]string
+	// Ensure, if set, creates Path when Enter finds it missing (the
+	// default, EnsurePath, creates it and its parents as empty containers):
+	// for a recipe whose path carries a record of its own.
+	Ensure func(ep *session.Epoch) error
+	// OnDisconnect is what a lost connection does to the line's holds (0:
+	// the session's DisconnectPolicy).
+	OnDisconnect session.DisconnectPolicy
+}
+
+// Node is a contender's own node, bound to the session that created it.
+type Node struct {
+	Path string // full path
+	Name
+	SessionID int64
+	// Czxid is the zxid that created the node (a hold's fencing token), or
+	// 0 when Enter did not learn it (a create's answer carries no Stat).
+	Czxid int64
+	// Position is the node's place in line when first seen by Await (0: the
+	// head), -1 before.
+	Position int
+
+	seen   []Name // the line as listed together with the create (nil: not seen)
+	data   []byte // the data it was created with (a mark writes it again)
+	marked bool   // its holder has marked it (see AwaitOptions.MarkFor)
+	// markDue: its hold marks it in its release, or Consume in the
+	// multi-op that consumes it (see AwaitOptions.MarkOnRelease).
+	markDue bool
+	// markRefused: the server refused its mark (see Consume); it is
+	// removed without one from then on.
+	markRefused bool
+	next        Name // the node after it when the line was last listed ("": none)
+}
+
+// TakeSeen returns, once, the line as it was listed in the same round trip
+// as the node's create (it includes the node), and whether there is one.
+func (n *Node) TakeSeen() ([]Name, bool) {
+	s := n.seen
+	n.seen = nil
+	return s, s != nil
+}
+
+// List returns the line's contenders in order.
+func (l *Line) List(ep *session.Epoch) ([]Name, error) {
+	names, _, err := ep.Conn().Children(l.Path)
+	if err != nil {
+		return nil, aclerr.Map("getChildren", l.Path, err)
+	}
+	return l.sorted(names)
+}
+
+// sorted checks children for refused names and returns the line in order. A
+// line that has no reliable order (see unordered) is an error that wraps
+// ErrSequenceExhausted: no one is ever granted on it.
+func (l *Line) sorted(names []string) ([]Name, error) {
+	for _, n := range names {
+		if what, ok := l.Refuse[n]; ok {
+			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
+		}
+	}
+	if err := l.foreign(names); err != nil {
+		return nil, err
+	}
+	line := Sort(names, l.Kinds...)
+	if seq, bad := unordered(line); bad {
+		return nil, fmt.Errorf("recipe: %s: %w (a child has sequence number %d, duplicate, maximal or wrapped: "+
+			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
+	}
+	return line, nil
+}
+
+// foreign refuses a line holding a contender named the other way (the other
+// library never sees our nodes, so no grant here is safe on either side), or,
+// when the line has Kinds, a contender of another kind (another recipe whose
+// holder this one cannot tell: a LeaderSelector's lock- nodes on an election
+// path).
+func (l *Line) foreign(names []string) error {
+	for _, s := range names {
+		n, ok := ParseName(s)
+		if !ok {
+			continue
+		}
+		if NamingOf(n.Kind) != l.Naming {
+			return fmt.Errorf("recipe: %s: %w: %s is named %s (Kazoo and Curator name nodes differently and "+
+				"neither sees the other's; this recipe uses %s names)", l.Path, ErrForeignRecipe, s, Library(n.Kind), l.Naming)
+		}
+		if len(l.Kinds) > 0 && !hasKind(l.Kinds, n.Kind) {
+			return fmt.Errorf("recipe: %s: %w: %s is named %s, not as this recipe's nodes (%v)", l.Path, ErrForeignRecipe,
+				s, Library(n.Kind), l.Kinds)
+		}
+	}
+	return nil
+}
+
+// leaveWait bounds how long a waiter that gives up waits for the delete of
+// its node: a delete on a healthy connection takes about a millisecond
+// (p99 1.5 ms on loopback); most of the slack a caller whose ctx has ended
+// is allowed (50 ms) stays for the machine.
+const leaveWait = 15 * time.Millisecond
+
+// Leave removes a waiter's node of the line that was not granted, with a
+// guaranteed delete (see Line.Delete), and waits for it at most a short
+// while: on a healthy connection the node is gone when Leave returns, and on
+// a stalled one the caller, whose ctx has ended, still returns at once while
+// the delete goes on in the background. The returned channel is closed when
+// the delete is over.
+func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		<-l.Delete(ep, path)
+		close(done)
+	}()
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return done
+}

@@ -1,0 +1,132 @@
+package core
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/wiretap"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Marks (see AwaitOptions.MarkFor and MarkOnRelease): a holder that waited
+// writes its node's data again, which tells the one waiter watching it that
+// every node before it is gone, so that the node's deletion alone grants
+// that waiter. The writing side is here (at the grant, and Node.Consume)
+// and in the release (Line.HoldOf, deletion.tryMarked); the waiting side in
+// Line.watch and Line.sleep.
+
+// watchMarked watches the marked node s waits behind again, for its
+// deletion, which now grants the waiter: it reports true when the node is
+// gone already (marked, then deleted).
+func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
+	ch, err := l.rewatch(ctx, ep, s.line[s.w])
+	if errors.Is(err, zk.ErrNoNode) {
+		if ep.Context().Err() != nil {
+			return false, errEpochEnded
+		}
+		return true, nil // marked, then deleted
+	} else if err != nil {
+		return false, err
+	}
+	s.ws.node, s.delGrants = ch, true
+	if opt.MarkFor != nil {
+		l.learnNext(ctx, ep, own)
+	}
+	return false, nil
+}
+
+// mark marks own's node (see AwaitOptions.MarkFor) when the node after it
+// is one markFor accepts: a write of its own data at version 0 (so at most
+// once), in a multi with a check that that node is still there. It returns
+// once the write is on the wire (wiretap.MultiWritten), without waiting
+// for the answer: the holder's next request goes out after it, and the
+// grant costs no round trip. The mark is a hint: it fails harmlessly (the
+// node gone, the next one gone, ctx ended) and the hold does not depend on
+// it.
+func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor func(Name) bool) {
+	if own.next.Name == "" || !markFor(own.next) {
+		return
+	}
+	own.marked = true
+	written, _ := wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &zk.SetDataRequest{Path: own.Path, Data: own.data, Version: 0},
+		&zk.CheckVersionRequest{Path: l.Path + "/" + own.next.Name, Version: -1})
+	select {
+	case <-written:
+	case <-ep.Done():
+	case <-ctx.Done():
+	}
+}
+
+// learnNext lists the line to learn the node after own (see
+// AwaitOptions.MarkFor). It is a hint: on any error own.next stays as it
+// was, and a mark checks that the node is still there.
+func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node) {
+	line, err := l.listCtx(ctx, ep)
+	if err != nil {
+		return
+	}
+	if i := Index(line, own.Name.Name); i >= 0 {
+		own.setNext(line, i)
+	}
+}
+
+// setNext records the node after own, line[i].
+func (own *Node) setNext(line []Name, i int) {
+	own.next = Name{}
+	if i+1 < len(line) {
+		own.next = line[i+1]
+	}
+}
+
+// markData is the data of own's mark: the data own was created with (never
+// written to, so shared), and a mark even of no data (nil is none).
+func (own *Node) markData() []byte {
+	if own.data == nil {
+		return []byte{}
+	}
+	return own.data
+}
+
+// Consume sends ops and then own's removal from the line as one multi-op on
+// c, for a recipe whose grant consumes its node in a write of its own (the
+// semaphore's head takes its leases in the multi-op that deletes its node).
+// The removal is own's mark when one is due (see
+// AwaitOptions.MarkOnRelease), then its delete: the waiter behind it is
+// granted by the deletion without listing the line. It returns the ops sent
+// and the answers; the removal's ops are the last, the first of them on
+// own's path whether it marks or not (an ErrNoNode there: own is gone). A
+// mark the server refuses is dropped (see removeMarked), for good.
+func (own *Node) Consume(c *zk.Conn, ops ...any) ([]any, []zk.MultiResponse, error) {
+	var mark []byte
+	if own.markDue {
+		mark = own.markData()
+	}
+	sent, res, refused, err := removeMarked(c, ops, own.Path, mark)
+	if refused {
+		own.markDue, own.markRefused = false, true
+	}
+	return sent, res, err
+}
+
+// removeMarked sends ops, then a mark of path (a write of mark, when not
+// nil) and its delete, as one multi-op on c: the one way a node is marked
+// as it goes (a release's, Consume's). A mark the server refuses (ErrNoAuth
+// on it: an ACL without WRITE for us, which the delete does not need) is
+// dropped, refused is set, and the multi-op is sent again without it: the
+// waiter behind lists the line. Any other answer is returned as it is.
+func removeMarked(c *zk.Conn, ops []any, path string, mark []byte) (sent []any, res []zk.MultiResponse, refused bool, err error) {
+	del := &zk.DeleteRequest{Path: path, Version: -1}
+	if mark != nil {
+		sent = append(ops[:len(ops):len(ops)], &zk.SetDataRequest{Path: path, Data: mark, Version: -1}, del)
+		res, err = c.Multi(sent...)
+		if err == nil || len(res) <= len(ops) || !errors.Is(res[len(ops)].Error, zk.ErrNoAuth) {
+			return sent, res, false, err
+		}
+		refused = true
+	}
+	sent = append(ops[:len(ops):len(ops)], del)
+	res, err = c.Multi(sent...)
+	return sent, res, refused, err
+}

@@ -1,0 +1,392 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// An operator's revocation of a hold (shepherd revoke), in one place.
+//
+// The request travels in the hold's own node: its data, with a suffix the
+// holder recognises (revokeSuffix and the mode). Every hold watches its own
+// node (Hold.watchOwn), so the holder hears it with the notification of
+// that write, and no other request or watch is needed on either side:
+//
+//   - Ask (AskRevoke): the holder's RevokeRequested is closed; it releases
+//     when its work allows. The operator waits for the node's deletion.
+//   - Force (Revoke): the holder loses the hold at once (ErrRevoked: Lost
+//     closes, Context ends), and only then deletes its own nodes. A waiter,
+//     granted at that deletion, is so granted after the holder was told.
+//     A holder that does not delete its node within the grace (its process
+//     stuck, its connection down) has it deleted by the operator: it learns
+//     of it when its watch fires, or, disconnected, when it reaches a
+//     server again (a paused hold's resume reads its node first).
+//
+// The suffix keeps the holder's data readable (status shows it, stripped).
+// A request is written only to a node that heads its line (a lock's or a
+// writer's holder, a leader, the first reader) or is in none (a semaphore's
+// lease, a non-fair recipe's node): a waiter takes a data change of the
+// node it watches as its holder's mark, "every node before it is gone"
+// (AwaitOptions.MarkFor), which is true of such a node and of no other. A
+// holder that does not head its line (a reader behind another) cannot be
+// asked, and a forced revocation deletes its node without telling it first
+// (its own watch tells it; no one is granted before the readers ahead of
+// it are gone).
+
+// ErrRevoked is the cause (context.Cause) of a hold's end when an operator
+// revoked it (Revoke); it matches ErrLost.
+var ErrRevoked = fmt.Errorf("%w: revoked by an operator", ErrLost)
+
+// revokeSuffix starts the request appended to a node's data: a NUL, which
+// no id has, so that no holder's own data is taken for a request.
+const revokeSuffix = "\x00shepherd:revoke="
+
+// Revocation modes, as written after revokeSuffix.
+const (
+	revokeAsk   = "ask"
+	revokeForce = "force"
+)
+
+// revokeRequest returns a node's data without the request, and the
+// request's mode ("" when none).
+func revokeRequest(data []byte) (holder []byte, mode string) {
+	i := bytes.LastIndex(data, []byte(revokeSuffix))
+	if i < 0 {
+		return data, ""
+	}
+	switch m := string(data[i+len(revokeSuffix):]); m {
+	case revokeAsk, revokeForce:
+		return data[:i], m
+	}
+	return data, ""
+}
+
+// StripRevoke returns a node's data as its holder wrote it (without an
+// operator's revocation request).
+func StripRevoke(data []byte) []byte {
+	d, _ := revokeRequest(data)
+	return d
+}
+
+// CheckData checks a holder's data (WithData of a recipe): at most
+// MaxDataLen bytes, and without what marks an operator's revocation request.
+func CheckData(data []byte) error {
+	if len(data) > MaxDataLen {
+		return fmt.Errorf("%w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), MaxDataLen)
+	}
+	if bytes.Contains(data, []byte(revokeSuffix)) {
+		return fmt.Errorf("%w: data contains %q, which marks an operator's revocation request", ErrInvalidArgument, revokeSuffix)
+	}
+	return nil
+}
+
+// RevokeRequested is closed when an operator asks the holder to let go
+// (AskRevoke, shepherd revoke -ask): release when the work allows. The hold
+// stays held until then (an operator may force it later, see Revoke).
+func (h *Hold) RevokeRequested() <-chan struct{} { return h.revoke }
+
+// sawData acts on the data of the hold's node, as its own watch read it.
+// It reports whether the hold has ended.
+func (h *Hold) sawData(node string, data []byte) bool {
+	switch _, mode := revokeRequest(data); mode {
+	case revokeAsk:
+		h.revokeOnce.Do(func() {
+			close(h.revoke)
+			h.log(slog.LevelInfo, "revocation requested by an operator", "revoked_node", node)
+		})
+	case revokeForce:
+		h.lose(fmt.Errorf("%w: hold on %s", ErrRevoked, node))
+		h.mu.Lock()
+		ep, recipe, attached := h.ep, h.recipe, h.attached
+		h.mu.Unlock()
+		// Told first (above, synchronously), then the nodes go: whoever
+		// is granted at their deletion is granted after.
+		startDelete(false, h.sess, recipe, ep, h.guard, h.nodes, attached, nil)
+		return true
+	}
+	return false
+}
+
+// ErrNotHead: a revocation request (AskRevoke) was made to a node that does
+// not head its line (a waiter, or a reader behind others), where it would
+// read as its holder's mark.
+var ErrNotHead = NewError("the node does not head its line: only a holder at the head can be asked")
+
+// AskRevoke asks the holder of node (a lock's or a writer's holder, a
+// leader, a lease's node, the first reader) to let go, and waits until the
+// node is gone or ctx ends (then it returns ctx's error; the request
+// stays). A node already gone is no error; a node that does not head its
+// line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
+// ignores the request.
+func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
+	if err := construct.Check("revoke", sess, node); err != nil {
+		return err
+	}
+	if err := requestRevoke(ctx, sess, node, revokeAsk); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	}
+	_, err := waitGone(ctx, sess, node, nil)
+	return err
+}
+
+// Revoke forces the hold on node to end: the holder (if it is shepherd's
+// and can hear) loses the hold at once and deletes node itself; if node is
+// still there after grace, Revoke deletes it. It reports whether the holder
+// let go on its own. A node already gone is no error. Revoke needs DELETE
+// permission on node's parent, and WRITE on node to tell the holder first
+// (without it, or on a node that does not head its line, it deletes at
+// once: the holder learns of it from its own watch).
+func Revoke(ctx context.Context, sess *session.Session, node string, grace time.Duration) (byHolder bool, err error) {
+	if err := construct.Check("revoke", sess, node); err != nil {
+		return false, err
+	}
+	if err := requestRevoke(ctx, sess, node, revokeForce); err != nil {
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return false, nil
+		case !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, ErrNotHead):
+			return false, err
+		}
+		grace = 0 // not allowed to tell: only the delete is left
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	gone, err := waitGone(ctx, sess, node, t.C)
+	if err != nil || gone {
+		return gone, err
+	}
+	err = sess.Do(ctx, func(ep *session.Epoch) error {
+		err := Exec(ctx, ep, func(c *zk.Conn) error { return aclerr.Map("delete", node, c.Delete(node, -1)) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("revoke %s: delete: %w", node, err)
+	}
+	return false, nil
+}
+
+// requestRevoke appends the request to node's data, once node is known to
+// head its line (or be in none), at the version read so that a concurrent
+// write (its holder's mark) is not overwritten.
+func requestRevoke(ctx context.Context, sess *session.Session, node, mode string) error {
+	const tries = 8
+	for i := 0; ; i++ {
+		err := sess.Do(ctx, func(ep *session.Epoch) error {
+			return Exec(ctx, ep, func(c *zk.Conn) error {
+				if err := headsLine(c, node); err != nil {
+					return err
+				}
+				data, st, err := c.Get(node)
+				if err != nil {
+					return aclerr.Map("getData", node, err)
+				}
+				holder, had := revokeRequest(data)
+				if had == mode || had == revokeForce {
+					return nil
+				}
+				req := append(append(append([]byte(nil), holder...), revokeSuffix...), mode...)
+				_, err = c.Set(node, req, st.Version)
+				return aclerr.Map("setData", node, err)
+			})
+		})
+		if !errors.Is(err, zk.ErrBadVersion) || i == tries {
+			if err != nil {
+				return fmt.Errorf("revoke %s: %w", node, err)
+			}
+			return nil
+		}
+	}
+}
+
+// headsLine returns nil if node heads its line or is in none (see above):
+// no contender node of its parent (of any kind but a lease's) comes before
+// it. Nothing joins a line before a node already in it (sequence numbers
+// only grow), so once true it stays true while the node lasts.
+func headsLine(c *zk.Conn, node string) error {
+	i := strings.LastIndex(node, "/")
+	own, ok := ParseName(node[i+1:])
+	if !ok || own.Kind == KindLease {
+		return nil
+	}
+	parent := node[:i]
+	if parent == "" {
+		parent = "/"
+	}
+	names, _, err := c.Children(parent)
+	if err != nil {
+		return aclerr.Map("getChildren", parent, err)
+	}
+	for _, n := range Sort(names) {
+		switch {
+		case n.Name == own.Name:
+			return nil
+		case n.Seq > own.Seq:
+			return zk.ErrNoNode // past its place: it has left the line
+		case n.Kind != KindLease:
+			return fmt.Errorf("%w: %s waits behind %s", ErrNotHead, node, n.Name)
+		}
+	}
+	return zk.ErrNoNode
+}
+
+// waitGone waits until node is deleted (true), stop fires (false) or ctx
+// ends (its error).
+func waitGone(ctx context.Context, sess *session.Session, node string, stop <-chan time.Time) (bool, error) {
+	for {
+		ep, err := sess.Wait(ctx)
+		if err != nil {
+			return false, err
+		}
+		w, err := Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
+			ok, _, w, err := c.ExistsW(node)
+			if err == nil && !ok {
+				return nil, nil
+			}
+			return w, err
+		}, nil)
+		switch {
+		case err == nil && w == nil:
+			return true, nil
+		case err != nil && !session.OutcomeUnknown(err):
+			return false, fmt.Errorf("revoke %s: %w", node, err)
+		}
+		select {
+		case <-w: // any event: look again
+		case <-ep.Done():
+		case <-stop:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// ownWatchDelay is how long a hold lives before it watches its own nodes
+// (unless Token asks for the first read sooner). A hold released sooner
+// never pays for the watch: on a contended lock most holds are that short,
+// and the read, and the notification of its own release, cost a lock's
+// throughput more than they are worth there. A deletion or a revocation in
+// that time is seen when the watch starts (its first read).
+const ownWatchDelay = 10 * time.Millisecond
+
+// watchOwn keeps a watch on each of the hold's nodes while the hold lasts
+// (one goroutine per node, started once the hold has lasted ownWatchDelay,
+// or when Token asks; the holder does not wait for it). A node deleted by someone
+// else (an operator, another principal) loses the hold at once, paused or
+// not; a change of its data is read for an operator's revocation request
+// (sawData). A deletion while the connection was down is reported as soon as
+// it is back (go-zookeeper sets its watches again on reconnect, and fires
+// those whose nodes are gone). Its cost, for a hold that lasts: one read per
+// node, one more after a change of the node's data (a holder's mark for its
+// successor), and a notification to the holder at its own release (ignored:
+// the hold is released by then).
+func (h *Hold) watchOwn(ep *session.Epoch, node string) {
+	o := &ownWatch{h: h, node: node, first: node == h.nodes[0]}
+	defer o.read1(nil)
+	if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
+		ep = c
+	}
+	for h.ctx.Err() == nil {
+		r, err := o.read(ep)
+		switch {
+		case h.ctx.Err() != nil:
+			return
+		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(node, r.st)):
+			o.read1(nil)
+			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
+			return
+		case err != nil:
+			// A connection problem (or the session's end, which loses the
+			// hold): watch again once the session is usable.
+			if ep, err = h.sess.Wait(h.ctx); err != nil || ep.SessionID() != h.sid {
+				return
+			}
+			continue
+		}
+		o.read1(r.st)
+		if h.sawData(node, r.data) || !o.wait(r.w) {
+			return
+		}
+		if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
+			ep = c
+		}
+	}
+}
+
+// ownWatch is the watch of one of a hold's nodes (Hold.watchOwn).
+type ownWatch struct {
+	h    *Hold
+	node string
+	// first: the node is the hold's first, and its first read is yet to
+	// be reported (read1).
+	first bool
+}
+
+// read1 reports the hold's first read, once, from the watch of its first
+// node: the hold's token (from st, if the hold has none yet and st is its
+// session's node), and h.firstRead closed.
+func (o *ownWatch) read1(st *zk.Stat) {
+	if !o.first {
+		return
+	}
+	o.first = false
+	h := o.h
+	h.mu.Lock()
+	if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
+		h.token = Token(st.Czxid)
+	}
+	h.mu.Unlock()
+	close(h.firstRead)
+}
+
+// read reads the node and watches it, in ep.
+func (o *ownWatch) read(ep *session.Epoch) (ownRead, error) {
+	return Call(o.h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
+		data, st, w, err := c.GetW(o.node)
+		return ownRead{data, st, w}, err
+	}, nil)
+}
+
+// wait waits for the node's watch w to fire: true when the node's data
+// changed (to be read again), false when the watch ends (the node deleted,
+// which loses the hold; the session ended; the hold ended).
+func (o *ownWatch) wait(w <-chan zk.Event) bool {
+	select {
+	case ev := <-w:
+		switch ev.Type {
+		case zk.EventNodeDeleted:
+			o.h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, o.node))
+			return false
+		case zk.EventNotWatching:
+			return false // the session ended: its end loses the hold
+		}
+		// The data changed: read it, and watch again.
+		return true
+	case <-o.h.ctx.Done():
+		return false
+	}
+}
+
+// ownRead is one read of a hold's node by its own watch.
+type ownRead struct {
+	data []byte
+	st   *zk.Stat
+	w    <-chan zk.Event
+}
