@@ -251,9 +251,7 @@ func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt Awa
 	// line[w] is marked, and its deletion is still watched (ws.gone): that
 	// deletion now grants us.
 	s.ws.node, s.delGrants = nil, true
-	if opt.MarkFor != nil {
-		l.learnNext(ctx, ep, own)
-	}
+	l.learnNext(ctx, ep, own, opt)
 	return sleepOn, nil
 }
 

@@ -31,9 +31,7 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 		return false, err
 	}
 	s.ws.node, s.delGrants = ch, true
-	if opt.MarkFor != nil {
-		l.learnNext(ctx, ep, own)
-	}
+	l.learnNext(ctx, ep, own, opt)
 	return false, nil
 }
 
@@ -59,10 +57,14 @@ func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor f
 	}
 }
 
-// learnNext lists the line to learn the node after own (see
-// AwaitOptions.MarkFor). It is a hint: on any error own.next stays as it
-// was, and a mark checks that the node is still there.
-func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node) {
+// learnNext lists the line to learn the node after own, for a line whose
+// holders mark at their grant (AwaitOptions.MarkFor; others send nothing).
+// It is a hint: on any error own.next stays as it was, and a mark checks
+// that the node is still there.
+func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) {
+	if opt.MarkFor == nil {
+		return
+	}
 	line, err := l.listCtx(ctx, ep)
 	if err != nil {
 		return
