@@ -481,7 +481,8 @@ func restoreCluster(t *testing.T, c *zktest.Cluster) {
 	defer cancel()
 	for i := range c.Size() {
 		if !c.Running(i) {
-			t.Logf("restarting server %d, left stopped by a failed cell", i)
+			// Its log's end says whether the cell stopped it or it died.
+			t.Logf("restarting server %d, left stopped by a failed cell; its log ends:\n%s", i, c.LogTail(i, 15))
 			if err := c.Restart(ctx, i); err != nil {
 				t.Errorf("server %d: %v", i, err)
 			}
