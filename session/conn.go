@@ -2,7 +2,6 @@ package session
 
 import (
 	"errors"
-	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/internal/zkwire"
 )
 
@@ -27,8 +27,11 @@ type handle struct {
 	ready  chan struct{} // closed at the first HasSession
 	failed chan struct{} // closed when the handle can no longer become ready
 
-	lastHeard atomic.Int64                // s.mono() of the last byte received
-	nc        atomic.Pointer[trackedConn] // the connection go-zookeeper uses now
+	// heard is s.mono() when the latest request the server has answered
+	// was sent: the server heard from the session then or later (see
+	// trackedConn.answered).
+	heard atomic.Int64
+	nc    atomic.Pointer[trackedConn] // the connection go-zookeeper uses now
 	// expired is set when a server has said the handle's session expired:
 	// from then on the handle never dials again. go-zookeeper would redial
 	// with session ID 0 and be given a new session the manager does not want
@@ -145,6 +148,13 @@ type trackedConn struct {
 	replied  atomic.Bool
 	hello    [zkwire.ConnectHeadLen]byte
 	helloN   int // bytes of hello collected; only the reading goroutine touches it
+
+	// sent holds when each request written and not yet answered was sent
+	// (s.mono()), oldest first; answers finds the answers among what is
+	// read (only the reading goroutine touches it).
+	sentMu  sync.Mutex
+	sent    []int64
+	answers zkwire.Answers
 }
 
 func (c *trackedConn) capped(t time.Time) time.Time {
@@ -168,6 +178,10 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 // a create some caller waits for is reported once written (see package
 // wiretap).
 func (c *trackedConn) Write(p []byte) (int, error) {
+	// Taken before the write: the server hears the request no earlier.
+	c.sentMu.Lock()
+	c.sent = append(c.sent, c.h.s.mono())
+	c.sentMu.Unlock()
 	n, err := c.Conn.Write(p)
 	if err == nil && wiretap.Waiting(&c.h.written) {
 		wiretap.Saw(&c.h.written, p)
@@ -194,7 +208,9 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		c.h.noteErr(c.addr, c.noAnswer(err))
 	}
 	if n > 0 {
-		c.h.lastHeard.Store(c.h.s.mono())
+		if k := c.answers.Feed(p[:n]); k > 0 {
+			c.answered(k)
+		}
 		if c.helloN < len(c.hello) {
 			k := copy(c.hello[c.helloN:], p[:n])
 			c.helloN += k
@@ -207,6 +223,32 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// answered records that the k oldest requests written are answered: the
+// server heard the last of them, so it heard from the session no earlier
+// than when that one was sent (a server answers a connection's requests in
+// order). What is received says nothing of what the server heard: a reply
+// may come long after its request (a server's pause, a slow network), and
+// a watch notification answers nothing (it flows while the other way is
+// cut), so the session's silence is measured from here (see
+// Session.clockLocked), not from the last byte received.
+func (c *trackedConn) answered(k int) {
+	c.sentMu.Lock()
+	k = min(k, len(c.sent))
+	if k == 0 {
+		c.sentMu.Unlock()
+		return
+	}
+	at := c.sent[k-1]
+	c.sent = append(c.sent[:0], c.sent[k:]...)
+	c.sentMu.Unlock()
+	for {
+		old := c.h.heard.Load()
+		if at <= old || c.h.heard.CompareAndSwap(old, at) {
+			return
+		}
+	}
 }
 
 // hostProvider tries the servers in turn and reports a "retry start" (after

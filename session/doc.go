@@ -14,8 +14,8 @@
 // Each connected stretch of a session is an Epoch. Its Context is cancelled the
 // moment the connection is lost (Suspended), the session is lost, or the
 // session is closed — synchronously, where the loss is noticed (go-zookeeper's
-// event callback, or the manager's own clock when nothing has been received
-// for the read timeout), not behind a queue or a listener. Nothing on that
+// event callback, or the manager's own clock when no request has been
+// answered for the read timeout), not behind a queue or a listener. Nothing on that
 // path can block: not even logging, which the manager does on a goroutine of
 // its own. A recipe derives the context of every hold
 // (lock, lease, leadership) from it, so the holder learns it may have lost its
@@ -42,9 +42,12 @@
 // # Silence
 //
 // The manager does not wait for go-zookeeper to notice a dead connection: it
-// knows when it last received a byte. While the session is usable, nothing
-// received for the read timeout (2/3 of the negotiated session timeout; a
-// server answers the client's pings every 1/3) means Suspended at once — the
+// knows when it last sent a request that a server has answered since (the
+// server heard from it then or later; what it receives otherwise proves
+// nothing: a watch notification answers no request, and flows while the way
+// to the server is cut). While the session is usable, no request answered
+// for the read timeout (2/3 of the negotiated session timeout; go-zookeeper
+// pings every 1/3 when idle) means Suspended at once — the
 // loss signal of every hold — and the connection is dropped so that a new one
 // is dialled at once. go-zookeeper's own detection can come much later (its
 // sender blocked in a write to a stalled connection delays it by up to another
@@ -54,12 +57,13 @@
 //
 // Lost is declared when a server reports the session expired, and also, without
 // waiting to hear from an ensemble that may be unreachable, when the client has
-// heard nothing from any server for one negotiated session timeout (measured on
-// the local monotonic clock from the last byte received). A server expires a
-// session no earlier than one session timeout after it last heard from the
-// client, and the client last spoke to it no later than it last heard from it,
-// up to one request's round trip; this assumes the client's and the server's
-// clocks advance at the same rate. When Lost is declared the old connection is
+// had no request answered by any server for one negotiated session timeout,
+// less 1/50 of it (measured on the local monotonic clock from the sending of
+// the last request answered). A server expires a session no earlier than one
+// session timeout after it last heard from the client, which is no earlier
+// than that sending; the 1/50 covers the client's own lateness (its timer,
+// the signal to the holds). This assumes the client's and the server's clocks
+// advance at the same rate. When Lost is declared the old connection is
 // closed (ending the session on the server if it still existed) and a new
 // session is established with the configured backoff. The manager never lets a
 // connection silently replace an expired session behind its listeners, and a

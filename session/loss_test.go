@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/mutex"
@@ -170,9 +171,88 @@ func TestSilenceIsSuspendedOnTime(t *testing.T) {
 	r.expect(t, 15*time.Second, session.Connected)
 }
 
-// TestIdleStaysConnected: the silence watchdog judges by the last byte
-// received, and a server answers the client's pings every third of the
-// session timeout: an idle session is never suspended.
+// TestRequestsCutIsLostBeforeExpiry: what a client receives says nothing of
+// what the server hears. The client's requests stop reaching the server
+// while watch notifications keep coming to it (a one-way partition): the
+// server expires the session one timeout after it last heard from it, and
+// the manager must declare the session lost before that, so before another
+// client can be granted what its holds held. Judged by the last byte
+// received, the notifications kept it Connected until the server closed its
+// connection at the expiry; judged by the last request answered, it is
+// Suspended after the read timeout and Lost before the expiry.
+func TestRequestsCutIsLostBeforeExpiry(t *testing.T) {
+	noLeaks(t)
+	c := zktest.Start(t, 1)
+	p, err := zktest.NewProxy(c.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	const timeout = 2 * time.Second
+	s := open(t, p.Addrs(), session.WithSessionTimeout(timeout))
+	r := record(s)
+	other := open(t, c.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ep, err := s.Wait(ctx)
+	require.NoError(t, err)
+	oep, err := other.Wait(ctx)
+	require.NoError(t, err)
+	acl := zk.WorldACL(zk.PermAll)
+	base := fmt.Sprintf("/requests-cut-%d", time.Now().UnixNano())
+	_, err = oep.Conn().Create(base, nil, 0, acl)
+	require.NoError(t, err)
+	// s's ephemeral node: its deletion is the server's expiry of s's session.
+	_, err = ep.Conn().Create(base+"/eph", nil, zk.FlagEphemeral, acl)
+	require.NoError(t, err)
+	_, _, expired, err := oep.Conn().ExistsW(base + "/eph")
+	require.NoError(t, err)
+	// Watches of s, each fired once by other: a notification every 100 ms
+	// for longer than the session timeout.
+	const watches = 35
+	for i := range watches {
+		w := fmt.Sprintf("%s/w%d", base, i)
+		_, err = oep.Conn().Create(w, nil, 0, acl)
+		require.NoError(t, err)
+		_, _, _, err = ep.Conn().GetW(w)
+		require.NoError(t, err)
+	}
+
+	p.MuteRequests()
+	cutAt := time.Now()
+	var expiredAt time.Time
+	for i := 0; i < watches && expiredAt.IsZero(); i++ {
+		_, err = oep.Conn().Set(fmt.Sprintf("%s/w%d", base, i), []byte{1}, -1)
+		require.NoError(t, err)
+		select {
+		case <-expired:
+			expiredAt = time.Now()
+		case <-time.After(100 * time.Millisecond): // the notifications' period
+		}
+	}
+	if expiredAt.IsZero() {
+		select {
+		case <-expired:
+			expiredAt = time.Now()
+		case <-time.After(3 * timeout):
+			t.Fatal("the server did not expire the session")
+		}
+	}
+	var lostAt time.Time
+	for lostAt.IsZero() {
+		if ev := r.next(t, 3*timeout); ev.State == session.Lost {
+			lostAt = ev.Time
+		}
+	}
+	t.Logf("requests cut → Lost after %v, expired by the server after %v",
+		lostAt.Sub(cutAt).Round(time.Millisecond), expiredAt.Sub(cutAt).Round(time.Millisecond))
+	require.True(t, lostAt.Before(expiredAt), "Lost %v after the server's expiry",
+		lostAt.Sub(expiredAt).Round(time.Millisecond))
+	p.Heal()
+	r.expect(t, 15*time.Second, session.Connected)
+}
+
+// TestIdleStaysConnected: the silence watchdog judges by the last request
+// answered, and go-zookeeper pings every third of the session timeout when
+// idle: an idle session is never suspended.
 func TestIdleStaysConnected(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 1)

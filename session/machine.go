@@ -180,32 +180,35 @@ func (s *Session) run() {
 	}
 }
 
-// clockLocked judges the current connection by how long nothing has been
-// received on it, on the local monotonic clock, whatever go-zookeeper reports
-// (or fails to report): silence for the read timeout (2/3 of the session
-// timeout; a server answers pings every 1/3) while the session is usable means
-// Suspended at once; silence for the whole session timeout means Lost. It
-// returns how long until the next judgement is due (0: none), and the handle
-// whose connection must be dropped (outside s.mu): the one declared silent, so
-// that go-zookeeper reconnects now instead of at its own timeout (a sender
-// blocked in a write to a stalled connection delays that by up to another read
-// timeout).
+// clockLocked judges the current connection by how long ago the server last
+// heard from the session, as far as the client can prove it: since the
+// sending of the latest request the server has answered (handle.heard; not
+// since the last byte received, see trackedConn.answered), on the local
+// monotonic clock, whatever go-zookeeper reports (or fails to report).
+// Silence for the read timeout (2/3 of the session timeout; go-zookeeper
+// pings every 1/3 when idle) while the session is usable means Suspended at
+// once; silence for the whole session timeout, less lossMargin, means Lost.
+// It returns how long until the next judgement is due (0: none), and the
+// handle whose connection must be dropped (outside s.mu): the one declared
+// silent, so that go-zookeeper reconnects now instead of at its own timeout
+// (a sender blocked in a write to a stalled connection delays that by up to
+// another read timeout).
 //
-// The timer is not re-armed on each read: when it fires early because bytes
-// arrived meanwhile, it is simply set again from the last one.
+// The timer is not re-armed on each answer: when it fires early because one
+// came meanwhile, it is simply set again from the last one.
 func (s *Session) clockLocked(now time.Time) (next time.Duration, drop *handle) {
 	h := s.cur
 	if h == nil || s.closed {
 		return 0, nil
 	}
-	silent := time.Duration(s.mono() - h.lastHeard.Load())
+	silent := time.Duration(s.mono() - h.heard.Load())
 	timeout := h.timeout()
 	if s.state.Live() {
 		read := timeout * 2 / 3
 		if silent < read {
 			return read - silent, nil
 		}
-		s.suspendLocked(now, fmt.Sprintf("nothing received for %v", silent.Round(time.Millisecond)))
+		s.suspendLocked(now, fmt.Sprintf("no request answered for %v", silent.Round(time.Millisecond)))
 		drop = h
 	}
 	if s.state != Suspended {
@@ -218,13 +221,14 @@ func (s *Session) clockLocked(now time.Time) (next time.Duration, drop *handle) 
 	return 0, drop
 }
 
-// lossMargin is how much earlier than the session timeout, after the last
-// byte received, the manager declares the session lost. The server expires a
-// session one timeout (rounded up to its tick) after it last heard from the
-// client, and it heard last a little before the client received the answer:
-// the margin covers that transit, so that a hold riding through a
-// disconnect (PauseOnDisconnect) is told it is lost before the server can
-// expire its session and grant it to someone else.
+// lossMargin is how much earlier than the session timeout, after the sending
+// of the latest request answered, the manager declares the session lost.
+// The server heard that request no earlier than it was sent, and expires a
+// session one timeout (rounded up to its tick) after it last heard from it:
+// the margin covers this side's lateness (the watchdog's timer firing late,
+// the loss reaching the holds), so that a hold riding through a disconnect
+// (PauseOnDisconnect) is told it is lost before the server can expire its
+// session and grant it to someone else.
 func lossMargin(timeout time.Duration) time.Duration { return timeout / 50 }
 
 // establish opens a new session, with backoff, until it succeeds or the

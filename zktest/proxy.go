@@ -36,6 +36,7 @@ type Proxy struct {
 	refuse  bool
 	stalled bool
 	muted   bool // replies held, requests forwarded
+	deaf    bool // requests held, replies forwarded
 	closed  bool
 }
 
@@ -144,17 +145,29 @@ func (p *Proxy) MuteReplies() {
 	p.muted = true
 }
 
+// MuteRequests starts the other one-way partition: nothing the client sends
+// reaches the server (held, like Stall), while what the server sends still
+// comes through (answers to requests already forwarded, watch
+// notifications). The server stops hearing from the client, which may go on
+// receiving for as long as notifications flow. Heal ends it, closing the
+// connections.
+func (p *Proxy) MuteRequests() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deaf = true
+}
+
 // Heal ends a partition and stops refusing. The connections that were
 // stalled are closed, on both sides, never resumed; clients reconnect through
 // the proxy. Heal without a Stall closes nothing.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stalled || p.muted {
+	if p.stalled || p.muted || p.deaf {
 		// Every connection open now existed during the stall.
 		p.closeAllLocked()
 	}
-	p.stalled, p.muted, p.refuse = false, false, false
+	p.stalled, p.muted, p.deaf, p.refuse = false, false, false, false
 }
 
 // Conns returns the number of open client connections.
@@ -324,7 +337,7 @@ func (p *Proxy) pump(pc *proxyConn, dst, src net.Conn, sn *sniffer, toClient boo
 // stalled connection is never resumed) and returns false.
 func (p *Proxy) pass(pc *proxyConn, toClient bool) bool {
 	p.mu.Lock()
-	stalled := p.stalled || (toClient && p.muted)
+	stalled := p.stalled || (toClient && p.muted) || (!toClient && p.deaf)
 	p.mu.Unlock()
 	if !stalled {
 		return pc.ctx.Err() == nil

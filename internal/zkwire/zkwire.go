@@ -269,3 +269,52 @@ func CloseSessionRequest(xid int32) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(op))
 	return Frame(b)
 }
+
+// NotificationXid is the xid of a watch notification: the one server frame
+// after the ConnectResponse that answers no request.
+const NotificationXid = -1
+
+// Answers finds the frames in a client connection's stream from the server,
+// fed as it is read (split anywhere), and counts those that answer a
+// request: the ConnectResponse, then every reply but a watch notification.
+// A server answers a connection's requests in the order they were sent, so
+// the n-th answer is the answer to the n-th request written. The zero value
+// is ready for a new connection's stream.
+type Answers struct {
+	head   [8]byte // the frame's length and, after the first, its xid
+	headN  int
+	remain int // bytes of the current frame still to come
+	frames int // frames whose head has been read
+}
+
+// Feed reads b, the next bytes of the stream, and returns how many answers
+// begin in it (an answer counts once its head, length and xid, is read).
+func (a *Answers) Feed(b []byte) (answers int) {
+	for len(b) > 0 {
+		if a.remain > 0 {
+			k := min(a.remain, len(b))
+			a.remain -= k
+			b = b[k:]
+			continue
+		}
+		need := 8 // length, xid
+		if a.frames == 0 {
+			need = 4 // the ConnectResponse has no reply header
+		}
+		k := copy(a.head[a.headN:need], b)
+		a.headN += k
+		b = b[k:]
+		if a.headN < need {
+			break
+		}
+		a.headN = 0
+		a.frames++
+		// A malformed length is go-zookeeper's to fail; the count stops
+		// mattering then.
+		a.remain = max(int(int32(binary.BigEndian.Uint32(a.head[:4])))-(need-4), 0)
+		if need == 4 || int32(binary.BigEndian.Uint32(a.head[4:8])) != NotificationXid {
+			answers++
+		}
+	}
+	return answers
+}
