@@ -545,6 +545,28 @@ var faults = []fault{
 		time.Sleep(sessionTimeout / 2) // past the server's expiry too
 		c.proxy.Heal()
 	}},
+	{name: "requests-cut", pauseOnly: true, toldPaused: true, inject: func(h *harness) {
+		// The holder's requests stop reaching the server while what the
+		// server sends still reaches it (answers already on their way,
+		// watch notifications): a one-way partition. Its session must be
+		// lost on its own clock before the server expires it and grants its
+		// place to another, though bytes may keep arriving. (Under
+		// StopOnDisconnect its hold ends at the suspension, as in
+		// stall-long: session/'s TestRequestsCutIsLostBeforeExpiry covers
+		// the session there.)
+		defer h.lingerIfPause()()
+		c := h.holder()
+		sid := c.sess.SessionID()
+		touch := h.notifyDuringCut(c, 40)
+		c.proxy.MuteRequests()
+		require.Eventually(h.t, func() bool {
+			touch()
+			s := c.sess.SessionID()
+			return s != sid && s != 0 || c.sess.State() == session.Lost
+		}, 3*sessionTimeout, 50*time.Millisecond)
+		time.Sleep(sessionTimeout / 2) // past the server's expiry too
+		c.proxy.Heal()
+	}},
 	{name: "release-answer-lost", inject: func(h *harness) {
 		// The holder's answers are lost (requests still reach the server)
 		// across its release: the release is applied, another client is
@@ -616,6 +638,40 @@ func (h *harness) lingerIfPause() func() {
 		}
 	}
 	return func() {}
+}
+
+// notifyDuringCut has c's session watch n nodes of the test's own and returns
+// touch, which changes the next of them (through another session) at each
+// call: the notifications then reach c while its requests are cut, as
+// another recipe's watches on a shared session would.
+func (h *harness) notifyDuringCut(c *clientRun, n int) (touch func()) {
+	admin := open(h.t, h.cluster.Servers())
+	aep, err := admin.Wait(ctxFor(h.t, 10*time.Second))
+	require.NoError(h.t, err)
+	ep, err := c.sess.Wait(ctxFor(h.t, 10*time.Second))
+	require.NoError(h.t, err)
+	base := h.path + "-notify"
+	acl := gozk.WorldACL(gozk.PermAll)
+	if _, err := aep.Conn().Create(base, nil, 0, acl); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+		require.NoError(h.t, err)
+	}
+	var nodes []string
+	for i := range n {
+		p := fmt.Sprintf("%s/n%d", base, i)
+		if _, err := aep.Conn().Create(p, nil, 0, acl); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+			require.NoError(h.t, err)
+		}
+		if _, _, _, err := ep.Conn().GetW(p); err == nil {
+			nodes = append(nodes, p)
+		}
+	}
+	next := 0
+	return func() {
+		if next < len(nodes) {
+			_, _ = aep.Conn().Set(nodes[next], []byte{1}, -1)
+			next++
+		}
+	}
 }
 
 // revoke deletes, as an operator would, the holder nodes of session sid at
@@ -700,14 +756,15 @@ func TestFaultMatrix(t *testing.T) {
 // pauseShort is the pause column of the default run: the faults that pause
 // holds and resume them (a dropped connection, a stall shorter than the
 // session timeout, a server's restart, a leader's or a follower's death) or
-// lose them paused (a stall past the timeout, an expiry, an operator's
-// delete), spread over the recipes.
+// lose them paused (a stall past the timeout, requests cut past it, an
+// expiry, an operator's delete), spread over the recipes.
 var pauseShort = map[string]bool{
 	"leader-killed/mutex-fair":          true,
 	"follower-killed/rwlock":            true,
 	"server-restarted/mutex-nonfair":    true,
 	"stall-short/mutex-fair":            true,
 	"stall-long/mutex-nonfair":          true,
+	"requests-cut/mutex-nonfair":        true,
 	"session-expired/semaphore":         true,
 	"severed/mutex-fair":                true,
 	"severed/mutex-nonfair":             true,

@@ -15,8 +15,8 @@ import (
 
 // soakFaults are the faults the soak draws from (the client SIGKILL and the
 // standalone restart are the matrix's: they need a harness of their own).
-var soakFaults = []string{"leader-killed", "follower-killed", "stall-short", "stall-long", "release-answer-lost",
-	"session-expired", "ensemble-restarted", "paused-node-revoked"}
+var soakFaults = []string{"leader-killed", "follower-killed", "stall-short", "stall-long", "requests-cut",
+	"release-answer-lost", "session-expired", "ensemble-restarted", "paused-node-revoked"}
 
 func faultByName(name string) fault {
 	for _, f := range faults {
