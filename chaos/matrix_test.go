@@ -550,10 +550,11 @@ var faults = []fault{
 		// server sends still reaches it (answers already on their way,
 		// watch notifications): a one-way partition. Its session must be
 		// lost on its own clock before the server expires it and grants its
-		// place to another, though bytes may keep arriving. (Under
-		// StopOnDisconnect its hold ends at the suspension, as in
-		// stall-long: session/'s TestRequestsCutIsLostBeforeExpiry covers
-		// the session there.)
+		// place to another, though bytes may keep arriving. (Only in the
+		// pause column: under StopOnDisconnect the server's close of the
+		// expired session's connection reaches the holder before its place
+		// is granted, and those cells passed with the old measure too;
+		// session/'s TestRequestsCutIsLostBeforeExpiry covers the session.)
 		defer h.lingerIfPause()()
 		c := h.holder()
 		sid := c.sess.SessionID()
