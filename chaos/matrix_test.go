@@ -51,6 +51,28 @@ type clientRun struct {
 	doneRelease bool
 	mu          sync.Mutex
 	cur         *grant
+	events      *eventLog // the session's last events, for a failure's dump
+}
+
+// eventLog keeps a session's last events with their times.
+type eventLog struct {
+	mu   sync.Mutex
+	last []string
+}
+
+func (l *eventLog) add(ev session.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = append(l.last, ev.Time.Format("15:04:05.000")+" "+ev.String())
+	if len(l.last) > 8 {
+		l.last = l.last[1:]
+	}
+}
+
+func (l *eventLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.last, "; ")
 }
 
 func (c *clientRun) set(g *grant) {
@@ -100,12 +122,13 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int,
 			// session (as an application shares one session among its
 			// recipes), and the last releases with a done ctx.
 			prev := h.clients[i-1]
-			cr.sess, cr.proxy, cr.doneRelease = prev.sess, prev.proxy, true
+			cr.sess, cr.proxy, cr.doneRelease, cr.events = prev.sess, prev.proxy, true, prev.events
 		} else {
 			p, err := zktest.NewProxy(cluster.Servers()...)
 			require.NoError(t, err)
 			t.Cleanup(func() { p.Close() })
-			cr.sess, cr.proxy = open(t, p.Addrs()), p
+			cr.sess, cr.proxy, cr.events = open(t, p.Addrs()), p, &eventLog{}
+			cr.sess.Listen(cr.events.add)
 		}
 		cl, err := spec.make(cr.sess, h.path, i, cr.policy)
 		require.NoError(t, err)
@@ -812,8 +835,13 @@ func waitFor(d time.Duration, cond func() bool) bool {
 // dump logs what each client and the path look like, for a failure.
 func (h *harness) dump() {
 	for _, c := range h.clients {
-		h.t.Logf("%s: %d grants, holding %v, session 0x%x %v", c.id, h.chk.count(c.id), c.holding(),
-			c.sess.SessionID(), c.sess.State())
+		h.t.Logf("%s: %d grants, holding %v, session 0x%x %v; its events: %v", c.id, h.chk.count(c.id), c.holding(),
+			c.sess.SessionID(), c.sess.State(), c.events)
+	}
+	for i := range h.cluster.Size() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		h.t.Logf("server %d: running %v, mode %q", i, h.cluster.Running(i), h.cluster.Mode(ctx, i))
+		cancel()
 	}
 	admin := open(h.t, h.cluster.Servers())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
