@@ -2,14 +2,12 @@ package semaphore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
@@ -93,32 +91,12 @@ func notifications(t *testing.T) int64 { return testutil.Notifications(t, zk, 0)
 func watches(t *testing.T) int64 { return testutil.WatchCount(t, zk, 0) }
 
 // pinContainers keeps the semaphore's containers at path (locks, leases)
-// from being removed while a test counts requests: the server removes a
-// container once its last child has gone (a take consumes the head's node, a
-// release deletes the last lease), within its check interval (zktest:
-// 200 ms), and a contender that finds one gone makes it again (3 or 4
-// requests more, counted in make test). Call it while a lease is held (the
-// path stays); a container gone already, or removed between the two
-// creates, is made again first, as a contender would. A pin is a child no
-// line or count reads as a contender or a lease; it goes when the test ends.
+// from being removed while a test counts requests (see
+// testutil.PinContainer): a take consumes the head's node, a release deletes
+// the last lease. Call it while a lease is held (the path stays).
 func pinContainers(t *testing.T, s *session.Session, path string) {
 	t.Helper()
-	ep, err := s.Wait(ctxT(t, 10*time.Second))
-	require.NoError(t, err)
 	for _, c := range []string{"locks", "leases"} {
-		pin := path + "/" + c + "/pin"
-		err := gozk.ErrNoNode
-		for try := 0; try < 3 && errors.Is(err, gozk.ErrNoNode); try++ {
-			_, err = ep.Conn().CreateContainer(path+"/"+c, nil, gozk.FlagContainer, s.ACL())
-			if err == nil || errors.Is(err, gozk.ErrNodeExists) {
-				_, err = ep.Conn().Create(pin, nil, 0, s.ACL())
-			}
-		}
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			if ep, err := s.Wait(ctxT(t, 10*time.Second)); err == nil {
-				_ = ep.Conn().Delete(pin, -1)
-			}
-		})
+		testutil.PinContainer(t, s, path+"/"+c)
 	}
 }

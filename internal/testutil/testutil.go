@@ -393,3 +393,31 @@ func Settled(t testing.TB, next func() int64, want int64) int64 {
 		}
 	}
 }
+
+// PinContainer keeps the container node dir (full path) from being removed
+// while a test counts requests: the server removes a container once its last
+// child has gone, within its check interval (zktest: 200 ms), and a
+// contender that finds it gone makes it again (a few requests more, counted
+// under make test's load). A container gone already, or removed between the
+// two creates, is made again first, as a contender would. The pin is a
+// persistent child named "pin", which no line reads as a contender (its name
+// does not parse as one); it goes when the test ends.
+func PinContainer(t testing.TB, s *session.Session, dir string) {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 10*time.Second))
+	require.NoError(t, err)
+	pin := dir + "/pin"
+	err = gozk.ErrNoNode
+	for try := 0; try < 3 && errors.Is(err, gozk.ErrNoNode); try++ {
+		_, err = ep.Conn().CreateContainer(dir, nil, gozk.FlagContainer, s.ACL())
+		if err == nil || errors.Is(err, gozk.ErrNodeExists) {
+			_, err = ep.Conn().Create(pin, nil, 0, s.ACL())
+		}
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if ep, err := s.Wait(Ctx(t, 10*time.Second)); err == nil {
+			_ = ep.Conn().Delete(pin, -1)
+		}
+	})
+}
