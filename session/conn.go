@@ -149,11 +149,12 @@ type trackedConn struct {
 	hello    [zkwire.ConnectHeadLen]byte
 	helloN   int // bytes of hello collected; only the reading goroutine touches it
 
-	// sent holds when each request written and not yet answered was sent
-	// (s.mono()), oldest first; answers finds the answers among what is
-	// read (only the reading goroutine touches it).
+	// sent[next:] holds when each request written and not yet answered
+	// was sent (s.mono()), oldest first; answers finds the answers among
+	// what is read (only the reading goroutine touches it).
 	sentMu  sync.Mutex
 	sent    []int64
+	next    int
 	answers zkwire.Answers
 }
 
@@ -235,13 +236,22 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // Session.clockLocked), not from the last byte received.
 func (c *trackedConn) answered(k int) {
 	c.sentMu.Lock()
-	k = min(k, len(c.sent))
+	k = min(k, len(c.sent)-c.next)
 	if k == 0 {
 		c.sentMu.Unlock()
 		return
 	}
-	at := c.sent[k-1]
-	c.sent = append(c.sent[:0], c.sent[k:]...)
+	c.next += k
+	at := c.sent[c.next-1]
+	// Popped by moving next, not by copying the rest on each answer: the
+	// queue restarts whenever every request is answered (each idle moment),
+	// and is compacted if it never drains.
+	switch {
+	case c.next == len(c.sent):
+		c.sent, c.next = c.sent[:0], 0
+	case c.next >= 1024 && 2*c.next >= len(c.sent):
+		c.sent, c.next = append(c.sent[:0], c.sent[c.next:]...), 0
+	}
 	c.sentMu.Unlock()
 	for {
 		old := c.h.heard.Load()
