@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,7 +119,11 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 		}
 		c.tls = ts
 	}
-	ports, err := freePorts(3 * size)
+	pick := freePorts
+	if cfg.pickPorts != nil {
+		pick = cfg.pickPorts
+	}
+	ports, err := pick(3 * size)
 	if err != nil {
 		c.removeDir()
 		return nil, err
@@ -155,7 +158,7 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, cfg.startWait)
 	defer cancel()
-	if err := c.WaitServing(wctx); err != nil {
+	if err := c.waitServing(wctx, true); err != nil {
 		tail := c.LogTail(0, 20)
 		taken := c.portTaken()
 		_ = c.Close()
@@ -176,27 +179,6 @@ func (c *Cluster) portTaken() bool {
 		}
 	}
 	return false
-}
-
-// freePorts reserves n distinct free loopback ports. They are released before
-// ZooKeeper binds them, so a port can in principle be taken in between.
-func freePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("zktest: free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // Size is the number of nodes.
@@ -322,14 +304,21 @@ func (c *Cluster) RestartAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.WaitServing(ctx)
+	return c.waitServing(ctx, true)
 }
 
 // WaitServing waits until every running node serves and, for an ensemble, one
 // of them is the leader.
-func (c *Cluster) WaitServing(ctx context.Context) error {
+func (c *Cluster) WaitServing(ctx context.Context) error { return c.waitServing(ctx, false) }
+
+// waitServing is WaitServing; with all, a node that is not running is an
+// error, not skipped: a start or whole restart must find every server up.
+// (A server whose port was taken exits within a second, long before the
+// others serve: skipped, it left an ensemble serving without it and its
+// address in Servers, where some other process listened.)
+func (c *Cluster) waitServing(ctx context.Context, all bool) error {
 	for i := range c.nodes {
-		if !c.Running(i) {
+		if !all && !c.Running(i) {
 			continue
 		}
 		if err := c.waitNode(ctx, i); err != nil {

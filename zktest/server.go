@@ -65,6 +65,8 @@ type config struct {
 	// nodes (ZooKeeper's znode.container.checkIntervalMs).
 	containerCheck time.Duration
 	tls            *TLSConfig // WithTLS
+	// pickPorts, if set, replaces freePorts (tests of a taken port).
+	pickPorts func(n int) ([]int, error)
 }
 
 // Option configures a Cluster.

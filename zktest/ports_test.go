@@ -1,0 +1,76 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestFreePortsOutsideTheEphemeralRange: the ports drawn for servers are
+// distinct, free, and outside the range the kernel gives outgoing
+// connections and listeners on port 0, which a suite uses thousands of.
+func TestFreePortsOutsideTheEphemeralRange(t *testing.T) {
+	lo, hi := portWindow()
+	inWindow := hi-lo >= 16*30 // else freePorts falls back to port 0's
+	ports, err := freePorts(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if inWindow && (p < lo || p >= hi) {
+			t.Errorf("port %d outside [%d, %d)", p, lo, hi)
+		}
+		if seen[p] {
+			t.Errorf("port %d drawn twice", p)
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Errorf("port %d not free after the draw: %v", p, err)
+			continue
+		}
+		l.Close()
+	}
+}
+
+// TestStartRefusesAServerThatCouldNotBind: an ensemble one of whose servers
+// finds its client port taken does not start (and says the port was
+// taken, so StartCluster tries other ports). The start used to wait only for
+// the servers still running: the one that exited was skipped, the other two
+// formed a quorum, and the cluster's Servers listed an address where another
+// process listened (seen in make test: a client reconnecting there was told
+// its session had expired).
+func TestStartRefusesAServerThatCouldNotBind(t *testing.T) {
+	cp, err := Classpath()
+	if err != nil {
+		t.Fatalf("no ZooKeeper (make test installs it): %v", err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second,
+		maxSess: 60 * time.Second, containerCheck: 200 * time.Millisecond, classpath: cp,
+		pickPorts: func(n int) ([]int, error) {
+			ports, err := freePorts(n)
+			if err == nil {
+				ports[3] = taken.Addr().(*net.TCPAddr).Port // server 1's client port
+			}
+			return ports, err
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := startCluster(ctx, 3, cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("the cluster started without server 1, whose client port was taken")
+	}
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("the start failed, but not as a taken port: %v", err)
+	}
+}
