@@ -26,6 +26,7 @@ type Cluster struct {
 	closed  bool
 	started time.Duration
 	tls     *tlsState // WithTLS; nil for plaintext
+	ports   *portClaim
 }
 
 // Start starts a cluster of size nodes for a test (1 for a standalone server, 3
@@ -123,11 +124,12 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	if cfg.pickPorts != nil {
 		pick = cfg.pickPorts
 	}
-	ports, err := pick(3 * size)
+	ports, claim, err := pick(3 * size)
 	if err != nil {
 		c.removeDir()
 		return nil, err
 	}
+	c.ports = claim
 	if cfg.port != 0 {
 		ports[0] = cfg.port
 	}
@@ -144,6 +146,7 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	}
 	for _, n := range c.nodes {
 		if err := n.writeConfig(&c.cfg, c.nodes, c.tls); err != nil {
+			c.ports.release()
 			c.removeDir()
 			return nil, fmt.Errorf("zktest: config: %w", err)
 		}
@@ -433,6 +436,7 @@ func (c *Cluster) Close() error {
 	if c.sp != nil {
 		c.sp.stop()
 	}
+	c.ports.release()
 	return c.removeDir()
 }
 

@@ -1,8 +1,10 @@
 // Package zktest starts real Apache ZooKeeper servers for tests, the way
 // Curator's TestingServer and TestingCluster do for Java: a standalone server or
-// an ensemble on loopback with free ports, data in a temporary directory (tmpfs
-// where available), and the server's output captured to a file a failing test
-// can show.
+// an ensemble on loopback with free ports (drawn below the kernel's ephemeral
+// range and claimed with lock files in $TMPDIR/zktest-ports, so that clusters
+// started at once by parallel package tests never share one), data in a
+// temporary directory (tmpfs where available), and the server's output
+// captured to a file a failing test can show.
 //
 // It also injects faults on purpose: per-node Stop, Kill and Restart, session
 // expiry on demand (ExpireSession), a stolen connection (DisconnectSession), and

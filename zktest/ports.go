@@ -5,21 +5,34 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
-// freePorts reserves n distinct free loopback ports for servers to bind.
-// They are released before ZooKeeper binds them (a JVM's start, about half
-// a second later), so another socket can take one in between. They are
-// drawn at random from below the kernel's ephemeral range, where no
-// outgoing connection's local port and no listener on port 0 can land (a
-// test suite makes thousands of both); only a process choosing that very
-// port can, which a start notices (the server exits) and retries.
-func freePorts(n int) ([]int, error) {
+// freePorts reserves n distinct free loopback ports for servers to bind,
+// each claimed for as long as the cluster lives (release it on Close).
+// A port is released before ZooKeeper binds it (a JVM's start, about half a
+// second later) and is free again while its server is down between a Kill
+// and a Restart, so another socket could take it meanwhile. Ports are
+// therefore drawn at random from below the kernel's ephemeral range, where no
+// outgoing connection's local port and no listener on port 0 lands (a test
+// suite makes thousands of both), and each is claimed with a lock on a file
+// named after it (flock, in TMPDIR/zktest-ports), which other zktest
+// clusters, in this process or any other, skip: the package tests of a
+// suite start theirs at the same time. A port taken all the same (by a
+// process that is not zktest) makes its server exit, which a start notices
+// and retries.
+func freePorts(n int) ([]int, *portClaim, error) {
 	lo, hi := portWindow()
 	if hi-lo < 16*n {
-		return ephemeralPorts(n)
+		ports, err := ephemeralPorts(n)
+		return ports, &portClaim{}, err
+	}
+	claim := &portClaim{dir: filepath.Join(os.TempDir(), "zktest-ports")}
+	if os.MkdirAll(claim.dir, 0o755) != nil {
+		claim.dir = "" // unclaimed: the listen check alone
 	}
 	ls := make([]net.Listener, 0, n)
 	defer func() {
@@ -31,21 +44,68 @@ func freePorts(n int) ([]int, error) {
 	seen := make(map[int]bool, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries == 100*n {
-			return nil, fmt.Errorf("zktest: free port: none of %d tried in [%d, %d) was free", tries, lo, hi)
+			claim.release()
+			return nil, nil, fmt.Errorf("zktest: free port: none of %d tried in [%d, %d) was free", tries, lo, hi)
 		}
 		p := lo + rand.IntN(hi-lo)
 		if seen[p] {
 			continue
 		}
 		seen[p] = true
+		if !claim.take(p) {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
+			claim.drop()
 			continue
 		}
 		ls = append(ls, l)
 		ports = append(ports, p)
 	}
-	return ports, nil
+	return ports, claim, nil
+}
+
+// portClaim holds the locks on a cluster's ports' files.
+type portClaim struct {
+	dir   string // "": nothing is claimed
+	files []*os.File
+}
+
+// take claims port p, reporting false if another cluster holds it.
+func (c *portClaim) take(p int) bool {
+	if c.dir == "" {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(c.dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return true // an unwritable lock file: the listen check alone
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		f.Close()
+		return false
+	}
+	c.files = append(c.files, f)
+	return true
+}
+
+// drop gives up the last port taken.
+func (c *portClaim) drop() {
+	if k := len(c.files); k > 0 {
+		c.files[k-1].Close()
+		c.files = c.files[:k-1]
+	}
+}
+
+// release gives up every port (closing a file drops its lock).
+func (c *portClaim) release() {
+	if c == nil {
+		return
+	}
+	for _, f := range c.files {
+		f.Close()
+	}
+	c.files = nil
 }
 
 // portWindow is where freePorts draws from: [lo, hi), from 10000 up to the

@@ -11,14 +11,16 @@ import (
 
 // TestFreePortsOutsideTheEphemeralRange: the ports drawn for servers are
 // distinct, free, and outside the range the kernel gives outgoing
-// connections and listeners on port 0, which a suite uses thousands of.
+// connections and listeners on port 0, which a suite uses thousands of;
+// and claimed, so that no other cluster draws them while this one lives.
 func TestFreePortsOutsideTheEphemeralRange(t *testing.T) {
 	lo, hi := portWindow()
 	inWindow := hi-lo >= 16*30 // else freePorts falls back to port 0's
-	ports, err := freePorts(30)
+	ports, claim, err := freePorts(30)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer claim.release()
 	seen := map[int]bool{}
 	for _, p := range ports {
 		if inWindow && (p < lo || p >= hi) {
@@ -35,6 +37,20 @@ func TestFreePortsOutsideTheEphemeralRange(t *testing.T) {
 		}
 		l.Close()
 	}
+	// Another cluster (here: another claim) skips them while they are
+	// claimed, and may have them once they are released.
+	if claim.dir == "" {
+		t.Fatal("no lock directory for the ports' claims")
+	}
+	other := &portClaim{dir: claim.dir}
+	if other.take(ports[0]) {
+		t.Errorf("port %d claimed twice", ports[0])
+	}
+	claim.release()
+	if !other.take(ports[0]) {
+		t.Errorf("port %d not claimable after its release", ports[0])
+	}
+	other.release()
 }
 
 // TestStartRefusesAServerThatCouldNotBind: an ensemble one of whose servers
@@ -56,12 +72,12 @@ func TestStartRefusesAServerThatCouldNotBind(t *testing.T) {
 	defer taken.Close()
 	cfg := config{tick: 200 * time.Millisecond, heapMB: 64, fastJIT: true, startWait: 60 * time.Second,
 		maxSess: 60 * time.Second, containerCheck: 200 * time.Millisecond, classpath: cp,
-		pickPorts: func(n int) ([]int, error) {
-			ports, err := freePorts(n)
+		pickPorts: func(n int) ([]int, *portClaim, error) {
+			ports, claim, err := freePorts(n)
 			if err == nil {
 				ports[3] = taken.Addr().(*net.TCPAddr).Port // server 1's client port
 			}
-			return ports, err
+			return ports, claim, err
 		}}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -66,7 +66,7 @@ type config struct {
 	containerCheck time.Duration
 	tls            *TLSConfig // WithTLS
 	// pickPorts, if set, replaces freePorts (tests of a taken port).
-	pickPorts func(n int) ([]int, error)
+	pickPorts func(n int) ([]int, *portClaim, error)
 }
 
 // Option configures a Cluster.
