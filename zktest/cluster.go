@@ -90,27 +90,11 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 	}
 }
 
-// errPortTaken: a server of a starting cluster found its port taken.
-var errPortTaken = errors.New("zktest: a port was taken before the server bound it")
-
 // startCluster is one attempt of StartCluster, with cfg checked.
 func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg}
-	if cfg.baseDir != "" {
-		c.dir = cfg.baseDir
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("zktest: %w", err)
-		}
-	} else {
-		base := ""
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 2) == nil {
-			base = "/dev/shm"
-		}
-		d, err := os.MkdirTemp(base, "zktest-")
-		if err != nil {
-			return nil, fmt.Errorf("zktest: %w", err)
-		}
-		c.dir, c.ownDir = d, true
+	if err := c.makeDir(); err != nil {
+		return nil, err
 	}
 	if cfg.tls != nil {
 		ts, err := setupTLS(cfg.tls, c.dir)
@@ -174,14 +158,26 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	return c, nil
 }
 
-// portTaken reports whether a server's log says its port was in use.
-func (c *Cluster) portTaken() bool {
-	for _, n := range c.nodes {
-		if b, err := os.ReadFile(n.logPath); err == nil && strings.Contains(string(b), "Address already in use") {
-			return true
+// makeDir makes the cluster's directory: WithBaseDir's, or a new one of its
+// own (on tmpfs where there is one), removed on Close.
+func (c *Cluster) makeDir() error {
+	if c.cfg.baseDir != "" {
+		c.dir = c.cfg.baseDir
+		if err := os.MkdirAll(c.dir, 0o755); err != nil {
+			return fmt.Errorf("zktest: %w", err)
 		}
+		return nil
 	}
-	return false
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 2) == nil {
+		base = "/dev/shm"
+	}
+	d, err := os.MkdirTemp(base, "zktest-")
+	if err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	c.dir, c.ownDir = d, true
+	return nil
 }
 
 // Size is the number of nodes.
@@ -308,111 +304,6 @@ func (c *Cluster) RestartAll(ctx context.Context) error {
 		return err
 	}
 	return c.waitServing(ctx, true)
-}
-
-// WaitServing waits until every running node serves and, for an ensemble, one
-// of them is the leader.
-func (c *Cluster) WaitServing(ctx context.Context) error { return c.waitServing(ctx, false) }
-
-// waitServing is WaitServing; with all, a node that is not running is an
-// error, not skipped: a start or whole restart must find every server up.
-// (A server whose port was taken exits within a second, long before the
-// others serve: skipped, it left an ensemble serving without it and its
-// address in Servers, where some other process listened.)
-func (c *Cluster) waitServing(ctx context.Context, all bool) error {
-	for i := range c.nodes {
-		if !all && !c.Running(i) {
-			continue
-		}
-		if err := c.waitNode(ctx, i); err != nil {
-			return err
-		}
-	}
-	if len(c.nodes) > 1 {
-		return c.waitFor(ctx, func() bool { _, err := c.Leader(ctx); return err == nil })
-	}
-	return nil
-}
-
-func (c *Cluster) waitNode(ctx context.Context, i int) error {
-	exited := false
-	err := c.waitFor(ctx, func() bool {
-		if !c.Running(i) {
-			exited = true
-			return true
-		}
-		return c.Mode(ctx, i) != ""
-	})
-	if exited {
-		return fmt.Errorf("zktest: server %d exited before serving (see %s)", i, c.LogPath(i))
-	}
-	if err != nil {
-		return fmt.Errorf("zktest: server %d (%s) not serving: %w", i, c.Addr(i), err)
-	}
-	return nil
-}
-
-// waitFor polls cond every 25ms until it holds or ctx ends. (The only polling
-// in the project: a server's readiness can only be asked for.)
-func (c *Cluster) waitFor(ctx context.Context, cond func() bool) error {
-	t := time.NewTicker(25 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if cond() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// Mode is node i's "Mode:" from srvr: "standalone", "leader", "follower", or ""
-// when it is down or not serving.
-func (c *Cluster) Mode(ctx context.Context, i int) string {
-	actx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	out, err := c.FourLetter(actx, i, "srvr")
-	if err != nil {
-		return ""
-	}
-	return serverMode(out)
-}
-
-// Leader returns the index of the node that is ZooKeeper's leader (0 for a
-// standalone server that serves).
-func (c *Cluster) Leader(ctx context.Context) (int, error) {
-	for i := range c.nodes {
-		switch c.Mode(ctx, i) {
-		case "leader", "standalone":
-			return i, nil
-		}
-	}
-	return -1, errors.New("zktest: no leader")
-}
-
-// FourLetter sends a four-letter word to node i.
-func (c *Cluster) FourLetter(ctx context.Context, i int, word string) (string, error) {
-	if i < 0 || i >= len(c.nodes) {
-		return "", fmt.Errorf("zktest: no node %d", i)
-	}
-	return fourLetterWord(ctx, c.Addr(i), word, c.tlsClient())
-}
-
-// Mntr returns node i's monitoring counters (zk_packets_received,
-// zk_watch_count, ...).
-func (c *Cluster) Mntr(ctx context.Context, i int) (map[string]string, error) {
-	out, err := c.FourLetter(ctx, i, "mntr")
-	if err != nil {
-		return nil, err
-	}
-	m := ParseMntr(out)
-	if len(m) == 0 {
-		return nil, fmt.Errorf("zktest: mntr: unexpected answer %q", out)
-	}
-	return m, nil
 }
 
 func (c *Cluster) tlsClient() *tls.Config {

@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -149,4 +150,17 @@ func ephemeralPorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// errPortTaken: a server of a starting cluster found its port taken.
+var errPortTaken = errors.New("zktest: a port was taken before the server bound it")
+
+// portTaken reports whether a server's log says its port was in use.
+func (c *Cluster) portTaken() bool {
+	for _, n := range c.nodes {
+		if b, err := os.ReadFile(n.logPath); err == nil && strings.Contains(string(b), "Address already in use") {
+			return true
+		}
+	}
+	return false
 }
