@@ -117,23 +117,10 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	if cfg.port != 0 {
 		ports[0] = cfg.port
 	}
-	for i := range size {
-		n := &node{
-			id:         i + 1,
-			clientPort: ports[3*i],
-			peerPort:   ports[3*i+1],
-			electPort:  ports[3*i+2],
-			dir:        filepath.Join(c.dir, fmt.Sprintf("node%d", i)),
-		}
-		n.logPath = filepath.Join(n.dir, "zookeeper.log")
-		c.nodes = append(c.nodes, n)
-	}
-	for _, n := range c.nodes {
-		if err := n.writeConfig(&c.cfg, c.nodes, c.tls); err != nil {
-			c.ports.release()
-			c.removeDir()
-			return nil, fmt.Errorf("zktest: config: %w", err)
-		}
+	if err := c.configure(ports); err != nil {
+		c.ports.release()
+		c.removeDir()
+		return nil, err
 	}
 	c.sp = newSpawner()
 	t0 := time.Now()
@@ -156,6 +143,28 @@ func startCluster(ctx context.Context, size int, cfg config) (*Cluster, error) {
 	}
 	c.started = time.Since(t0)
 	return c, nil
+}
+
+// configure lays out one node per three ports (client, peer, election)
+// and writes each node's config.
+func (c *Cluster) configure(ports []int) error {
+	for i := range len(ports) / 3 {
+		n := &node{
+			id:         i + 1,
+			clientPort: ports[3*i],
+			peerPort:   ports[3*i+1],
+			electPort:  ports[3*i+2],
+			dir:        filepath.Join(c.dir, fmt.Sprintf("node%d", i)),
+		}
+		n.logPath = filepath.Join(n.dir, "zookeeper.log")
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if err := n.writeConfig(&c.cfg, c.nodes, c.tls); err != nil {
+			return fmt.Errorf("zktest: config: %w", err)
+		}
+	}
+	return nil
 }
 
 // makeDir makes the cluster's directory: WithBaseDir's, or a new one of its
