@@ -4,7 +4,8 @@
 # Reads go test output; prints every data race report that is not upstream
 # go-zookeeper's known lastZxid race in full (each cut at 80 lines), how
 # many of the known one there were, and each failed test's own first lines
-# without the servers' log tails zktest prints beside them.
+# without the servers' log tails zktest prints beside them (nor
+# go-zookeeper's log lines).
 function flush_race() {
   if (!inrace) return
   if (rtxt ~ /zk\.\(\*Conn\)\.(sendSetWatches|recvLoop)/) known++
@@ -21,6 +22,7 @@ inrace {
 /^[[:space:]]*--- FAIL:/ { fails = fails $0 "\n"; own = 0; inlog = 0; next }
 /^[[:space:]]*--- (PASS|SKIP):/ || /^(FAIL|ok|PASS)([[:space:]]|$)/ { own = 99; next }
 /zktest: server [0-9]+ log tail/ { inlog = 1; next }
+/^[0-9][0-9][0-9][0-9]\/[0-9][0-9]\/[0-9][0-9] / { next } # go-zookeeper's log
 inlog && /^[[:space:]]+([0-9]+ \[|at |EndOfStream|[A-Za-z.]*Exception|\.\.\.|\[…\])/ { next }
 { inlog = 0 }
 own < 12 && fails != "" { fails = fails $0 "\n"; own++ }
