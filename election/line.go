@@ -2,6 +2,8 @@ package election
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
@@ -87,4 +89,63 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *core.Node)
 		_ = core.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
 	}
 	return c, nil
+}
+
+// warnDuplicates logs other candidates using our id (a second process
+// configured with the same id, or the node of our own previous session that
+// the server has not removed yet).
+func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
+	ms, err := e.list(ep)
+	if err != nil {
+		return
+	}
+	for _, m := range ms {
+		if m.name == n.name {
+			continue
+		}
+		data, st, err := ep.Conn().Get(e.path + "/" + m.name)
+		if err == nil && string(core.StripRevoke(data)) == e.id {
+			e.log.Warn("election: another candidate uses this id", "node", m.name,
+				"session", fmt.Sprintf("0x%x", st.EphemeralOwner))
+		}
+	}
+}
+
+// leave removes our node (the next candidate is notified at once), whatever
+// ctx: the delete goes on in the background until the node is gone or its
+// session is. ctx only bounds the wait for the server's confirmation (ctx's
+// error when it did not come in time).
+func (e *Election) leave(ctx context.Context) error {
+	e.mu.Lock()
+	n := e.node
+	e.node = nil
+	e.mu.Unlock()
+	if n == nil {
+		return nil
+	}
+	if n.hold != nil {
+		// It led: releasing its last grant deletes it (guarded in the
+		// non-fair race, whose node's name the next leader reuses).
+		err := n.hold.Release(ctx)
+		if errors.Is(err, recipe.ErrLost) || errors.Is(err, recipe.ErrNotHeld) {
+			return nil // lost before: deleted once its session is back (or with it)
+		}
+		return err
+	}
+	// A place in line, never granted.
+	select {
+	case <-e.line().Leave(n.ep, n.path):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// leaveBounded is leave, waiting for the server's confirmation at most one
+// session timeout (and not past ctx): by then the connection is back and the
+// delete made, or the session is lost and the node gone with it.
+func (e *Election) leaveBounded(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.sess.Timeout())
+	defer cancel()
+	_ = e.leave(ctx)
 }
