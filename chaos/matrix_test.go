@@ -425,6 +425,29 @@ func (h *harness) holder() *clientRun {
 	return found
 }
 
+// sessionEnds waits (three session timeouts at most) until c's session sid
+// is lost on its own clock or replaced, looking every period and calling
+// each, if not nil, at every look; if it does not end, it logs the dump,
+// with c's session events, and fails.
+func (h *harness) sessionEnds(c *clientRun, sid int64, period time.Duration, each func()) {
+	h.t.Helper()
+	ended := false
+	for deadline := time.Now().Add(3 * sessionTimeout); !ended && time.Now().Before(deadline); {
+		if each != nil {
+			each()
+		}
+		s := c.sess.SessionID()
+		ended = s != sid && s != 0 || c.sess.State() == session.Lost
+		if !ended {
+			time.Sleep(period) // the polling period; the deadline is three session timeouts
+		}
+	}
+	if !ended {
+		h.dump()
+		h.t.Fatalf("%s: session 0x%x of %s neither lost nor replaced within %v of the fault", h.spec.name, sid, c.id, 3*sessionTimeout)
+	}
+}
+
 // progressed waits until every client has been granted again since counts.
 func (h *harness) progressed(before map[string]int, d time.Duration) {
 	h.t.Helper()
@@ -563,8 +586,7 @@ var faults = []fault{
 		c := h.holder()
 		sid := c.sess.SessionID()
 		c.proxy.Stall()
-		require.Eventually(h.t, func() bool { s := c.sess.SessionID(); return s != sid && s != 0 || c.sess.State() == session.Lost },
-			3*sessionTimeout, 10*time.Millisecond)
+		h.sessionEnds(c, sid, 10*time.Millisecond, nil)
 		time.Sleep(sessionTimeout / 2) // past the server's expiry too
 		c.proxy.Heal()
 	}},
@@ -583,11 +605,7 @@ var faults = []fault{
 		sid := c.sess.SessionID()
 		touch := h.notifyDuringCut(c, 40)
 		c.proxy.MuteRequests()
-		require.Eventually(h.t, func() bool {
-			touch()
-			s := c.sess.SessionID()
-			return s != sid && s != 0 || c.sess.State() == session.Lost
-		}, 3*sessionTimeout, 50*time.Millisecond)
+		h.sessionEnds(c, sid, 50*time.Millisecond, touch)
 		time.Sleep(sessionTimeout / 2) // past the server's expiry too
 		c.proxy.Heal()
 	}},
