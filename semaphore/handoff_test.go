@@ -60,9 +60,15 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 		require.NoError(t, r.l.Release(ctx))
 	}
 	p1, b1 := testutil.Traffic(t, zk, 0)
+	listing := testutil.ListingBytes(t, zk, fill, path+"/locks")
 	perBytes := float64(b1-b0) / chain
 	perReq := float64(p1-p0-1) / chain
-	t.Logf("line of %d: %d acquisitions cost %d bytes (%.0f each) and %d requests (%.2f each)",
-		chain+tail, chain, b1-b0, perBytes, p1-p0-1, perReq)
-	require.Less(t, perBytes, 2048.0, "bytes per acquisition behind a line of %d", chain+tail)
+	t.Logf("line of %d: %d acquisitions cost %d bytes (%.0f each) and %d requests (%.2f each); one listing of the line costs %d",
+		chain+tail, chain, b1-b0, perBytes, p1-p0-1, perReq, listing)
+	// At most one listing of the line in the six handoffs: on a loaded
+	// machine (make test runs two packages and the chaos suite at once)
+	// one handoff in a run now and then looks at the line again (seen
+	// twice: 10,802 bytes each); every handoff listing it, as without the
+	// mark, costs six listings.
+	require.Less(t, float64(b1-b0-listing)/chain, 2048.0, "bytes per acquisition behind a line of %d, less one listing", chain+tail)
 }

@@ -182,6 +182,20 @@ func Traffic(t testing.TB, c *zktest.Cluster, i int) (packets, bytes int64) {
 	return packets, bytes
 }
 
+// ListingBytes is what one listing of path's children by session s costs,
+// counted by server i of c as Traffic counts (request, response, and a
+// four-letter word's few bytes).
+func ListingBytes(t testing.TB, c *zktest.Cluster, s *session.Session, path string) int64 {
+	t.Helper()
+	ep, err := s.Wait(Ctx(t, 10*time.Second))
+	require.NoError(t, err)
+	_, b0 := Traffic(t, c, 0)
+	_, _, err = ep.Conn().Children(path)
+	require.NoError(t, err)
+	_, b1 := Traffic(t, c, 0)
+	return b1 - b0
+}
+
 // Requests counts the requests session s sends to server 0 of c: each call
 // of the returned function gives the number since the previous call (or
 // since Requests), counted by the server (LastXid).
