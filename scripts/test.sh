@@ -72,18 +72,6 @@ if [ "$status" -ne 0 ]; then
 fi
 
 
-# What make test runs besides (MAKE_AFTER: make targets), while chaos runs,
-# at a lower CPU priority (nice 10): compiling with another Go release and
-# fuzzing take every core they are given, and the chaos package beside them
-# judges holds on 2-second sessions, on the same clock as its ZooKeeper
-# servers. Run at the same priority, they overlapped the chaos soak (it runs
-# last): once every session of a harness was lost with no fault to explain
-# it, its three servers running but none answering "srvr" within 2 s.
-echo "== $(date +%T) the other checks (nice 10), beside chaos"
-for target in ${MAKE_AFTER:-}; do
-  nice -n 10 ${MAKE:-make} --no-print-directory "$target" || exit 1
-done
-echo "== $(date +%T) the other checks done"
 
 for pid in "${rerun_pids[@]}"; do
   wait "$pid"
@@ -106,3 +94,17 @@ else
   cat "$chaos_log"
   exit 1
 fi
+
+# What make test runs besides (MAKE_AFTER: make targets): compiling with
+# another Go release and fuzzing, which take every core they are given. They
+# run once the chaos package is done: it judges holds on 2-second sessions,
+# on the same clock as its ZooKeeper servers, and its soak (which runs last)
+# failed when they overlapped it, even at nice 10: twice every session of a
+# harness was lost at once with no fault to explain it, its three servers
+# running but none answering "srvr" within 2 s, one watchdog reporting "no
+# request answered for 9.71s" on a 2-second session (its process starved).
+echo "== $(date +%T) the other checks"
+for target in ${MAKE_AFTER:-}; do
+  ${MAKE:-make} --no-print-directory "$target" || exit 1
+done
+echo "== $(date +%T) the other checks done"
