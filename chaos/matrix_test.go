@@ -431,17 +431,13 @@ func (h *harness) holder() *clientRun {
 // with c's session events, and fails.
 func (h *harness) sessionEnds(c *clientRun, sid int64, period time.Duration, each func()) {
 	h.t.Helper()
-	ended := false
-	for deadline := time.Now().Add(3 * sessionTimeout); !ended && time.Now().Before(deadline); {
+	ended := waitEvery(3*sessionTimeout, period, func() bool {
 		if each != nil {
 			each()
 		}
 		s := c.sess.SessionID()
-		ended = s != sid && s != 0 || c.sess.State() == session.Lost
-		if !ended {
-			time.Sleep(period) // the polling period; the deadline is three session timeouts
-		}
-	}
+		return s != sid && s != 0 || c.sess.State() == session.Lost
+	})
 	if !ended {
 		h.dump()
 		h.t.Fatalf("%s: session 0x%x of %s neither lost nor replaced within %v of the fault", h.spec.name, sid, c.id, 3*sessionTimeout)
@@ -839,13 +835,16 @@ func runCell(t *testing.T, f fault, spec recipeSpec, policy func(int) session.Di
 }
 
 // waitFor polls cond until it holds or d passes.
-func waitFor(d time.Duration, cond func() bool) bool {
+func waitFor(d time.Duration, cond func() bool) bool { return waitEvery(d, 10*time.Millisecond, cond) }
+
+// waitEvery is waitFor, looking every period.
+func waitEvery(d, period time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return true
 		}
-		time.Sleep(10 * time.Millisecond) // the polling period; the deadline is d
+		time.Sleep(period) // the polling period; the deadline is d
 	}
 	return cond()
 }
