@@ -112,6 +112,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	if m.sess == nil {
 		return false, errNotMade
 	}
+	// An ended ctx fails the call, also when the value holds the lock
+	// already: the select below would pick either case at random.
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	select {
 	case m.turn <- struct{}{}:
 	case <-ctx.Done():
