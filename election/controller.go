@@ -18,6 +18,18 @@ import (
 // onLeader. The returned leadership's ctx derives from the granting epoch's
 // context: it is cancelled synchronously when the connection is lost.
 func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leadership, error) {
+	began := time.Now()
+	l, err := e.acquireReporting(ctx, onLeader)
+	if err == nil {
+		// The leadership's hold reports its grant, pauses, resumes, release
+		// and loss to the session's observer, as every hold does.
+		l.hold.Observe("election", e.path, time.Since(began), 0)
+	}
+	return l, err
+}
+
+// acquireReporting is acquire, without the hold's reports.
+func (e *Election) acquireReporting(ctx context.Context, onLeader func(Leader)) (*Leadership, error) {
 	var seen, seenTerm = "", Term(0) // the leadership last reported
 	var report func(Leader)
 	if onLeader != nil {
@@ -164,7 +176,6 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 	// confirmation once ctx has ended (it goes on in the background).
 	defer e.leaveBounded(ctx)
 	for {
-		began := time.Now()
 		l, err := e.acquire(ctx, cb.OnLeader)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -172,7 +183,6 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			}
 			return err
 		}
-		e.report(observe.RecipeEvent{Kind: observe.Acquired, Wait: time.Since(began), Term: int64(l.term)})
 		e.report(observe.RecipeEvent{Kind: observe.Elected, Term: int64(l.term)})
 		if stop, err := e.serve(ctx, l, cb); stop {
 			return err
@@ -256,8 +266,6 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 				return
 			}
 			e.log.Info("election: leadership paused (connection lost)", "term", l.term)
-			pausedAt := time.Now()
-			e.report(observe.RecipeEvent{Kind: observe.HoldPaused, Term: int64(l.term)})
 			if cb.OnPaused != nil {
 				cb.OnPaused()
 			}
@@ -265,7 +273,6 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 				return
 			}
 			e.log.Info("election: leadership resumed (same session)", "term", l.term)
-			e.report(observe.RecipeEvent{Kind: observe.HoldResumed, Term: int64(l.term), Paused: time.Since(pausedAt)})
 			if cb.OnResumed != nil {
 				cb.OnResumed()
 			}

@@ -162,9 +162,7 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 		o.lostPaused.WithLabelValues(ev.Recipe)
 		o.wait.WithLabelValues(ev.Recipe).Observe(ev.Wait.Seconds())
 		o.position.WithLabelValues(ev.Recipe).Observe(float64(ev.Position))
-		if ev.Recipe != "election" { // leaderships count from Elected to Revoked
-			o.holds.WithLabelValues(ev.Recipe).Inc()
-		}
+		o.holds.WithLabelValues(ev.Recipe).Inc()
 	case observe.Released:
 		o.holds.WithLabelValues(ev.Recipe).Dec()
 		o.holdDuration.WithLabelValues(ev.Recipe, "released").Observe(ev.Held.Seconds())
@@ -189,12 +187,10 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 		o.changes.WithLabelValues(ev.Path, "revoked")
 		o.stuck.WithLabelValues(ev.Path)
 	case observe.Elected:
-		o.holds.WithLabelValues("election").Inc()
 		o.leader.WithLabelValues(ev.Path).Set(1)
 		o.term.WithLabelValues(ev.Path).Set(float64(ev.Term))
 		o.changes.WithLabelValues(ev.Path, "elected").Inc()
 	case observe.Revoked:
-		o.holds.WithLabelValues("election").Dec()
 		o.leader.WithLabelValues(ev.Path).Set(0)
 		o.changes.WithLabelValues(ev.Path, "revoked").Inc()
 		o.stop.WithLabelValues(ev.Path).Observe(ev.Took.Seconds())
