@@ -234,23 +234,34 @@ func InspectW(ctx context.Context, sess *session.Session, path string) (*Snapsho
 	return core.InspectW(ctx, sess, path)
 }
 
-// AskRevoke asks the holder of node (a lock's or a writer's holder, a
+// Grant is one grant of a hold: its node, the node's creation zxid (the
+// hold's token) and its owner session. A fixed-name node (a non-fair lock's
+// or election's) is made again by the next grant: an operator's action on a
+// Grant never touches a later grant of the same name. Token and SessionID 0
+// stand for the grant found at the node's first read. Entry.Grant is the
+// grant Inspect saw: pass it, so that a holder that let go between Inspect
+// and the action is not mistaken for the next one.
+type Grant = core.Grant
+
+// AskRevoke asks the holder of grant g (a lock's or a writer's holder, a
 // leader, a lease's node, the first reader) to let go, and waits until the
-// node is gone or ctx ends (then it returns ctx's error; the request
-// stays). A node already gone is no error; a node that does not head its
+// grant has ended or ctx ends (then it returns ctx's error; the request
+// stays). A grant already ended is no error; a node that does not head its
 // line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
 // ignores the request.
-func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
-	return core.AskRevoke(ctx, sess, node)
+func AskRevoke(ctx context.Context, sess *session.Session, g Grant) error {
+	return core.AskRevoke(ctx, sess, g)
 }
 
-// Revoke forces the hold on node to end: the holder (if it is shepherd's
-// and can hear) loses the hold at once and deletes node itself; if node is
-// still there after grace, Revoke deletes it. It reports whether the holder
-// let go on its own. A node already gone is no error. Revoke needs DELETE
-// permission on node's parent, and WRITE on node to tell the holder first
-// (without it, or on a node that does not head its line, it deletes at
-// once: the holder learns of it from its own watch).
-func Revoke(ctx context.Context, sess *session.Session, node string, grace time.Duration) (byHolder bool, err error) {
-	return core.Revoke(ctx, sess, node, grace)
+// Revoke forces grant g to end: the holder (if it is shepherd's and can
+// hear) loses the hold at once and deletes its node itself; if the grant is
+// still there after grace, Revoke deletes its node (checked in one multi-op
+// against the grant, never a later grant of the same name). It reports
+// whether the grant ended without Revoke's delete (the holder let go). A
+// grant already ended is no error. Revoke needs DELETE permission on the
+// node's parent, and WRITE on the node to tell the holder first (without it,
+// or on a node that does not head its line, it deletes at once: the holder
+// learns of it from its own watch).
+func Revoke(ctx context.Context, sess *session.Session, g Grant, grace time.Duration) (byHolder bool, err error) {
+	return core.Revoke(ctx, sess, g, grace)
 }

@@ -94,7 +94,7 @@ and DELETE on PATH (to force).`,
 		fmt.Fprintf(c.stderr, "shepherd: asking %s to let go of %s (by session %s)\n", who, path, by)
 		wctx, cancel := context.WithTimeout(ctx, *wait)
 		defer cancel()
-		if err := recipe.AskRevoke(wctx, sess, target.Node); err != nil {
+		if err := recipe.AskRevoke(wctx, sess, target.Grant()); err != nil {
 			if ctx.Err() != nil {
 				return interruptedWaiting(ctx, "waiting for the release")
 			}
@@ -108,7 +108,7 @@ and DELETE on PATH (to force).`,
 		return nil
 	}
 	fmt.Fprintf(c.stderr, "shepherd: revoking %s of %s (by session %s)\n", who, path, by)
-	byHolder, err := recipe.Revoke(ctx, sess, target.Node, *grace)
+	byHolder, err := recipe.Revoke(ctx, sess, target.Grant(), *grace)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interruptedWaiting(ctx, "revoking")
@@ -136,7 +136,8 @@ func revokeTarget(ctx context.Context, sess *session.Session, path, name string)
 	if len(holders) == 0 {
 		// A schedule's path: its leader holds it.
 		if st, ok, err := schedule.Inspect(ctx, sess, path); err == nil && ok && st.Leader.Node != "" {
-			holders = []recipe.Entry{{Node: st.Leader.Node, Data: st.Leader.ID, SessionID: st.Leader.SessionID}}
+			holders = []recipe.Entry{{Node: st.Leader.Node, Data: st.Leader.ID, SessionID: st.Leader.SessionID,
+				Token: recipe.Token(st.Leader.Term)}}
 		}
 	}
 	if name != "" {

@@ -248,9 +248,9 @@ func TestACLSuperUserRevokes(t *testing.T) {
 
 	// Bob may neither ask nor force: a typed error, and alice still holds.
 	bob := testutil.Open(t, zk.Servers(), digestAuth("bob"))
-	err = core.AskRevoke(ctx, bob, node)
+	err = core.AskRevoke(ctx, bob, core.Grant{Node: node})
 	require.ErrorIs(t, err, core.ErrPermission)
-	_, err = core.Revoke(ctx, bob, node, time.Second)
+	_, err = core.Revoke(ctx, bob, core.Grant{Node: node}, time.Second)
 	require.ErrorIs(t, err, core.ErrPermission)
 	var pe *core.PermissionError
 	require.ErrorAs(t, err, &pe)
@@ -258,7 +258,7 @@ func TestACLSuperUserRevokes(t *testing.T) {
 	require.NoError(t, m.Hold().Validate(ctx))
 
 	// The super user revokes: alice is told first and deletes her node.
-	byHolder, err := core.Revoke(ctx, admin, node, 10*time.Second)
+	byHolder, err := core.Revoke(ctx, admin, core.Grant{Node: node}, 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, byHolder)
 	waitClosed(t, m.Hold().Lost(), 5*time.Second, "alice's loss")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"strings"
 	"time"
 
@@ -123,40 +124,81 @@ func (h *Hold) sawData(node string, data []byte) bool {
 // read as its holder's mark.
 var ErrNotHead = NewError("the node does not head its line: only a holder at the head can be asked")
 
-// AskRevoke asks the holder of node (a lock's or a writer's holder, a
+// Grant is one grant of a hold: its node, the creation zxid of that node
+// (the hold's token) and the session that owns it. A node with a fixed name
+// (a non-fair lock's or election's) is made again by the next grant; a
+// Grant tells them apart, and an operator's action on it never touches a
+// later grant of the same name. Token and SessionID 0 stand for the grant
+// found at the node when the action first reads it (then pinned).
+// Entry.Grant is the grant Inspect saw.
+type Grant struct {
+	Node      string
+	Token     Token
+	SessionID int64
+}
+
+// Grant is the grant the entry shows (see Grant).
+func (e Entry) Grant() Grant { return Grant{Node: e.Node, Token: e.Token, SessionID: e.SessionID} }
+
+// errGrantGone: the grant's node is gone, or is a later grant's.
+var errGrantGone = NewError("the grant has ended")
+
+// matches reports whether st is the Stat of g's node (once pinned).
+func (g *Grant) matches(st *zk.Stat) bool {
+	return (g.Token == 0 || st.Czxid == int64(g.Token)) && (g.SessionID == 0 || st.EphemeralOwner == g.SessionID)
+}
+
+// stat reads the Stat of g's node and pins g to it: errGrantGone when the
+// node is gone or is another grant's.
+func (g *Grant) stat(c *zk.Conn) (*zk.Stat, error) {
+	ok, st, err := c.Exists(g.Node)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok || !g.matches(st):
+		return nil, errGrantGone
+	}
+	g.Token, g.SessionID = Token(st.Czxid), st.EphemeralOwner
+	return st, nil
+}
+
+// AskRevoke asks the holder of grant g (a lock's or a writer's holder, a
 // leader, a lease's node, the first reader) to let go, and waits until the
-// node is gone or ctx ends (then it returns ctx's error; the request
-// stays). A node already gone is no error; a node that does not head its
+// grant has ended or ctx ends (then it returns ctx's error; the request
+// stays). A grant already ended is no error; a node that does not head its
 // line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
 // ignores the request.
-func AskRevoke(ctx context.Context, sess *session.Session, node string) error {
-	if err := construct.Check("revoke", sess, node); err != nil {
+func AskRevoke(ctx context.Context, sess *session.Session, g Grant) error {
+	if err := construct.Check("revoke", sess, g.Node); err != nil {
 		return err
 	}
-	if err := requestRevoke(ctx, sess, node, revokeAsk); err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
+	if err := requestRevoke(ctx, sess, &g, revokeAsk); err != nil {
+		if errors.Is(err, errGrantGone) {
 			return nil
 		}
 		return err
 	}
-	_, err := waitGone(ctx, sess, node, nil)
+	_, err := waitGone(ctx, sess, &g, nil)
 	return err
 }
 
-// Revoke forces the hold on node to end: the holder (if it is shepherd's
-// and can hear) loses the hold at once and deletes node itself; if node is
-// still there after grace, Revoke deletes it. It reports whether the holder
-// let go on its own. A node already gone is no error. Revoke needs DELETE
-// permission on node's parent, and WRITE on node to tell the holder first
-// (without it, or on a node that does not head its line, it deletes at
-// once: the holder learns of it from its own watch).
-func Revoke(ctx context.Context, sess *session.Session, node string, grace time.Duration) (byHolder bool, err error) {
-	if err := construct.Check("revoke", sess, node); err != nil {
+// Revoke forces grant g to end: the holder (if it is shepherd's and can
+// hear) loses the hold at once and deletes its node itself; if the grant is
+// still there after grace, Revoke deletes its node. It acts on that one
+// grant only: a later grant of the same name (a non-fair recipe's next
+// holder) is never asked nor deleted. It reports whether the grant ended
+// without Revoke's delete (the holder let go). A grant already ended is no
+// error. Revoke needs DELETE permission on the node's parent, and WRITE on
+// the node to tell the holder first (without it, or on a node that does not
+// head its line, it deletes at once: the holder learns of it from its own
+// watch).
+func Revoke(ctx context.Context, sess *session.Session, g Grant, grace time.Duration) (byHolder bool, err error) {
+	if err := construct.Check("revoke", sess, g.Node); err != nil {
 		return false, err
 	}
-	if err := requestRevoke(ctx, sess, node, revokeForce); err != nil {
+	if err := requestRevoke(ctx, sess, &g, revokeForce); err != nil {
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, errGrantGone):
 			return false, nil
 		case !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, ErrNotHead):
 			return false, err
@@ -165,52 +207,97 @@ func Revoke(ctx context.Context, sess *session.Session, node string, grace time.
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	gone, err := waitGone(ctx, sess, node, t.C)
+	gone, err := waitGone(ctx, sess, &g, t.C)
 	if err != nil || gone {
 		return gone, err
 	}
-	err = sess.Do(ctx, func(ep *session.Epoch) error {
-		err := Exec(ctx, ep, func(c *zk.Conn) error { return aclerr.Map("delete", node, c.Delete(node, -1)) })
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("revoke %s: delete: %w", node, err)
-	}
-	return false, nil
+	return deleteGrant(ctx, sess, &g)
 }
 
-// requestRevoke appends the request to node's data, once node is known to
-// head its line (or be in none), at the version read so that a concurrent
-// write (its holder's mark) is not overwritten.
-func requestRevoke(ctx context.Context, sess *session.Session, node, mode string) error {
+// deleteGrant deletes g's node, unless the grant has ended (then it
+// reports true): in one multi-op, at the version of the node read after its
+// creation zxid was checked, and at the version of its parent read then (a
+// non-fair recipe writes its parent with each grant, so a later grant of the
+// same name fails the check; a line's parent does not change).
+func deleteGrant(ctx context.Context, sess *session.Session, g *Grant) (bool, error) {
+	sent := false // a delete whose answer was lost: its success reads as "gone"
+	for range 8 {
+		gone := false
+		err := sess.Do(ctx, func(ep *session.Epoch) error {
+			return Exec(ctx, ep, func(c *zk.Conn) error {
+				st, err := g.stat(c)
+				if errors.Is(err, errGrantGone) {
+					gone = true
+					return nil
+				} else if err != nil {
+					return err
+				}
+				parent := path.Dir(g.Node)
+				ok, pst, err := c.Exists(parent)
+				if err != nil || !ok {
+					return err // gone with it: the next read says so
+				}
+				sent = true
+				_, err = c.Multi(&zk.CheckVersionRequest{Path: parent, Version: pst.Version},
+					&zk.DeleteRequest{Path: g.Node, Version: st.Version})
+				if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+					return errAgain // changed since read: read again
+				}
+				return aclerr.Map("delete", g.Node, err)
+			})
+		})
+		switch {
+		case errors.Is(err, errAgain):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("revoke %s: delete: %w", g.Node, err)
+		case gone:
+			return !sent, nil
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("revoke %s: delete: the node or its parent kept changing (8 tries)", g.Node)
+}
+
+// requestRevoke appends the request to the data of g's node, once the node
+// is known to head its line (or be in none), at the version read so that a
+// concurrent write (its holder's mark) is not overwritten. It pins g at its
+// first read, and returns errGrantGone once the grant has ended.
+func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode string) error {
 	const tries = 8
 	for i := 0; ; i++ {
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
 			return Exec(ctx, ep, func(c *zk.Conn) error {
-				if err := headsLine(c, node); err != nil {
-					return err
+				data, st, err := c.Get(g.Node)
+				switch {
+				case errors.Is(err, zk.ErrNoNode):
+					return errGrantGone
+				case err != nil:
+					return aclerr.Map("getData", g.Node, err)
+				case !g.matches(st):
+					return errGrantGone
 				}
-				data, st, err := c.Get(node)
-				if err != nil {
-					return aclerr.Map("getData", node, err)
+				g.Token, g.SessionID = Token(st.Czxid), st.EphemeralOwner
+				if err := headsLine(c, g.Node); err != nil {
+					return err
 				}
 				holder, had := revokeRequest(data)
 				if had == mode || had == revokeForce {
 					return nil
 				}
 				req := append(append(append([]byte(nil), holder...), revokeSuffix...), mode...)
-				_, err = c.Set(node, req, st.Version)
-				return aclerr.Map("setData", node, err)
+				_, err = c.Set(g.Node, req, st.Version)
+				if errors.Is(err, zk.ErrNoNode) {
+					return errGrantGone
+				}
+				return aclerr.Map("setData", g.Node, err)
 			})
 		})
 		if !errors.Is(err, zk.ErrBadVersion) || i == tries {
-			if err != nil {
-				return fmt.Errorf("revoke %s: %w", node, err)
+			if err != nil && !errors.Is(err, errGrantGone) {
+				return fmt.Errorf("revoke %s: %w", g.Node, err)
 			}
-			return nil
+			return err
 		}
 	}
 }
@@ -238,25 +325,27 @@ func headsLine(c *zk.Conn, node string) error {
 		case n.Name == own.Name:
 			return nil
 		case n.Seq > own.Seq:
-			return zk.ErrNoNode // past its place: it has left the line
+			return errGrantGone // past its place: it has left the line
 		case n.Kind != KindLease:
 			return fmt.Errorf("%w: %s waits behind %s", ErrNotHead, node, n.Name)
 		}
 	}
-	return zk.ErrNoNode
+	return errGrantGone
 }
 
-// waitGone waits until node is deleted (true), stop fires (false) or ctx
-// ends (its error).
-func waitGone(ctx context.Context, sess *session.Session, node string, stop <-chan time.Time) (bool, error) {
+// waitGone waits until grant g has ended (true): its node deleted, or made
+// again by a later grant; stop fires (false) or ctx ends (its error).
+func waitGone(ctx context.Context, sess *session.Session, g *Grant, stop <-chan time.Time) (bool, error) {
 	for {
 		ep, err := sess.Wait(ctx)
 		if err != nil {
 			return false, err
 		}
 		w, err := Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
-			ok, _, w, err := c.ExistsW(node)
-			if err == nil && !ok {
+			ok, st, w, err := c.ExistsW(g.Node)
+			if err == nil && (!ok || !g.matches(st)) {
+				// Gone, or a later grant's node (whose watch stays
+				// until it changes: one notification).
 				return nil, nil
 			}
 			return w, err
@@ -265,7 +354,7 @@ func waitGone(ctx context.Context, sess *session.Session, node string, stop <-ch
 		case err == nil && w == nil:
 			return true, nil
 		case err != nil && !session.OutcomeUnknown(err):
-			return false, fmt.Errorf("revoke %s: %w", node, err)
+			return false, fmt.Errorf("revoke %s: %w", g.Node, err)
 		}
 		select {
 		case <-w: // any event: look again
