@@ -26,8 +26,9 @@ import (
 // a create of a slot that is taken fails with NodeExists, whoever (which
 // session, which Semaphore value) took it. Why a slot is always free: a
 // claim is created after its lease node and deleted with it (in the
-// release's multi-op, see recipe.Hold.Attach) or with its session, so at
-// any moment every claim belongs to a lease that is held. A head is granted
+// release's multi-op, see core.Attach), at the lease's loss while its
+// session lives, or with its session, so at any moment every claim belongs
+// to a lease node that is there, one claim each. A head is granted
 // n leases only when at most max−n are held, so at most max−n claims exist:
 // n of 0..max−1 are free. (Leases of clients that take no slot, Curator's,
 // count toward max and hold no claim: more are free, never fewer.)
@@ -63,7 +64,12 @@ func WithSlots() Option {
 func (s *Semaphore) claimSlots(ctx context.Context, ep *session.Epoch, l *Lease) error {
 	r, err := s.claim(ctx, ep, l.hold, s.MaxLeases())
 	if err == nil {
-		err = core.Attach(l.hold, r.claims...)
+		attached := make([]core.Attached, len(r.claims))
+		for i, c := range r.claims {
+			// A claim's data names the lease node it numbers.
+			attached[i] = core.Attached{Path: c, Data: []byte(path.Base(l.hold.Nodes()[i]))}
+		}
+		err = core.Attach(l.hold, attached...)
 	}
 	if err != nil {
 		// Given back at once: nothing waits for the server.

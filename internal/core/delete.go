@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -43,9 +44,9 @@ type deletion struct {
 	guard  *zk.CheckVersionRequest
 	paths  []string
 	// attached are nodes with fixed names that go with paths (see
-	// Attach): deleted in the same multi-op, or, if some node is
-	// gone already, each only while paths[0] exists.
-	attached []string
+	// Attach): deleted in the same multi-op, or, if some node is gone
+	// already, each while it is still the hold's (deleteAttached).
+	attached []Attached
 	// mark, when not nil, is written to paths[0] in the multi that
 	// deletes it (see AwaitOptions.MarkOnRelease), when paths[0] is the
 	// only node; a refusal of the write drops it, never the delete.
@@ -60,9 +61,9 @@ type deletion struct {
 // is. attached go with paths (see Attach); mark, if not nil, is
 // written to paths[0] as it goes (see deletion.mark).
 func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest,
-	paths, attached []string, mark []byte) *deletion {
+	paths []string, attached []Attached, mark []byte) *deletion {
 	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, mark: mark, done: make(chan struct{})}
-	if len(paths) == 0 {
+	if len(paths) == 0 && len(attached) == 0 {
 		close(d.done)
 		return d
 	}
@@ -90,7 +91,13 @@ func startDelete(inline bool, sess *session.Session, recipe string, ep *session.
 }
 
 func (d *deletion) retrying() {
-	d.sess.Report(observe.RecipeEvent{Kind: observe.DeleteRetry, Recipe: d.recipe, Path: d.paths[0], SessionID: d.ep.SessionID()})
+	p := ""
+	if len(d.paths) > 0 {
+		p = d.paths[0]
+	} else if len(d.attached) > 0 {
+		p = d.attached[0].Path
+	}
+	d.sess.Report(observe.RecipeEvent{Kind: observe.DeleteRetry, Recipe: d.recipe, Path: p, SessionID: d.ep.SessionID()})
 }
 
 // run tries until the delete is over: it waits for the session to be usable
@@ -158,15 +165,18 @@ func (d *deletion) send(conn *zk.Conn) error {
 	switch {
 	case d.guard != nil:
 		ops := []any{d.guard}
-		for _, p := range append(d.paths[:len(d.paths):len(d.paths)], d.attached...) {
+		for _, p := range d.paths {
 			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+		}
+		for _, a := range d.attached {
+			ops = append(ops, &zk.DeleteRequest{Path: a.Path, Version: -1})
 		}
 		_, err := conn.Multi(ops...)
 		if errors.Is(err, zk.ErrBadVersion) {
 			return nil // the guard failed: a later grant owns the name now
 		}
 		return err
-	case len(d.attached) > 0:
+	case len(d.attached) > 0 || len(d.paths) == 0:
 		return d.tryAttached(conn)
 	case len(d.paths) == 1 && d.mark != nil:
 		return d.tryMarked(conn)
@@ -201,35 +211,56 @@ func (d *deletion) tryMarked(conn *zk.Conn) error {
 	return err
 }
 
-// tryAttached deletes paths and the attached nodes in one multi-op: the
-// delete of paths[0] (a sequential node, never re-created) guards the
-// attached ones, whose fixed names another client may take once they are
-// gone. If something is gone already (an operator's delete, an earlier try
-// whose answer was lost), each attached node is deleted with a check that
-// paths[0] still exists, then paths one by one. An attached node whose
-// paths[0] is gone is left to its session's end: it may be someone else's
-// by now.
+// tryAttached deletes paths and the attached nodes in one multi-op. If
+// something is gone already (an operator's delete of the hold's node, an
+// earlier try whose answer was lost, a loss that deleted the attached
+// nodes), each attached node is deleted while it is still the hold's
+// (deleteAttached), then paths one by one.
 func (d *deletion) tryAttached(conn *zk.Conn) error {
-	all := append(d.paths[:len(d.paths):len(d.paths)], d.attached...)
-	ops := make([]any, len(all))
-	for i, p := range all {
-		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
-	}
-	_, err := conn.Multi(ops...)
-	if !errors.Is(err, zk.ErrNoNode) {
-		return err
+	if len(d.paths) > 0 {
+		ops := make([]any, 0, len(d.paths)+len(d.attached))
+		for _, p := range d.paths {
+			ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1})
+		}
+		for _, a := range d.attached {
+			ops = append(ops, &zk.DeleteRequest{Path: a.Path, Version: -1})
+		}
+		if _, err := conn.Multi(ops...); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
 	}
 	for _, a := range d.attached {
-		res, err := conn.Multi(&zk.CheckVersionRequest{Path: d.paths[0], Version: -1}, &zk.DeleteRequest{Path: a, Version: -1})
-		if errors.Is(err, zk.ErrNoNode) && len(res) > 0 && errors.Is(res[0].Error, zk.ErrNoNode) {
-			break // paths[0] is gone: the attached nodes are not ours to delete
-		}
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := deleteAttached(conn, d.ep.SessionID(), a); err != nil {
 			return err
 		}
 	}
 	for _, p := range d.paths {
 		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAttached deletes a if it is still the attached node (see
+// Attached): owned by session sid, with a's data. Its delete is made at the
+// version read with that check: a node made again meanwhile under the same
+// name (another holder's, after someone deleted ours) is read again and
+// left alone. A node whose name was reused and whose new data and owner
+// match ours is ours by definition: the same session attached it.
+func deleteAttached(conn *zk.Conn, sid int64, a Attached) error {
+	for range 8 {
+		data, st, err := conn.Get(a.Path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil
+		case err != nil:
+			return err
+		case st.EphemeralOwner != sid || !bytes.Equal(data, a.Data):
+			return nil // someone else's now
+		}
+		err = conn.Delete(a.Path, st.Version)
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 	}

@@ -64,7 +64,7 @@ type Hold struct {
 	pausedAt  time.Time     // when the current pause began
 	pausedFor time.Duration // how long the last pause lasted
 	onLost    []func()      // run (on a goroutine) at a loss
-	attached  []string      // deleted with the hold's nodes (see Attach)
+	attached  []Attached    // deleted with the hold's nodes, or at its loss (see Attach)
 	// mark, when set, is the data its release writes to nodes[0] in the
 	// multi that deletes it (see AwaitOptions.MarkOnRelease).
 	mark     []byte
@@ -214,6 +214,15 @@ func (h *Hold) loseLocked(cause error) []func() {
 	close(h.lost)
 	fns := h.onLost
 	h.onLost = nil
+	if len(h.attached) > 0 {
+		// What the hold attached ends with it, as soon as its session can
+		// delete (if the session is gone, its ephemeral nodes went with
+		// it): its nodes may stay (a kept place, a release to come), the
+		// attached ones may not.
+		attached, ep, recipe := h.attached, h.ep, h.recipe
+		h.attached = nil
+		fns = append(fns, func() { startDelete(false, h.sess, recipe, ep, nil, nil, attached, nil) })
+	}
 	return fns
 }
 
@@ -334,20 +343,32 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 }
 
-// Attach adds nodes of h's session that go with the hold: its
-// release deletes them in the same multi-op as its own nodes, and only
-// while its first node exists, so a node with a fixed name (a semaphore's
-// slot claim) that another client may take once it is gone is never deleted
-// by a retried release. On a loss they go with the session, as the hold's
-// nodes do. They are not among Nodes, and neither the fence nor the token
-// looks at them. Attach returns ErrNotHeld once the hold is released (the
-// caller deletes them itself).
-func Attach(h *Hold, paths ...string) error {
+// Attached is a node a hold attached to itself (Attach): a node of the
+// hold's session with a fixed name another client may take once it is gone
+// (a semaphore's slot claim), and the data it was created with, which names
+// what it is attached to. Its identity is its path, its owner (the hold's
+// session) and its data: the hold deletes it only while all three match.
+type Attached struct {
+	Path string
+	Data []byte
+}
+
+// Attach adds nodes of h's session that go with the hold. Every end of the
+// hold removes them as soon as its session can: its release deletes them
+// in the same multi-op as its own nodes (or, if one of those is gone
+// already, each while it is still the hold's: owned by its session, with
+// its data); a loss while the session lives (its node deleted from outside,
+// revoked, a connection lost under StopOnDisconnect) deletes them the same
+// way at once; with the session they go anyway. They are not among Nodes,
+// and neither the fence nor the token looks at them. Attach returns
+// ErrNotHeld once the hold is released or lost (the caller deletes them
+// itself).
+func Attach(h *Hold, nodes ...Attached) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.released {
-		return fmt.Errorf("%w: hold on %s was released", ErrNotHeld, h.nodes[0])
+	if h.released || h.state == lost {
+		return fmt.Errorf("%w: hold on %s has ended", ErrNotHeld, h.nodes[0])
 	}
-	h.attached = append(h.attached, paths...)
+	h.attached = append(h.attached, nodes...)
 	return nil
 }

@@ -172,7 +172,7 @@ func AskRevoke(ctx context.Context, sess *session.Session, g Grant) error {
 	if err := construct.Check("revoke", sess, g.Node); err != nil {
 		return err
 	}
-	if err := requestRevoke(ctx, sess, &g, revokeAsk); err != nil {
+	if _, err := requestRevoke(ctx, sess, &g, revokeAsk); err != nil {
 		if errors.Is(err, errGrantGone) {
 			return nil
 		}
@@ -196,10 +196,10 @@ func Revoke(ctx context.Context, sess *session.Session, g Grant, grace time.Dura
 	if err := construct.Check("revoke", sess, g.Node); err != nil {
 		return false, err
 	}
-	if err := requestRevoke(ctx, sess, &g, revokeForce); err != nil {
+	if asked, err := requestRevoke(ctx, sess, &g, revokeForce); err != nil {
 		switch {
 		case errors.Is(err, errGrantGone):
-			return false, nil
+			return asked, nil // gone: after the request (its holder let go), or before
 		case !errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, ErrNotHead):
 			return false, err
 		}
@@ -262,8 +262,10 @@ func deleteGrant(ctx context.Context, sess *session.Session, g *Grant) (bool, er
 // requestRevoke appends the request to the data of g's node, once the node
 // is known to head its line (or be in none), at the version read so that a
 // concurrent write (its holder's mark) is not overwritten. It pins g at its
-// first read, and returns errGrantGone once the grant has ended.
-func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode string) error {
+// first read, and returns errGrantGone once the grant has ended. It reports
+// whether the request may have reached the holder (a write was sent, or the
+// node carries the request).
+func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode string) (asked bool, err error) {
 	const tries = 8
 	for i := 0; ; i++ {
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
@@ -283,9 +285,11 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 				}
 				holder, had := revokeRequest(data)
 				if had == mode || had == revokeForce {
+					asked = true
 					return nil
 				}
 				req := append(append(append([]byte(nil), holder...), revokeSuffix...), mode...)
+				asked = true // from here on the holder may hear it
 				_, err = c.Set(g.Node, req, st.Version)
 				if errors.Is(err, zk.ErrNoNode) {
 					return errGrantGone
@@ -295,9 +299,9 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 		})
 		if !errors.Is(err, zk.ErrBadVersion) || i == tries {
 			if err != nil && !errors.Is(err, errGrantGone) {
-				return fmt.Errorf("revoke %s: %w", g.Node, err)
+				return asked, fmt.Errorf("revoke %s: %w", g.Node, err)
 			}
-			return err
+			return asked, err
 		}
 	}
 }

@@ -1,0 +1,88 @@
+package semaphore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/semaphore"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// TestSlotClaimEndsWithItsLease: a lease taken WithSlots whose lease node
+// is deleted from outside is lost, and its slot claim goes too, while its
+// session lives: at the loss (the holder need not release), after a
+// release, and after a forced revocation of a holder paused by a partition
+// (deleted by the operator after the grace; the holder's session comes
+// back). With maxLeases 2 and the other lease held elsewhere, a third
+// client then takes the free lease and a slot. Issue 36 (2): on b9d4272 the
+// claim stayed as long as the holder's session lived ("semaphore: no free
+// slot (5 passes over slots 0..1)").
+func TestSlotClaimEndsWithItsLease(t *testing.T) {
+	for _, how := range []string{"lost", "lost-then-released", "revoked-while-paused"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := testutil.Ctx(t, 60*time.Second)
+			path := uniquePath(t)
+			p, err := zktest.NewProxy(zk.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			sa := open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second),
+				session.WithDisconnectPolicy(session.PauseOnDisconnect))
+			a, err := semaphore.New(sa, path, 2, semaphore.WithSlots())
+			require.NoError(t, err)
+			la, err := a.Acquire(ctx)
+			require.NoError(t, err)
+			b, err := semaphore.New(open(t, zk.Servers()), path, 2, semaphore.WithSlots())
+			require.NoError(t, err)
+			lb, err := b.Acquire(ctx)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = lb.Release(context.Background()) })
+			op := open(t, zk.Servers())
+
+			switch how {
+			case "lost", "lost-then-released":
+				ep, err := op.Wait(ctx)
+				require.NoError(t, err)
+				require.NoError(t, ep.Conn().Delete(la.Nodes()[0], -1))
+				waitLost(t, la.Lost())
+				if how == "lost-then-released" {
+					require.ErrorIs(t, la.Release(ctx), semaphore.ErrLost)
+				}
+			case "revoked-while-paused":
+				p.Stall()
+				require.Eventually(t, func() bool { return la.Hold().IsPaused() }, 10*time.Second, 5*time.Millisecond)
+				byHolder, err := recipe.Revoke(ctx, op, recipe.Grant{Node: la.Nodes()[0]}, 500*time.Millisecond)
+				require.NoError(t, err)
+				require.False(t, byHolder, "a paused holder cannot delete its node")
+				p.Heal()
+				waitLost(t, la.Lost())
+			}
+			require.Eventually(t, func() bool {
+				return len(testutil.Children(t, op, op.Path(path)+"/slots")) == 1
+			}, 10*time.Second, 5*time.Millisecond, "the lost lease's claim is still there: %v",
+				testutil.Children(t, op, op.Path(path)+"/slots"))
+			c, err := semaphore.New(open(t, zk.Servers()), path, 2, semaphore.WithSlots())
+			require.NoError(t, err)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			lc, err := c.Acquire(cctx)
+			require.NoError(t, err, "the free lease")
+			require.NotEqual(t, lb.Slot(), lc.Slot())
+			require.NoError(t, lc.Release(ctx))
+		})
+	}
+}
+
+func waitLost(t *testing.T, lost <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-lost:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the lease was never lost")
+	}
+}
