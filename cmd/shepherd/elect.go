@@ -181,6 +181,7 @@ environment, the exit statuses and what happens to CMD's processes: see
 				how := lostHow(lctx)
 				c.stopLost(ch, lostGrace(o, sess), fmt.Sprintf("leadership at %s%s (term %d)", path, how, int64(term)), argv[0])
 				if *once {
+					c.awaitSession(sess)
 					result = exitCode{exitLost, fmt.Errorf("leadership at %s%s while %s ran", path, how, argv[0])}
 					cancel(errFinished)
 				}

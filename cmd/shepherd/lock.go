@@ -81,7 +81,7 @@ loss or a signal: see 'shepherd help'.`,
 	if o.verbose {
 		fmt.Fprintf(c.stderr, "shepherd: locked %s (token %d, node %s)\n", path, h.token, h.node)
 	}
-	err = c.supervise(ctx, o, argv, h, m.Hold(), "lock", lostGrace(o, sess))
+	err = c.supervise(ctx, o, sess, argv, h, m.Hold(), "lock", lostGrace(o, sess))
 	uctx, ucancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ucancel()
 	if uerr := m.Unlock(uctx); uerr != nil && !errors.Is(uerr, mutex.ErrLost) && o.verbose {
@@ -145,7 +145,7 @@ CMD's processes: see 'shepherd help'.`,
 		return exitCode{exitLost, fmt.Errorf("lease on %s lost at once: %w", path, err)}
 	}
 	h.slot = l.Slot()
-	err = c.supervise(ctx, o, argv, h, l.Hold(), "lease", lostGrace(o, sess))
+	err = c.supervise(ctx, o, sess, argv, h, l.Hold(), "lease", lostGrace(o, sess))
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer rcancel()
 	_ = l.Release(rctx)
@@ -211,7 +211,7 @@ func holdOf(sess *session.Session, path, id string, rh *recipe.Hold,
 // returns exit status 5. Either way it returns only when none of them is
 // left. While the hold is paused (-on-disconnect=pause), CMD's processes
 // are frozen; CMD does not start on a paused hold.
-func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
+func (c *cli) supervise(ctx context.Context, o *options, sess *session.Session, argv []string, h hold,
 	rh *recipe.Hold, what string, lostG time.Duration) error {
 	if err := rh.Gate(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -244,6 +244,7 @@ func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
 	}
 	lost := desc + lostHow(rh.Context())
 	c.stopLost(ch, lostG, lost, argv[0])
+	c.awaitSession(sess)
 	return exitCode{exitLost, fmt.Errorf("%s while %s ran", lost, argv[0])}
 }
 

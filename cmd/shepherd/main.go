@@ -118,6 +118,9 @@ loss when its connection has been silent for 2/3 of the session timeout, and
 ZooKeeper may give the hold to another client at 3/3. (When ZooKeeper ends
 the session itself, e.g. after shepherd was paused, the others may be
 granted the hold before shepherd hears of it: no client can prevent that.)
+Once they are gone after a lost connection, shepherd waits at most the
+session timeout for ZooKeeper to be back and removes its node there, so that
+the next in line is not kept waiting for the session to expire, then exits 5.
 If shepherd itself is SIGKILLed, none of them outlives it: CMD runs under an
 init process (shepherd itself) in a new PID namespace (inside a user
 namespace when not root), and the kernel kills every process of the

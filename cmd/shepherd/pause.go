@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
 )
 
 // pausable is a hold that may pause (-on-disconnect=pause): a lock's or a
@@ -111,4 +112,19 @@ func (c *cli) stopLost(ch *child, grace time.Duration, lost, name string) {
 		fmt.Fprintf(c.stderr, "shepherd: %s: stopping %s\n", lost, name)
 	}
 	ch.await(g)
+}
+
+// awaitSession, once CMD is gone after a loss, waits (at most the session
+// timeout) for the connection to be back, so that the release and the
+// session's close that follow remove the holder's nodes at once: the next
+// in line is then not kept waiting for the server to expire the session.
+// With the session lost meanwhile, the server has removed them already.
+func (c *cli) awaitSession(sess *session.Session) {
+	if ep, ok := sess.Current(); ok && ep.Context().Err() == nil {
+		return
+	}
+	fmt.Fprintf(c.stderr, "shepherd: removing the hold's node once ZooKeeper is back (at most %v)\n", sess.Timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), sess.Timeout())
+	defer cancel()
+	_, _ = sess.Wait(ctx)
 }
