@@ -22,10 +22,12 @@ type handle struct {
 	events <-chan zk.Event // closed when go-zookeeper's loop has ended
 
 	// Guarded by s.mu.
-	sid    int64         // the session this handle was opened for (first HasSession)
-	up     bool          // HasSession and not Disconnected since
-	ready  chan struct{} // closed at the first HasSession
-	failed chan struct{} // closed when the handle can no longer become ready
+	sid int64 // the session this handle was opened for (first HasSession)
+	up  bool  // HasSession and not Disconnected since
+	// syncGen counts the reconnections of the session (see resync).
+	syncGen uint64
+	ready   chan struct{} // closed at the first HasSession
+	failed  chan struct{} // closed when the handle can no longer become ready
 
 	// heard is s.mono() when the latest request the server has answered
 	// was sent: the server heard from the session then or later (see

@@ -47,7 +47,10 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 		default:
 			h.up = true
 			if current && s.state == Suspended {
-				s.beginEpochLocked(Reconnected, now, "")
+				// Reconnected once the server has synced (see resync).
+				h.syncGen++
+				s.syncWG.Add(1)
+				go s.resync(h, h.syncGen)
 			}
 		}
 	case zk.StateDisconnected:
@@ -68,6 +71,49 @@ func (s *Session) onEvent(h *handle, ev zk.Event) {
 		if current && (s.state.Live() || s.state == Suspended) {
 			s.loseLocked(now, "expired")
 		}
+	}
+}
+
+// resync begins the Reconnected epoch of h's session once the server it
+// reconnected to has synced with the ensemble's leader, unless the
+// connection dropped, the session ended or the manager closed meanwhile
+// (gen: the reconnection it is for). A follower may be behind what the
+// ensemble has committed (a deletion, an operator's or a revocation's, not
+// applied yet): ZooKeeper accepts a reconnecting session on any server that
+// has seen what the client has, not what others wrote while it was away.
+// After the sync, every read of the new epoch sees at least what was
+// committed before the reconnection, so a node deleted while the connection
+// was down never confirms a hold's resume nor a kept place in a line. It
+// costs one round trip per reconnection; a sync that fails on a live
+// connection is tried again (the watchdog loses the session if the server
+// stays silent).
+func (s *Session) resync(h *handle, gen uint64) {
+	defer s.syncWG.Done()
+	s.mu.Lock()
+	conn := h.conn
+	s.mu.Unlock()
+	wait := 20 * time.Millisecond
+	for {
+		_, err := conn.Sync("/")
+		s.mu.Lock()
+		if s.cur != h || s.closed || !h.up || h.syncGen != gen || s.state != Suspended {
+			s.mu.Unlock()
+			return
+		}
+		if err == nil {
+			s.beginEpochLocked(Reconnected, time.Now(), "")
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.closeCh:
+			t.Stop()
+			return
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

@@ -35,6 +35,7 @@ type Session struct {
 	runDone chan struct{}
 	done    chan struct{}
 	connWG  sync.WaitGroup
+	syncWG  sync.WaitGroup // resync goroutines
 	lisWG   sync.WaitGroup
 	once    sync.Once
 }
@@ -275,6 +276,7 @@ func (s *Session) Close() error {
 			cur.close()
 		}
 		s.connWG.Wait()
+		s.syncWG.Wait()
 		s.mu.Lock()
 		s.setStateLocked(Closed, time.Now(), "closed by the application")
 		for l := range s.listeners {

@@ -27,6 +27,7 @@ type Cluster struct {
 	started time.Duration
 	tls     *tlsState // WithTLS; nil for plaintext
 	ports   *portClaim
+	links   *peerLinks // WithFollowerLag; nil without
 }
 
 // Start starts a cluster of size nodes for a test (1 for a standalone server, 3
@@ -159,12 +160,44 @@ func (c *Cluster) configure(ports []int) error {
 		n.logPath = filepath.Join(n.dir, "zookeeper.log")
 		c.nodes = append(c.nodes, n)
 	}
+	if c.cfg.lag && len(c.nodes) > 1 {
+		links, err := newPeerLinks(len(c.nodes))
+		if err != nil {
+			return err
+		}
+		c.links = links
+		links.serve(func(to int) string { return fmt.Sprintf("127.0.0.1:%d", c.nodes[to].peerPort) })
+	}
 	for _, n := range c.nodes {
-		if err := n.writeConfig(&c.cfg, c.nodes, c.tls); err != nil {
+		if err := n.writeConfig(&c.cfg, c.nodes, c.tls, c.links); err != nil {
+			if c.links != nil {
+				c.links.close()
+			}
 			return fmt.Errorf("zktest: config: %w", err)
 		}
 	}
 	return nil
+}
+
+// LagFollower holds back the commits the leader sends server i (which must
+// be a follower; see Leader) until release is called: i keeps logging and
+// acknowledging proposals, pinging its leader and revalidating its clients'
+// sessions, so it stays a follower and serves its clients from state older
+// than what the ensemble commits meanwhile (a write committed by the others
+// is not seen on i; a sync, and a session created, on i waits, and so do
+// that client's later requests, its pings too). release
+// sends what was held, in order. The cluster must be started
+// WithFollowerLag.
+func (c *Cluster) LagFollower(i int) (release func(), err error) {
+	if c.links == nil {
+		return nil, errors.New("zktest: LagFollower needs an ensemble started WithFollowerLag")
+	}
+	if i < 0 || i >= len(c.nodes) {
+		return nil, fmt.Errorf("zktest: no server %d", i)
+	}
+	c.links.setLag(i, true)
+	var once sync.Once
+	return func() { once.Do(func() { c.links.setLag(i, false) }) }, nil
 }
 
 // makeDir makes the cluster's directory: WithBaseDir's, or a new one of its
@@ -335,6 +368,9 @@ func (c *Cluster) Close() error {
 	}
 	if c.sp != nil {
 		c.sp.stop()
+	}
+	if c.links != nil {
+		c.links.close()
 	}
 	c.ports.release()
 	return c.removeDir()

@@ -7,8 +7,10 @@
 // captured to a file a failing test can show.
 //
 // It also injects faults on purpose: per-node Stop, Kill and Restart, session
-// expiry on demand (ExpireSession), a stolen connection (DisconnectSession), and
-// a fault Proxy that severs, refuses and stalls client connections.
+// expiry on demand (ExpireSession), a stolen connection (DisconnectSession),
+// a fault Proxy that severs, refuses and stalls client connections, and a
+// follower that lags behind its leader (WithFollowerLag, LagFollower: it
+// serves reads from before what the others have committed).
 //
 // WithTLS starts servers that serve clients over TLS only, with a throw-away
 // CA (NewCA) whose certificates a test can issue to clients: other

@@ -67,6 +67,7 @@ type config struct {
 	tls            *TLSConfig // WithTLS
 	// pickPorts, if set, replaces freePorts (tests of a taken port).
 	pickPorts func(n int) ([]int, *portClaim, error)
+	lag       bool // WithFollowerLag
 }
 
 // Option configures a Cluster.
@@ -201,7 +202,7 @@ func (n *node) running() bool {
 	}
 }
 
-func (n *node) writeConfig(cfg *config, peers []*node, ts *tlsState) error {
+func (n *node) writeConfig(cfg *config, peers []*node, ts *tlsState, links *peerLinks) error {
 	if err := os.MkdirAll(filepath.Join(n.dir, "data"), 0o755); err != nil {
 		return err
 	}
@@ -235,7 +236,11 @@ func (n *node) writeConfig(cfg *config, peers []*node, ts *tlsState) error {
 	if len(peers) > 1 {
 		fmt.Fprintf(&b, "cnxTimeout=1000\n")
 		for _, p := range peers {
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", p.id, p.peerPort, p.electPort)
+			port := p.peerPort
+			if links != nil && p != n {
+				port = links.port(n.id-1, p.id-1) // through the cluster's proxy (WithFollowerLag)
+			}
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", p.id, port, p.electPort)
 		}
 		if err := os.WriteFile(filepath.Join(n.dir, "data", "myid"), []byte(fmt.Sprintf("%d\n", n.id)), 0o644); err != nil {
 			return err
