@@ -13,6 +13,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -185,8 +186,9 @@ type Election struct {
 	// checkedIDs: the line was searched for our id once already.
 	checkedIDs bool
 	resignCh   chan struct{}
-	leftCh     chan struct{} // closed by Run once a leadership's end is dealt with
-	single     core.Race     // the non-fair race
+	leftCh     chan struct{}   // closed by Run once a leadership's end is dealt with
+	single     core.Race       // the non-fair race
+	layout     *core.PathCheck // the fair line's check of the path
 }
 
 // candidate is our node, bound to the session that created it.
@@ -228,7 +230,8 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = core.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
-		OnDisconnect: c.policy}
+		Layout: layout.NonFairElection, OnDisconnect: c.policy}
+	e.layout = core.NewPathCheck(layout.FairElection)
 	return e, nil
 }
 

@@ -37,8 +37,7 @@ func parseLatch(name string) (member, bool) {
 
 func (e *Election) line() *core.Line {
 	return &core.Line{Sess: e.sess, Recipe: "election", Path: e.path, Naming: e.names,
-		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"},
-		OnDisconnect: e.policy}
+		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Layout: e.layout, OnDisconnect: e.policy}
 }
 
 // list returns the candidates in line order.

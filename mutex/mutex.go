@@ -27,10 +27,6 @@ var (
 	ErrForeignRecipe   = recipe.ErrForeignRecipe
 )
 
-// semaphoreChild is a child every semaphore path has: a mutex refuses such a
-// path rather than corrupt it.
-const semaphoreChild = layout.SemaphoreLeases
-
 // Mutex is a distributed lock at one path. Its methods are safe for concurrent
 // use; holds are per value (not per goroutine).
 type Mutex struct {
@@ -73,10 +69,14 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	full := sess.Path(path)
 	m := &Mutex{sess: sess, path: full, kind: kind, fair: c.fair, data: c.data,
 		turn: make(chan struct{}, 1), log: sess.Logger().With("mutex", full)}
-	m.line = core.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Refuse: map[string]string{
-		semaphoreChild: "a semaphore's path", NonFairNode: "a non-fair lock's path"}, OnDisconnect: c.policy}
+	lineKind := layout.FairMutex
+	if kind != recipe.KindLock {
+		lineKind = layout.RWLock
+	}
+	m.line = core.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Layout: core.NewPathCheck(lineKind),
+		OnDisconnect: c.policy}
 	m.single = core.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
-		Refuse: map[string]string{semaphoreChild: "a semaphore's path"}, OnDisconnect: c.policy}
+		Layout: layout.NonFairMutex, OnDisconnect: c.policy}
 	return m, nil
 }
 

@@ -49,11 +49,13 @@ func TestRequestsPerOperation(t *testing.T) {
 	require.Eventually(t, func() bool { return watches(t) > watching }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, ma.Unlock(ctx))
 	require.NoError(t, <-got)
-	// The create, its listing, its two watches on the holder's node (its
-	// data, for a mark, and its deletion: recipe.Line.watch), then its
-	// own-node watch. A holder that waited marks in its release
+	// The value's first Lock reads the path's kind (its data and
+	// children: core.PathCheck, once per value); then the create, its
+	// listing, its two watches on the holder's node (its data, for a mark,
+	// and its deletion: recipe.Line.watch), then its own-node watch. A
+	// holder that waited marks in its release
 	// (core.AwaitOptions.MarkOnRelease), not here. Count until the server
 	// has answered them all.
-	require.Equal(t, int64(5), testutil.Settled(t, rb, 5), "a Lock granted by the holder's release")
+	require.Equal(t, int64(2+5), testutil.Settled(t, rb, 2+5), "a value's first Lock, granted by the holder's release")
 	require.NoError(t, mb.Unlock(ctx))
 }

@@ -106,7 +106,15 @@ func (s *Schedule) Run(ctx context.Context, job func(ctx context.Context, t Tick
 	if s.e == nil {
 		return construct.NotMade("schedule", "a Schedule not made by New")
 	}
-	// Fail fast on another schedule's record, before standing for election.
+	// Another kind of recipe's path is refused before anything is written
+	// there (see package layout), then the path is marked as a schedule's;
+	// another schedule's record is refused before standing for election.
+	if err := core.ClaimPath(ctx, s.sess, layout.Schedule, s.sess.Path(s.path)); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("schedule: %w", err)
+	}
 	if _, _, err := s.read(ctx); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		if ctx.Err() != nil {
 			return nil

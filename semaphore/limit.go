@@ -152,17 +152,15 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 
 // adopt records this client's limit in the path's data, empty at version
 // (a write at another version is left to the next read), and creates the
-// children, unless the path is another recipe's (a child of a lock's line
-// or a non-fair lock's node).
+// children, unless the path is another kind's (see package layout: a
+// line's node, a non-fair lock's, a schedule's record).
 func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
-	names, _, err := ep.Conn().Children(s.path)
+	seen, _, err := core.Look(ep.Conn(), s.path)
 	if err != nil {
-		return aclerr.Map("getChildren", s.path, err)
+		return err
 	}
-	for _, n := range names {
-		if _, ok := core.ParseName(n); ok || n == layout.NonFairLockNode {
-			return fmt.Errorf("semaphore: %w: %s holds %s", ErrWrongKind, s.path, n)
-		}
+	if m := layout.Refuse(layout.Semaphore, seen); m != nil {
+		return fmt.Errorf("semaphore: %w: %s: %v", ErrWrongKind, s.path, m)
 	}
 	_, err = ep.Conn().Multi(
 		&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: version})

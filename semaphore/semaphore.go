@@ -127,8 +127,10 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	full := sess.Path(path)
 	s := &Semaphore{sess: sess, path: full, max: maxLeases, data: c.data, leases: full + "/" + leasesChild,
 		slots: c.slots, log: sess.Logger().With("semaphore", full)}
+	// The waiters' line checks the semaphore's path before the first
+	// write there (another kind's is refused).
 	s.locks = core.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
-		OnDisconnect: c.policy}
+		Layout: &core.PathCheck{Kind: layout.Semaphore, Path: full}, OnDisconnect: c.policy}
 	return s, nil
 }
 

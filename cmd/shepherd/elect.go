@@ -215,6 +215,8 @@ environment, the exit statuses and what happens to CMD's processes: see
 		return exitCode{exitTimeout, fmt.Errorf("elect %s: not elected within %v", path, o.timeout)}
 	case errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal):
 		return deniedError("elect", path, err)
+	case errors.Is(err, recipe.ErrWrongKind) || errors.Is(err, recipe.ErrForeignRecipe):
+		return refused(sess, "elect", path, err)
 	case err != nil:
 		return fmt.Errorf("elect %s: %w", path, err)
 	}

@@ -255,7 +255,8 @@ func acquireError(ctx context.Context, o *options, sess *session.Session, what, 
 		return exitCode{exitTimeout, fmt.Errorf("%s %s: not acquired within %v", what, path, o.timeout)}
 	case ctx.Err() != nil:
 		return interruptedWaiting(ctx, "waiting for "+path)
-	case errors.Is(err, recipe.ErrMaxLeasesMismatch) || errors.Is(err, recipe.ErrWrongKind):
+	case errors.Is(err, recipe.ErrMaxLeasesMismatch) || errors.Is(err, recipe.ErrWrongKind) ||
+		errors.Is(err, recipe.ErrForeignRecipe):
 		return refused(sess, what, path, err)
 	case errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal):
 		return deniedError(what, path, err)
@@ -298,6 +299,8 @@ func describe(s *recipe.Snapshot) string {
 		return fmt.Sprintf("a read-write lock (%s)", people)
 	case "election":
 		return fmt.Sprintf("a %selection (%s)", mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
+	case "schedule":
+		return fmt.Sprintf("a schedule (%s)", count(len(s.Holders)+len(s.Waiters), "candidate"))
 	}
 	return "nodes of another kind of recipe"
 }

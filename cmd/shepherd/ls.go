@@ -16,20 +16,8 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
-)
-
-// What marks a recipe's path, as the recipes write it: the semaphore's
-// limit (internal/core/inspect.go), and the mark each grant of a non-fair lock or
-// election writes to its path (mutex.nonFairMark, election.nonFairMark),
-// which stays when the path is idle. TestLsFindsIdleNonFair pins them.
-const (
-	semaphoreMark     = layout.SemaphoreMarker
-	nonFairMutexMark  = layout.NonFairLockMark
-	nonFairElectMark  = layout.NonFairLeaderMark
-	nonFairLeaderNode = layout.NonFairLeaderNode
 )
 
 // Default bounds of a walk.
@@ -41,15 +29,15 @@ const (
 func (c *cli) cmdLs(ctx context.Context, o *options, args []string) error {
 	s := newSub("ls", "shepherd ls [flags] PREFIX", `
 List every recipe under PREFIX (PREFIX included; "/" for all): locks,
-read-write locks, semaphores and elections, shepherd's, Curator's, Kazoo's or
-go-zookeeper's, each with its kind, fair or non-fair, the naming of its nodes
-(curator, kazoo), and how many hold and wait ('shepherd status PATH' shows
-them). It walks the tree below PREFIX, at most -depth levels and -max-nodes
-nodes, and says so on stderr when it stops there. A non-fair lock's or
-election's path stays when no one holds it (its data version fences the
-holds, see the README): ls shows such a path as idle, so that it can be found;
-shepherd never deletes it, 'zkCli.sh delete PATH' does once no process uses
-it. With nothing found it says so and exits 7.`,
+read-write locks, semaphores, elections and schedules, shepherd's, Curator's,
+Kazoo's or go-zookeeper's, each with its kind, fair or non-fair, the naming
+of its nodes (curator, kazoo), and how many hold and wait ('shepherd status
+PATH' shows them). It walks the tree below PREFIX, at most -depth levels and
+-max-nodes nodes, and says so on stderr when it stops there. Some recipes
+leave a trace when no one holds or waits (a non-fair lock's or election's
+path, whose data version fences the holds; a schedule's record): ls shows
+such a path as idle, so that it can be found; 'shepherd rm PATH' removes it
+once no process uses it. With nothing found it says so and exits 7.`,
 		"shepherd ls /",
 		"shepherd ls -json /services | jq '.recipes[].path'")
 	o.registerConn(s.fs)
@@ -105,13 +93,14 @@ it. With nothing found it says so and exits 7.`,
 // listed is one recipe ls found.
 type listed struct {
 	Path      string `json:"path"` // under the same root as PREFIX
-	Kind      string `json:"kind"` // mutex, rwlock, semaphore, election
+	Kind      string `json:"kind"` // mutex, rwlock, semaphore, election, schedule
 	Fair      bool   `json:"fair"`
 	Names     string `json:"names,omitempty"` // curator, kazoo, mixed; "" with no contender node
 	MaxLeases int    `json:"max_leases,omitempty"`
 	Holders   int    `json:"holders"`
 	Waiters   int    `json:"waiters"`
-	// Idle: a non-fair recipe's persistent path that no one holds.
+	// Idle: a recipe's trace that no one holds or waits on (a non-fair
+	// recipe's persistent path, a schedule's record, a semaphore's limit).
 	Idle bool `json:"idle,omitempty"`
 }
 
@@ -140,7 +129,7 @@ func printListing(w io.Writer, found []listed) {
 			holders = fmt.Sprintf("%d of %d", l.Holders, l.MaxLeases)
 		}
 		if l.Idle {
-			note = "\tidle (a persistent path: kept until deleted)"
+			note = "\tidle (no one holds or waits: 'shepherd rm' removes it)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d%s\n", l.Path, l.Kind, mode, names, holders, l.Waiters, note)
 	}
@@ -234,52 +223,30 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 	return nil
 }
 
-// read reads a node's data and children: whether a recipe may be there, and
-// which children to descend into (not the recipe's own contender nodes, nor
-// a semaphore's "locks" and "leases", nor ZooKeeper's /zookeeper).
+// read reads a node's data and children: whether a recipe is there (package
+// layout's Classify), and which children to descend into (not the recipe's
+// own nodes: its line's contenders, a semaphore's locks, leases and slots,
+// a schedule's election and record; nor ZooKeeper's /zookeeper).
 func (w *walk) read(ctx context.Context, p string) (node, error) {
 	var out node
 	err := w.sess.Do(ctx, func(ep *session.Epoch) error {
-		var n node
-		c := ep.Conn()
-		data, _, err := c.Get(p)
+		seen, _, err := core.Look(ep.Conn(), p)
 		if err != nil {
 			return err
 		}
-		names, _, err := c.Children(p)
-		if err != nil {
-			return err
-		}
-		n.data = string(data)
-		semaphore := strings.HasPrefix(n.data, semaphoreMark)
-		n.candidate = semaphore || strings.HasPrefix(n.data, nonFairMutexMark) || strings.HasPrefix(n.data, nonFairElectMark)
-		for _, name := range names {
-			switch {
-			case semaphore:
-				continue // its locks and leases
-			case p == "/" && name == "zookeeper":
-				continue
-			case name == mutex.NonFairNode || name == nonFairLeaderNode:
-				// A non-fair holder's node is ephemeral; a persistent
-				// "leader" is a path like any other.
-				ok, st, err := c.Exists(p + "/" + name)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue // gone meanwhile
-				}
-				if st.EphemeralOwner != 0 {
-					n.candidate = true
-					continue
-				}
-			default:
-				if _, ok := core.ParseName(name); ok {
-					n.candidate = true
-					continue
+		kind, _ := layout.KindOf(layout.Classify(seen))
+		n := node{data: string(seen.Data), candidate: kind != nil}
+		for _, c := range seen.Children {
+			own := c.Contender != ""
+			if kind != nil {
+				for _, kn := range kind.Nodes {
+					own = own || kn.Name == c.Name
 				}
 			}
-			n.children = append(n.children, name)
+			if own || (p == "/" && c.Name == "zookeeper") {
+				continue
+			}
+			n.children = append(n.children, c.Name)
 		}
 		out = n
 		return nil
@@ -296,24 +263,16 @@ func (w *walk) inspect(ctx context.Context, p string, n node) (listed, bool, err
 	if err != nil {
 		return listed{}, false, err
 	}
+	if snap.Kind == "empty" {
+		return listed{}, false, nil // gone meanwhile
+	}
 	l := listed{Path: strings.TrimPrefix(p, w.sess.Namespace()), Kind: snap.Kind, Fair: snap.Fair,
-		Names: snap.Names, MaxLeases: snap.MaxLeases, Holders: len(snap.Holders), Waiters: len(snap.Waiters)}
+		Names: snap.Names, MaxLeases: snap.MaxLeases, Holders: len(snap.Holders), Waiters: len(snap.Waiters), Idle: snap.Idle}
 	if l.Path == "" {
 		l.Path = "/" // the namespace's own node
 	}
 	if l.Kind == "semaphore" {
 		l.Names = "curator" // InterProcessSemaphoreV2's layout, the only one
-	}
-	if snap.Kind == "empty" {
-		switch {
-		case strings.HasPrefix(n.data, nonFairMutexMark):
-			l.Kind = "mutex"
-		case strings.HasPrefix(n.data, nonFairElectMark):
-			l.Kind = "election"
-		default:
-			return listed{}, false, nil // gone meanwhile
-		}
-		l.Fair, l.Idle = false, true
 	}
 	return l, true, nil
 }

@@ -92,8 +92,9 @@ func TestLs(t *testing.T) {
 
 // TestLsFindsIdleNonFair: a non-fair lock's or election's path stays,
 // persistent, after the last holder (its data version fences the holds);
-// -nonfair -h says so, ls lists such a path as idle, status names it, and
-// nothing deletes it.
+// -nonfair -h says so, ls lists such a path as idle, status shows it as
+// idle (exit 0: ls, status and Inspect agree that a recipe is there; was
+// exit 7, "nothing", before issue 36), and only 'shepherd rm' deletes it.
 func TestLsFindsIdleNonFair(t *testing.T) {
 	for _, sub := range []string{"lock", "elect"} {
 		r := shepherd(t, nil, sub, "-h")
@@ -118,8 +119,9 @@ func TestLsFindsIdleNonFair(t *testing.T) {
 		require.False(t, x.Fair, x.Path)
 	}
 	r = shepherd(t, nil, "status", p+"/nf")
-	require.Equal(t, 7, r.code, r.stderr)
-	require.Contains(t, r.stderr, "non-fair lock's path that no one holds")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nf: mutex \(non-fair\), 0 holding, 0 waiting$`, r.stdout)
+	require.Contains(t, r.stdout, "idle: no one holds or waits ('shepherd rm "+p+"/nf' removes what is left)")
 	// A held non-fair lock is listed as held, not idle.
 	start(t, nil, "lock", "-nonfair", "-id", "h", p+"/nf", "--", "sleep", "30")
 	waitStatus(t, p+"/nf", func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })

@@ -58,6 +58,7 @@ Usage:
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
   shepherd ls        [flags] PREFIX                     list the recipes under PREFIX ("/": all)
   shepherd revoke    [flags] [-ask] PATH [NODE]         an operator's force-release (or request)
+  shepherd rm        [flags] PATH                       remove what an idle recipe left at PATH
   shepherd version                                      shepherd's version (also --version)
   shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
 
@@ -162,13 +163,14 @@ Exit status:
               too: the message names each server and the cause)
   4           not acquired within -timeout; revoke -ask: not released within -wait
   5           the hold was lost while CMD ran (CMD was stopped)
-  6           refused: PATH holds another kind of recipe, or a semaphore
+  6           refused: PATH holds another kind of recipe (or rm: someone
+              holds or waits there), or a semaphore
               with another -n, or a schedule with another -every (the
               message says what is there); or an ACL denies this principal
               a permission the recipe needs (the message names the node
               and the permission)
   7           status: nothing at PATH; ls: no recipe under PREFIX; revoke:
-              nobody holds PATH (or NODE is not there)
+              nobody holds PATH (or NODE is not there); rm: no recipe at PATH
   126, 127    CMD cannot be executed, or is not found
   128+N       interrupted by signal N while waiting (SIGINT: 130)
 `
@@ -318,12 +320,14 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdLs(ctx, &o, rest)
 	case "revoke":
 		err = c.cmdRevoke(ctx, &o, rest)
+	case "rm":
+		err = c.cmdRm(ctx, &o, rest)
 	case "dev":
 		err = c.cmdDev(ctx, rest)
 	case "version":
 		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls, revoke or version)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls, revoke, rm or version)", name)
 	}
 	return c.report(err)
 }

@@ -164,6 +164,9 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		if errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal) {
 			return deniedError("schedule", path, err)
 		}
+		if errors.Is(err, recipe.ErrWrongKind) {
+			return refused(sess, "schedule", path, err)
+		}
 		return fmt.Errorf("schedule %s: %w", path, err)
 	}
 	return nil

@@ -64,28 +64,30 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 	if !*watch {
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		// A schedule's path holds an election and a record: the schedule
-		// package recognises it.
-		if sst, ok, err := schedule.Inspect(qctx, sess, path); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("status %s: %w", path, err)
-		} else if ok {
-			if *asJSON {
-				b, _ := json.Marshal(jsonSchedule(sess, sst))
-				fmt.Fprintln(c.stdout, string(b))
-			} else {
-				printSchedule(c.stdout, sess, sst)
-			}
-			return nil
-		}
 		snap, err := recipe.Inspect(qctx, sess, full)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("status %s: %w", path, err)
+		}
+		// A schedule's path holds an election and a record: the schedule
+		// package reads the record (none before the first tick).
+		if snap.Kind == "schedule" {
+			if sst, ok, err := schedule.Inspect(qctx, sess, path); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("status %s: %w", path, err)
+			} else if ok {
+				if *asJSON {
+					b, _ := json.Marshal(jsonSchedule(sess, sst))
+					fmt.Fprintln(c.stdout, string(b))
+				} else {
+					printSchedule(c.stdout, sess, sst)
+				}
+				return nil
+			}
 		}
 		asGiven(sess, snap, path)
 		if *asJSON {
@@ -281,16 +283,9 @@ func nothingAt(ctx context.Context, sess *session.Session, path string) error {
 	w := walk{sess: sess, depth: lsDepth, nodes: 1000, firstOnly: true}
 	if err := w.run(ctx, path); err == nil && len(w.found) > 0 {
 		l := w.found[0]
-		if l.Path == path && l.Idle {
-			what := "lock"
-			if l.Kind == "election" {
-				what = "election"
-			}
-			return fmt.Errorf("status: %s is a non-fair %s's path that no one holds (it stays until deleted; see 'shepherd lock -h')", path, what)
-		}
 		return fmt.Errorf("status: nothing at %s itself, but there are recipes below it (%s, ...): 'shepherd ls %s' lists them", path, l.Path, path)
 	}
-	return fmt.Errorf("status: nothing at %s (no lock, semaphore or election there; mistyped?)", path)
+	return fmt.Errorf("status: nothing at %s (no lock, semaphore, election or schedule there; mistyped?)", path)
 }
 
 func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
@@ -307,10 +302,17 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 		return
 	case "semaphore":
 		fmt.Fprintf(w, "%s: semaphore, %d of %d leases held, %d waiting\n", s.Path, len(s.Holders), s.MaxLeases, len(s.Waiters))
-	case "election":
-		fmt.Fprintf(w, "%s: election (%s), %s\n", s.Path, mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
+	case "election", "schedule":
+		fmt.Fprintf(w, "%s: %s (%s), %s\n", s.Path, s.Kind, mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
 	default:
 		fmt.Fprintf(w, "%s: %s (%s), %d holding, %d waiting\n", s.Path, s.Kind, mode, len(s.Holders), len(s.Waiters))
+	}
+	if len(s.Others) > 0 {
+		fmt.Fprintf(w, "warning: nodes of other kinds are here too (%s): shepherd refuses this path to every kind\n",
+			strings.Join(s.Others, ", "))
+	}
+	if s.Idle {
+		fmt.Fprintf(w, "idle: no one holds or waits ('shepherd rm %s' removes what is left)\n", s.Path)
 	}
 	if len(s.Holders)+len(s.Waiters) == 0 {
 		return
@@ -330,7 +332,7 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 		fmt.Fprintln(tw, "ROLE\tID\tSESSION\tAGE\tTOKEN\tNODE\tNAMING")
 	}
 	role := "holder"
-	if s.Kind == "election" {
+	if s.Kind == "election" || s.Kind == "schedule" {
 		role = "leader"
 	}
 	for _, e := range s.Holders {
@@ -338,7 +340,7 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	}
 	for i, e := range s.Waiters {
 		r := fmt.Sprintf("waiter %d", i+1)
-		if s.Kind == "election" {
+		if s.Kind == "election" || s.Kind == "schedule" {
 			r = fmt.Sprintf("candidate %d", i+1)
 		}
 		row(tw, r, e, now, slots)

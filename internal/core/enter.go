@@ -29,6 +29,10 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 	if l.Sess == nil || ep == nil {
 		return nil, fmt.Errorf("line %s: %w: nil session or epoch", l.Path, ErrInvalidArgument)
 	}
+	// Before the first write to the path: refuse another kind's.
+	if err := l.Layout.Check(ctx, ep, l.Path); err != nil {
+		return nil, err
+	}
 	guid := NewGUID()
 	prefix := l.Path + "/" + l.Naming.Prefix(guid, l.Naming.Kind(kind))
 	res, err := ctxcall.Value(ctx, func() (entered, error) {

@@ -39,12 +39,22 @@ type Entry struct {
 
 // Snapshot is what is at a recipe's path.
 type Snapshot struct {
-	Path      string  `json:"path"`
-	Kind      string  `json:"kind"` // mutex, rwlock, semaphore, election, empty
-	Fair      bool    `json:"fair"`
-	MaxLeases int     `json:"max_leases,omitempty"`
-	Holders   []Entry `json:"holders"` // the lock holder(s), lease holders, or the leader
-	Waiters   []Entry `json:"waiters"` // in line order
+	Path string `json:"path"`
+	// Kind is the recipe's kind, as package layout declares it: mutex,
+	// rwlock, semaphore, election, schedule; "empty" when nothing is there.
+	Kind string `json:"kind"`
+	Fair bool   `json:"fair"`
+	// Idle: a recipe's trace is there (a non-fair recipe's persistent
+	// path, a schedule's record, a semaphore's limit) but no one holds or
+	// waits.
+	Idle bool `json:"idle,omitempty"`
+	// Others are the kinds whose nodes are at the path too (a path that
+	// mixes kinds: no shepherd recipe makes one; another library, or an
+	// older release, may have).
+	Others    []string `json:"others,omitempty"`
+	MaxLeases int      `json:"max_leases,omitempty"`
+	Holders   []Entry  `json:"holders"` // the lock holder(s), lease holders, or the leader
+	Waiters   []Entry  `json:"waiters"` // in line order
 	// Names is the naming the path's contender nodes use: "curator",
 	// "kazoo", "mixed" (both: shepherd refuses the path, and neither library
 	// sees the other's nodes) or "" (no contender nodes).
@@ -57,14 +67,6 @@ type Snapshot struct {
 // InterProcessSemaphoreV2 queues them with an InterProcessMutex under
 // "locks", so their nodes are named as a lock's, but they wait for a lease.
 const semaphoreWaiters = "curator lock- (InterProcessSemaphoreV2 lease waiters)"
-
-// Names of the nodes of non-fair recipes and of a semaphore's layout.
-const (
-	nonFairLockNode   = layout.NonFairLockNode
-	nonFairLeaderNode = layout.NonFairLeaderNode
-	semaphoreMarker   = layout.SemaphoreMarker
-	semaphoreSlots    = layout.SemaphoreSlots
-)
 
 // Inspect reads what is at path (full path, namespace included): the kind of
 // recipe, its holders and its waiters in line order, with their sessions,
@@ -96,18 +98,77 @@ func inspect(ctx context.Context, sess *session.Session, path string, watch bool
 }
 
 // inspectIn is inspect's read in ep: what is at path, watched if watch.
+// The kind is package layout's (Classify), from the path's data and
+// children.
 func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 	in := &inspector{c: ep.Conn(), path: path, watch: watch}
-	data, _, err := in.c.Get(path)
+	snap, err := in.read(path)
+	if err != nil {
+		return nil, err
+	}
+	snap.Watch = merge(in.watches)
+	return snap, nil
+}
+
+// read is what is at p.
+func (in *inspector) read(p string) (*Snapshot, error) {
+	data, _, err := in.c.Get(p)
 	if errors.Is(err, zk.ErrNoNode) {
-		return in.empty()
+		return in.empty(p)
 	} else if err != nil {
 		return nil, err
 	}
-	if rest, ok := strings.CutPrefix(string(data), semaphoreMarker); ok {
-		return in.semaphore(rest)
+	names, err := in.children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return in.empty(p)
+	} else if err != nil {
+		return nil, err
 	}
-	return in.contenders()
+	seen, err := in.seen(p, data, names)
+	if err != nil {
+		return nil, err
+	}
+	k, others := layout.KindOf(layout.Classify(seen))
+	var snap *Snapshot
+	switch k {
+	case layout.Semaphore:
+		snap, err = in.semaphore(p, data)
+	case layout.Schedule:
+		snap, err = in.schedule(p)
+	default:
+		snap, err = in.contenders(p, names, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range others {
+		snap.Others = append(snap.Others, o.Name)
+	}
+	snap.Idle = k != nil && len(snap.Holders) == 0 && len(snap.Waiters) == 0
+	return snap, nil
+}
+
+// seen is p's data and children (names) as package layout reads them.
+func (in *inspector) seen(p string, data []byte, names []string) (layout.Seen, error) {
+	seen := layout.Seen{Data: data}
+	for _, n := range names {
+		ch := layout.Child{Name: n}
+		if pn, ok := ParseName(n); ok {
+			ch.Contender = pn.Kind
+		}
+		if layout.Ambiguous(n) {
+			ok, st, err := in.c.Exists(join(p, n))
+			if err != nil {
+				return layout.Seen{}, err
+			}
+			if !ok {
+				continue
+			}
+			ch.Ephemeral = st.EphemeralOwner != 0
+		}
+		seen.Children = append(seen.Children, ch)
+	}
+	return seen, nil
 }
 
 // inspector reads one path in one epoch, and keeps the watches its reads
@@ -137,17 +198,17 @@ func (in *inspector) children(p string) ([]string, error) {
 	return names, err
 }
 
-// empty is the snapshot of nothing there (the path may also vanish while it
+// empty is the snapshot of nothing at p (the path may also vanish while it
 // is read: recipes' paths are containers, which the server removes once
 // empty).
-func (in *inspector) empty() (*Snapshot, error) {
-	snap := newSnapshot(in.path)
+func (in *inspector) empty(p string) (*Snapshot, error) {
+	snap := newSnapshot(p)
 	if in.watch {
-		_, _, ch, err := in.c.ExistsW(in.path)
+		_, _, ch, err := in.c.ExistsW(p)
 		if err != nil {
 			return nil, err
 		}
-		snap.Watch = ch
+		in.watches = append(in.watches, ch)
 	}
 	return snap, nil
 }
@@ -168,57 +229,76 @@ func (in *inspector) entries(dir string, names []Name) ([]Entry, error) {
 	return out, nil
 }
 
-// semaphore reads a semaphore's layout (rest is its marker's remainder, the
-// maximum leases): the leases as holders, with their slots, and the lease
-// waiters under locks.
-func (in *inspector) semaphore(rest string) (*Snapshot, error) {
-	path := in.path
+// semaphore reads a semaphore's layout at path (data: its marker and its
+// limit; none for Curator's InterProcessSemaphoreV2): the leases as
+// holders, with their slots, and the lease waiters under locks.
+func (in *inspector) semaphore(path string, data []byte) (*Snapshot, error) {
 	snap := newSnapshot(path)
-	snap.Kind = "semaphore"
+	snap.Kind = layout.Semaphore.Name
+	rest, _ := strings.CutPrefix(string(data), layout.SemaphoreMarker)
 	for _, ch := range rest {
 		if ch < '0' || ch > '9' {
 			break
 		}
 		snap.MaxLeases = snap.MaxLeases*10 + int(ch-'0')
 	}
-	leases, err := in.children(path + "/leases")
+	leases, err := in.children(path + "/" + layout.SemaphoreLeases)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	locks, err := in.children(path + "/locks")
+	locks, err := in.children(path + "/" + layout.SemaphoreLocks)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	if snap.Holders, err = in.entries(path+"/leases", Sort(leases, KindLease)); err != nil {
+	if snap.Holders, err = in.entries(path+"/"+layout.SemaphoreLeases, Sort(leases, KindLease)); err != nil {
 		return nil, err
 	}
-	if snap.Waiters, err = in.entries(path+"/locks", Sort(locks)); err != nil {
+	if snap.Waiters, err = in.entries(path+"/"+layout.SemaphoreLocks, Sort(locks)); err != nil {
 		return nil, err
 	}
 	for i := range snap.Waiters {
 		snap.Waiters[i].Library = semaphoreWaiters
 	}
-	if err := slotsOf(in.c, path+"/"+semaphoreSlots, snap.Holders, in.children); err != nil {
+	if err := slotsOf(in.c, path+"/"+layout.SemaphoreSlots, snap.Holders, in.children); err != nil {
 		return nil, err
 	}
-	snap.Watch = merge(in.watches)
 	return snap, nil
 }
 
-// contenders reads the path's children: a non-fair recipe's node and a line
-// of contenders (shepherd's, Curator's or Kazoo's names).
-func (in *inspector) contenders() (*Snapshot, error) {
-	names, err := in.children(in.path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return in.empty()
-	} else if err != nil {
+// schedule reads a schedule's layout at path: its election's leader and
+// candidates (at path/leader) as holder and waiters. Its record is
+// package schedule's to read (schedule.Inspect).
+func (in *inspector) schedule(path string) (*Snapshot, error) {
+	snap, err := in.read(path + "/" + layout.ScheduleLeader)
+	if err != nil {
 		return nil, err
 	}
-	snap := newSnapshot(in.path)
-	if err := in.nonFair(snap, names); err != nil {
-		return nil, err
+	snap.Path, snap.Kind, snap.Others = path, layout.Schedule.Name, nil
+	return snap, nil
+}
+
+// contenders reads the path's children: a non-fair recipe's node (k, when
+// the path is a non-fair recipe's) and a line of contenders (shepherd's,
+// Curator's or Kazoo's names).
+func (in *inspector) contenders(path string, names []string, k *layout.Kind) (*Snapshot, error) {
+	snap := newSnapshot(path)
+	if k == layout.NonFairMutex || k == layout.NonFairElection {
+		snap.Fair, snap.Kind = false, k.Name
+		node := k.Nodes[0].Name
+		for _, n := range names {
+			if n != node {
+				continue
+			}
+			e, ok, err := entry(in.c, path+"/"+n, Name{Name: n})
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				snap.Holders = append(snap.Holders, e)
+			}
+		}
 	}
-	all, err := in.entries(in.path, Sort(names))
+	all, err := in.entries(path, Sort(names))
 	if err != nil {
 		return nil, err
 	}
@@ -229,45 +309,24 @@ func (in *inspector) contenders() (*Snapshot, error) {
 	} else {
 		snap.Waiters = all
 	}
-	snap.Watch = merge(in.watches)
 	return snap, nil
 }
 
-// nonFair reads a non-fair recipe's node among names (the path's children)
-// into snap: its holder, its kind, and Fair false.
-func (in *inspector) nonFair(snap *Snapshot, names []string) error {
-	for _, n := range names {
-		if n == nonFairLockNode || n == nonFairLeaderNode {
-			snap.Fair = false
-			snap.Kind = "mutex"
-			if n == nonFairLeaderNode {
-				snap.Kind = "election"
-			}
-			e, ok, err := entry(in.c, in.path+"/"+n, Name{Name: n})
-			if err != nil {
-				return err
-			}
-			if ok {
-				snap.Holders = append(snap.Holders, e)
-			}
-		}
-	}
-	return nil
-}
-
-// classify sets snap's Kind and Names from a line of contenders (all, in
-// line order), if there is one.
+// classify sets snap's Kind (unless a non-fair recipe's) and Names from a
+// line of contenders (all, in line order), if there is one.
 func classify(snap *Snapshot, all []Entry) {
 	if len(all) == 0 {
 		return
 	}
-	switch all[0].Kind {
-	case KindLatch:
-		snap.Kind = "election"
-	case KindRead, KindWrite, KindKazooRead:
-		snap.Kind = "rwlock"
-	default:
-		snap.Kind = "mutex"
+	if snap.Fair {
+		switch all[0].Kind {
+		case KindLatch:
+			snap.Kind = "election"
+		case KindRead, KindWrite, KindKazooRead:
+			snap.Kind = "rwlock"
+		default:
+			snap.Kind = "mutex"
+		}
 	}
 	for _, e := range all {
 		if e.Kind == KindKazooRead && snap.Kind == "mutex" {

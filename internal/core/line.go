@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -23,9 +24,13 @@ type Line struct {
 	// or KazooNaming): a contender named the other way makes the path
 	// foreign (ErrForeignRecipe).
 	Naming Naming
-	// Refuse names children whose presence means the path belongs to another
-	// kind of recipe (name → what it is): List then fails with ErrWrongKind.
-	Refuse map[string]string
+	// Layout, if set, is the kind of recipe whose line this is (see package
+	// layout): its path is checked once before the first Enter (a path of
+	// another kind is refused before anything is written there), and a
+	// listing that holds another kind's node fails with ErrWrongKind. Nil
+	// for a line that is no recipe's own path (a semaphore's waiters, the
+	// toolkit's lines).
+	Layout *PathCheck
 	// Ensure, if set, creates Path when Enter finds it missing (the
 	// default, EnsurePath, creates it and its parents as empty containers):
 	// for a recipe whose path carries a record of its own.
@@ -80,10 +85,8 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) {
 // line that has no reliable order (see unordered) is an error that wraps
 // ErrSequenceExhausted: no one is ever granted on it.
 func (l *Line) sorted(names []string) ([]Name, error) {
-	for _, n := range names {
-		if what, ok := l.Refuse[n]; ok {
-			return nil, fmt.Errorf("%w: %s is %s", ErrWrongKind, l.Path, what)
-		}
+	if err := l.otherKind(names); err != nil {
+		return nil, err
 	}
 	if err := l.foreign(names); err != nil {
 		return nil, err
@@ -94,6 +97,29 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 			"the line has no order; remove the path once no one holds or waits on it)", l.Path, ErrSequenceExhausted, seq)
 	}
 	return line, nil
+}
+
+// otherKind refuses a line holding another kind's node (see package
+// layout): another recipe kind's fixed-name child, or a contender of a kind
+// this line does not take.
+func (l *Line) otherKind(names []string) error {
+	if l.Layout == nil || l.Layout.Kind == nil || (l.Layout.Path != "" && l.Layout.Path != l.Path) {
+		return nil // no recipe's own path: its nodes are the line's
+	}
+	for _, n := range names {
+		contender := ""
+		if p, ok := ParseName(n); ok {
+			contender = p.Kind
+		}
+		if k, ok := layout.RefusesChild(l.Layout.Kind, n, contender); ok {
+			what := fmt.Sprintf("child %q", n)
+			if contender != "" {
+				what = fmt.Sprintf("child %q (a %s contender's node)", n, contender)
+			}
+			return wrongKind(l.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
+		}
+	}
+	return nil
 }
 
 // foreign refuses a line holding a contender named the other way (the other

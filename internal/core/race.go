@@ -10,6 +10,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -45,11 +46,12 @@ type Race struct {
 	Path   string // the parent's full path (namespace included)
 	Name   string // the node's name under Path
 	Mark   string // written to Path's data with each grant, before the attempt's guid
-	// Refuse names children whose presence means Path belongs to another
-	// kind of recipe (name → what it is). A waiting line's node (a name
-	// ParseName reads) refuses Path too: a race and a line on one path
-	// would each grant a holder. Acquire then fails with ErrWrongKind.
-	Refuse map[string]string
+	// Layout is the kind of recipe racing here (layout.NonFairMutex,
+	// layout.NonFairElection): a path that holds another kind's nodes or
+	// mark (a waiting line's node too: a race and a line on one path would
+	// each grant a holder) is refused before the race's first write there
+	// and after each grant. Acquire then fails with ErrWrongKind.
+	Layout *layout.Kind
 	// OnDisconnect is what a lost connection does to the race's holds (0:
 	// the session's DisconnectPolicy).
 	OnDisconnect session.DisconnectPolicy

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -37,55 +38,55 @@ func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
 	return err
 }
 
-// foreignChild returns ErrWrongKind if names (Path's children) hold another
-// kind of recipe's node: one Refuse names, or a waiting line's.
+// foreignChild returns ErrWrongKind if names (Path's children, listed
+// after a grant) hold another kind's node (see layout.RefusesChild).
 func (s *Race) foreignChild(names []string) error {
 	for _, n := range names {
 		if n == s.Name {
 			continue
 		}
-		if what, ok := s.Refuse[n]; ok {
-			return fmt.Errorf("%w: %s is %s", ErrWrongKind, s.Path, what)
+		contender := ""
+		if p, ok := ParseName(n); ok {
+			contender = p.Kind
 		}
-		if _, ok := ParseName(n); ok {
-			return fmt.Errorf("%w: %s has %s, a waiting line's node (a fair recipe's path)", ErrWrongKind, s.Path, n)
+		if k, ok := layout.RefusesChild(s.Layout, n, contender); ok {
+			what := fmt.Sprintf("child %q", n)
+			if contender != "" {
+				what = fmt.Sprintf("child %q (a %s contender's node)", n, contender)
+			}
+			return wrongKind(s.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
 		}
 	}
 	return nil
 }
 
 // refuseForeign checks, before this race first writes to Path (each grant
-// writes its Mark there), that Path is not another recipe's: its data is
-// empty or this race's Mark, and no child is another kind's (foreignChild).
-// It returns Path's version, for the write to be made at (so that Path did
-// not change in between), or -1 when there is no Path yet (the create then
-// fails, Path is made, and the check runs again). Once a grant's write has
-// landed, later attempts of this value skip it (Race.checked): alone still
-// checks the children after each grant.
+// writes its Mark there), that Path is not another kind's (layout.Refuse:
+// its data, its children). It returns Path's version, for the write to be
+// made at (so that Path did not change in between), or -1 when there is no
+// Path yet (the create then fails, Path is made, and the check runs again).
+// Once a grant's write has landed, later attempts of this value skip it
+// (Race.checked): alone still checks the children after each grant.
 func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, error) {
 	type read struct {
-		data  []byte
-		st    *zk.Stat
-		names []string
+		seen layout.Seen
+		st   *zk.Stat
 	}
 	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
-		data, st, err := c.Get(s.Path)
-		if err != nil {
-			return read{}, aclerr.Map("getData", s.Path, err)
-		}
-		names, _, err := c.Children(s.Path)
-		return read{data, st, names}, aclerr.Map("getChildren", s.Path, err)
+		seen, st, err := Look(c, s.Path)
+		return read{seen, st}, err
 	}, nil)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return -1, nil
 	case err != nil:
 		return 0, err
-	case len(r.data) > 0 && !strings.HasPrefix(string(r.data), s.Mark):
+	case len(r.seen.Data) > 0 && !strings.HasPrefix(string(r.seen.Data), s.Mark) && layout.Refuse(s.Layout, r.seen) == nil:
+		// Data no kind declares: an application's node, not a race's.
 		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", ErrWrongKind, s.Path,
-			truncateData(r.data), strings.TrimSpace(s.Mark))
+			truncateData(r.seen.Data), strings.TrimSpace(s.Mark))
 	}
-	return r.st.Version, s.foreignChild(r.names)
+	return r.st.Version, refusal(s.Layout, s.Path, r.seen)
 }
 
 // truncateData is data for an error message: at most 64 bytes.

@@ -1,15 +1,26 @@
-// Package layout names the nodes and records of shepherd's recipes, in one
-// place: each recipe builds its layout from these names, and the readers of
-// layouts (recipe.Inspect, shepherd status and ls, the recipes' refusals of
-// one another's paths) recognise a recipe by them.
+// Package layout declares, once, what each kind of shepherd recipe keeps at
+// its path: the mark in the path's data, the fixed-name children, and the
+// contender nodes of its waiting line. Every reader of layouts derives from
+// these declarations: the recipes' refusals of one another's paths (before
+// their first write there and after each grant), recipe.Inspect, `shepherd
+// status`, `shepherd ls` and `shepherd rm`, and the table in docs/layouts.md
+// (TestLayoutTable keeps it true).
 //
-// The contender nodes' names (the protected "_c_<guid>-lock-<seq>" and the
-// other kinds) are recipe.Name's, shared with Curator and Kazoo; these are
-// shepherd's own.
+// The contender nodes' names are Curator's protected "_c_<guid>-lock-<seq>"
+// and the other kinds (see package recipe), shared with Curator and Kazoo;
+// the marks and the fixed names are shepherd's own.
+//
+// Two kinds never share a path: each would grant a holder the other cannot
+// see. The one exception is Kazoo's naming, whose Lock, WriteLock and
+// Election all name their nodes "__lock__": a shepherd mutex, read-write
+// lock and election that use Kazoo's names (recipe.KazooNaming) on one path
+// form one line and exclude each other, as Kazoo's own recipes do.
 package layout
 
-// The fair mutex, the read-write lock and the fair election keep only
-// contender nodes under their path (see recipe.Name).
+import (
+	"fmt"
+	"strings"
+)
 
 // The non-fair mutex: one ephemeral node under its path, and the path's data
 // is NonFairLockMark followed by the guid of the last grant (its version is
@@ -36,9 +47,332 @@ const (
 	SemaphoreSlots  = "slots"
 )
 
-// The schedule: an election at ScheduleLeader under its path, and its record
-// (JSON) in ScheduleState.
+// The schedule: its path's data is ScheduleMark, an election at
+// ScheduleLeader under its path, and its record (JSON) in ScheduleState.
 const (
+	ScheduleMark   = "shepherd:schedule:v1"
 	ScheduleLeader = "leader"
 	ScheduleState  = "state"
 )
+
+// Contender node kinds (the name's kind, as recipe.ParseName reads it).
+const (
+	lockKind      = "lock-"
+	latchKind     = "latch-"
+	readKind      = "__READ__"
+	writeKind     = "__WRIT__"
+	kazooLockKind = "__lock__"
+	kazooReadKind = "__rlock__"
+)
+
+// Kind is one kind of recipe's layout at its path.
+type Kind struct {
+	// Name is the kind as status and ls print it: mutex, rwlock,
+	// semaphore, election, schedule.
+	Name string
+	// Fair: the kind keeps a waiting line (or, for the semaphore and the
+	// schedule, is built on one); false for a single-node race.
+	Fair bool
+	// Mark, if not "", starts the path's data.
+	Mark string
+	// Nodes are the fixed-name children the kind makes.
+	Nodes []Node
+	// Legacy, if set, are children whose presence together marks a path
+	// of the kind made before it had a Mark (a schedule's, by releases
+	// before v0.2).
+	Legacy []string
+	// Contenders are the kinds of the contender nodes of its line, directly
+	// under the path (Curator's names, then Kazoo's).
+	Contenders []string
+	// Idle says what stays at the path when no one holds or waits.
+	Idle string
+}
+
+// Node is a fixed-name child of a kind's path.
+type Node struct {
+	Name string
+	// Ephemeral: a holder's node (else a container or a persistent
+	// record). Two kinds use the name "leader": the non-fair election's
+	// holder's node (ephemeral) and the schedule's election (a path).
+	Ephemeral bool
+	// Marks: the child alone marks its parent as the kind's path. Names
+	// as common as a schedule's "leader" and "state" do not: an
+	// application may have a child of that name (an election at
+	// /services/cron/leader is no schedule at /services/cron).
+	Marks bool
+	What  string
+}
+
+// The kinds, each declared once.
+var (
+	FairMutex = &Kind{Name: "mutex", Fair: true, Contenders: []string{lockKind, kazooLockKind},
+		Idle: "nothing (an empty container, removed by the server)"}
+	NonFairMutex = &Kind{Name: "mutex", Mark: NonFairLockMark,
+		Nodes: []Node{{Name: NonFairLockNode, Ephemeral: true, Marks: true, What: "the holder's node"}},
+		Idle:  "the path, persistent, its data the mark (its version fences the grants)"}
+	RWLock = &Kind{Name: "rwlock", Fair: true, Contenders: []string{readKind, writeKind, kazooReadKind, kazooLockKind},
+		Idle: "nothing (an empty container, removed by the server)"}
+	Semaphore = &Kind{Name: "semaphore", Fair: true, Mark: SemaphoreMarker, Nodes: []Node{
+		{Name: SemaphoreLocks, Marks: true, What: "the waiters' line (a container)"},
+		{Name: SemaphoreLeases, Marks: true, What: "the lease nodes (a container)"},
+		{Name: SemaphoreSlots, What: "the slot claims (a container)"}},
+		Idle: "the path's data (maxLeases) until the server removes the empty containers"}
+	FairElection = &Kind{Name: "election", Fair: true, Contenders: []string{latchKind, kazooLockKind},
+		Idle: "nothing (an empty container, removed by the server)"}
+	NonFairElection = &Kind{Name: "election", Mark: NonFairLeaderMark,
+		Nodes: []Node{{Name: NonFairLeaderNode, Ephemeral: true, Marks: true, What: "the leader's node"}},
+		Idle:  "the path, persistent, its data the mark (its version fences the grants)"}
+	Schedule = &Kind{Name: "schedule", Fair: true, Mark: ScheduleMark, Nodes: []Node{
+		{Name: ScheduleLeader, What: "its election's path"},
+		{Name: ScheduleState, What: "its record (persistent)"}},
+		Legacy: []string{ScheduleLeader, ScheduleState},
+		Idle:   "the path (its data the mark) and the record (state), persistent, once a tick has run"}
+)
+
+// Kinds are all the kinds, in the order a path is classified by (see
+// Classify) and the docs list them.
+var Kinds = []*Kind{FairMutex, NonFairMutex, RWLock, Semaphore, FairElection, NonFairElection, Schedule}
+
+// Mode is "fair" or "non-fair".
+func (k *Kind) Mode() string {
+	if k.Fair {
+		return "fair"
+	}
+	return "non-fair"
+}
+
+// String names the kind as a refusal does: "a non-fair mutex", "a semaphore".
+func (k *Kind) String() string {
+	switch {
+	case k == NonFairMutex || k == NonFairElection:
+		return "a non-fair " + k.Name
+	case k == FairMutex || k == FairElection:
+		return "a fair " + k.Name
+	case k == RWLock:
+		return "a read-write lock"
+	}
+	return "a " + k.Name
+}
+
+// Seen is what a path shows: its data and its children.
+type Seen struct {
+	Data     []byte
+	Children []Child
+}
+
+// Child is one child of a path.
+type Child struct {
+	Name string
+	// Ephemeral: the child is a session's node. Known (Stat read) only
+	// for fixed names two kinds share (Ambiguous); false otherwise.
+	Ephemeral bool
+	// Contender is the child's contender kind if its name parses as a
+	// contender's ("lock-", ...), "" otherwise.
+	Contender string
+}
+
+// Ambiguous reports whether a child named name needs its Stat read to be
+// classified: a fixed name that two kinds use, one for a holder's node and
+// one for a path.
+func Ambiguous(name string) bool { return name == NonFairLeaderNode }
+
+// Evidence is one thing at a path that belongs to some kinds.
+type Evidence struct {
+	// What it is, for a message: `data "shepherd:semaphore:v1 maxLeases=3"`,
+	// `child "nonfair-lock" (the holder's node)`.
+	What string
+	// Kinds are the kinds it belongs to (more than one only for Kazoo's
+	// "__lock__", shared by design).
+	Kinds []*Kind
+	// Contender is the contender kind of a line's node ("" for a mark or a
+	// fixed-name child).
+	Contender string
+}
+
+// Classify returns what at a path belongs to which kinds: its data's mark,
+// its fixed-name children, its contender nodes. Children no kind declares
+// (another application's, a name that does not parse) are no evidence.
+func Classify(s Seen) []Evidence {
+	var ev []Evidence
+	for _, k := range Kinds {
+		if k.Mark != "" && strings.HasPrefix(string(s.Data), k.Mark) {
+			ev = append(ev, Evidence{What: fmt.Sprintf("data %q", short(s.Data)), Kinds: []*Kind{k}})
+		}
+	}
+	for _, c := range s.Children {
+		e := Evidence{}
+		for _, k := range Kinds {
+			if c.Contender != "" && has(k.Contenders, c.Contender) {
+				e.Kinds = append(e.Kinds, k)
+				e.What = fmt.Sprintf("child %q (a %s contender's node)", c.Name, c.Contender)
+				e.Contender = c.Contender
+			}
+			for _, n := range k.Nodes {
+				if n.Marks && n.Name == c.Name && (!Ambiguous(c.Name) || n.Ephemeral == c.Ephemeral) {
+					e.Kinds = append(e.Kinds, k)
+					e.What = fmt.Sprintf("child %q (%s)", c.Name, n.What)
+				}
+			}
+		}
+		if len(e.Kinds) > 0 {
+			ev = append(ev, e)
+		}
+	}
+	for _, k := range Kinds {
+		if len(k.Legacy) > 0 && hasAll(s.Children, k.Legacy) {
+			ev = append(ev, Evidence{What: fmt.Sprintf("children %q (a %s made before its mark)", k.Legacy, k.Name),
+				Kinds: []*Kind{k}})
+		}
+	}
+	return ev
+}
+
+// hasAll reports whether children include every name (none of them a
+// session's node).
+func hasAll(children []Child, names []string) bool {
+	for _, n := range names {
+		found := false
+		for _, c := range children {
+			found = found || (c.Name == n && !c.Ephemeral)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// Kind returns the kind a path is, by the first evidence Classify finds
+// (nil: no kind's), and the other kinds whose evidence is there too (a path
+// that mixes kinds, which no shepherd recipe makes).
+func KindOf(ev []Evidence) (k *Kind, others []*Kind) {
+	for _, e := range ev {
+		for _, ek := range e.Kinds {
+			switch {
+			case k == nil:
+				k = ek
+			case ek != k && !hasKind(others, ek) && !hasKind(e.Kinds, k):
+				others = append(others, ek)
+			}
+		}
+	}
+	return k, others
+}
+
+// Mismatch is a path that belongs to another kind than the one that looked.
+type Mismatch struct {
+	There    *Kind  // the kind it belongs to
+	Evidence string // what says so
+	// Contender is the contender kind when the evidence is a line's node
+	// ("" for a mark or a fixed-name child).
+	Contender string
+}
+
+func (m *Mismatch) Error() string {
+	return fmt.Sprintf("it is %s's path: it has %s", m.There, m.Evidence)
+}
+
+// Refuse returns a Mismatch when s shows evidence of a kind other than me
+// that is not shared with me (see the package doc), nil when the path is
+// free (nothing of any kind's) or me's.
+func Refuse(me *Kind, s Seen) *Mismatch {
+	for _, e := range Classify(s) {
+		if !hasKind(e.Kinds, me) {
+			return &Mismatch{There: e.Kinds[0], Evidence: e.What, Contender: e.Contender}
+		}
+	}
+	return nil
+}
+
+// RefusesChild reports, for a listing of a line's path (names only, no
+// Stat), whether a child named name belongs to another kind than me: one of
+// another kind's marking fixed names, or a contender of a kind me's line
+// does not take. It names that kind. An Ambiguous name, which a listing
+// cannot tell, is no evidence here (the single-node race, whose node it is,
+// refuses a line's node after its own grant).
+func RefusesChild(me *Kind, name, contender string) (*Kind, bool) {
+	for _, k := range Kinds {
+		if k == me {
+			continue
+		}
+		for _, n := range k.Nodes {
+			if n.Marks && n.Name == name && !Ambiguous(name) && !hasNode(me.Nodes, name) {
+				return k, true
+			}
+		}
+		if contender != "" && has(k.Contenders, contender) && !has(me.Contenders, contender) {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKind(list []*Kind, k *Kind) bool {
+	for _, x := range list {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func hasNode(list []Node, name string) bool {
+	for _, n := range list {
+		if n.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// short is data for a message: at most 64 bytes.
+func short(d []byte) string {
+	if len(d) > 64 {
+		return string(d[:64]) + "…"
+	}
+	return string(d)
+}
+
+// Table is the layouts as a Markdown table (docs/layouts.md shows it).
+func Table() string {
+	var b strings.Builder
+	b.WriteString("| kind | mode | data of the path | children | contender nodes | when idle |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, k := range Kinds {
+		mark := "-"
+		if k.Mark != "" {
+			mark = "`" + strings.TrimSpace(k.Mark) + " …`"
+		}
+		var nodes []string
+		for _, n := range k.Nodes {
+			e := ""
+			if n.Ephemeral {
+				e = ", ephemeral"
+			}
+			nodes = append(nodes, fmt.Sprintf("`%s` (%s%s)", n.Name, n.What, e))
+		}
+		var cs []string
+		for _, c := range k.Contenders {
+			cs = append(cs, "`"+c+"`")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Name, k.Mode(), mark, orDash(strings.Join(nodes, "; ")),
+			orDash(strings.Join(cs, " ")), k.Idle)
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

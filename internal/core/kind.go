@@ -1,0 +1,175 @@
+package core
+
+// How a recipe refuses another kind's path, from the layouts package
+// layout declares: before its first write there (PathCheck, RefusePath), and
+// in each listing of its line after its own create (Line.sorted).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Look reads what is at path for package layout: its data and its
+// children, each with its contender kind (if its name parses) and, for a
+// name two kinds use (layout.Ambiguous), whether it is a session's node.
+// It returns path's Stat too (nil, with zk.ErrNoNode, when there is none).
+func Look(c *zk.Conn, path string) (layout.Seen, *zk.Stat, error) {
+	data, st, err := c.Get(path)
+	if err != nil {
+		return layout.Seen{}, nil, aclerr.Map("getData", path, err)
+	}
+	names, _, err := c.Children(path)
+	if err != nil {
+		return layout.Seen{}, nil, aclerr.Map("getChildren", path, err)
+	}
+	seen := layout.Seen{Data: data, Children: make([]layout.Child, 0, len(names))}
+	for _, n := range names {
+		ch := layout.Child{Name: n}
+		if p, ok := ParseName(n); ok {
+			ch.Contender = p.Kind
+		}
+		if layout.Ambiguous(n) {
+			ok, cst, err := c.Exists(join(path, n))
+			if err != nil {
+				return layout.Seen{}, nil, aclerr.Map("exists", join(path, n), err)
+			}
+			if !ok {
+				continue // gone meanwhile
+			}
+			ch.Ephemeral = cst.EphemeralOwner != 0
+		}
+		seen.Children = append(seen.Children, ch)
+	}
+	return seen, st, nil
+}
+
+// join is the path of child name under dir.
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// wrongKind is the refusal of path, which m says is another kind's: an
+// error matching ErrWrongKind, and ErrForeignRecipe too when what is there
+// is a line's contender (another recipe's nodes this line cannot share).
+func wrongKind(path string, m *layout.Mismatch) error {
+	if m.Contender != "" {
+		return fmt.Errorf("%w (%w): %s: %v (%s)", ErrWrongKind, ErrForeignRecipe, path, m, Library(m.Contender))
+	}
+	return fmt.Errorf("%w: %s: %v", ErrWrongKind, path, m)
+}
+
+// refusal is layout.Refuse's answer for seen at path, as an error (nil: the
+// path is free, or kind's).
+func refusal(kind *layout.Kind, path string, seen layout.Seen) error {
+	if m := layout.Refuse(kind, seen); m != nil {
+		return wrongKind(path, m)
+	}
+	return nil
+}
+
+// PathCheck refuses, once per recipe value, a path that another kind of
+// recipe keeps (see package layout), before the value's first write there:
+// whatever that kind leaves there, held, idle or only a record. A path
+// found free or of Kind is not read again by the same value; later
+// arrivals of another kind are refused by them (they look before writing),
+// and a line's listing after each create sees one that came at the same
+// moment.
+type PathCheck struct {
+	Kind *layout.Kind
+	// Path is the recipe's path when a line checks it on the recipe's
+	// behalf from another path (a semaphore's waiters' line, under it); ""
+	// for the line's own path.
+	Path string
+	done atomic.Bool
+}
+
+// NewPathCheck is the check of a recipe value of kind.
+func NewPathCheck(kind *layout.Kind) *PathCheck { return &PathCheck{Kind: kind} }
+
+// Check reads the recipe's path (p.Path, or path) in ep, unless done
+// before, and returns an error matching ErrWrongKind when another kind's
+// evidence is there. A missing path is free.
+func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) error {
+	if p == nil || p.Kind == nil || p.done.Load() {
+		return nil
+	}
+	if p.Path != "" {
+		path = p.Path
+	}
+	err := Exec(ctx, ep, func(c *zk.Conn) error {
+		seen, _, err := Look(c, path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return refusal(p.Kind, path, seen)
+	})
+	if err == nil {
+		p.done.Store(true)
+	}
+	return err
+}
+
+// ClaimPath checks path for a recipe of kind (see PathCheck), waiting for
+// the session to be usable, then records kind's Mark in its data: creating
+// it (a container, its parents too) with the mark, or writing the mark to
+// an empty path at the version read. For a recipe whose path carries its
+// mark and whose first write is not a line's (a schedule).
+func ClaimPath(ctx context.Context, sess *session.Session, kind *layout.Kind, path string) error {
+	p := NewPathCheck(kind)
+	return sess.Do(ctx, func(ep *session.Epoch) error {
+		if err := p.Check(ctx, ep, path); err != nil {
+			return err
+		}
+		return Exec(ctx, ep, func(c *zk.Conn) error { return mark(sess, ep, c, kind, path) })
+	})
+}
+
+// mark records kind's Mark in path's data (see ClaimPath).
+func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kind, path string) error {
+	for range ensureRounds {
+		data, st, err := c.Get(path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			if err := EnsurePath(sess, ep, zkpath.Parent(path)); err != nil {
+				return err
+			}
+			_, err = c.CreateContainer(path, []byte(kind.Mark), zk.FlagContainer, sess.ACL())
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
+				return aclerr.Map("create", path, err)
+			}
+		case err != nil:
+			return aclerr.Map("getData", path, err)
+		case string(data) == kind.Mark:
+			return nil
+		case len(data) > 0:
+			return fmt.Errorf("%w: %s records %q (this recipe writes %q there)", ErrWrongKind, path, truncateData(data), kind.Mark)
+		default:
+			_, err = c.Set(path, []byte(kind.Mark), st.Version)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
+				return aclerr.Map("setData", path, err)
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s kept changing while its mark was written", ErrWrongKind, path)
+}
