@@ -180,9 +180,9 @@ func trySchedule(ctx context.Context, s *session.Session, path string) error {
 
 // nodeState is what a write would change of a node.
 type nodeState struct {
-	data               string
-	version, cversion  int32
-	ephemeralOwner     int64
+	data                string
+	version, cversion   int32
+	ephemeralOwner      int64
 	czxid, mzxid, pzxid int64
 }
 
