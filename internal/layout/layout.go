@@ -113,9 +113,9 @@ var (
 	RWLock = &Kind{Name: "rwlock", Fair: true, Contenders: []string{readKind, writeKind, kazooReadKind, kazooLockKind},
 		Idle: "nothing (an empty container, removed by the server)"}
 	Semaphore = &Kind{Name: "semaphore", Fair: true, Mark: SemaphoreMarker, Nodes: []Node{
-		{Name: SemaphoreLocks, Marks: true, What: "the waiters' line (a container)"},
-		{Name: SemaphoreLeases, Marks: true, What: "the lease nodes (a container)"},
-		{Name: SemaphoreSlots, What: "the slot claims (a container)"}},
+		{Name: SemaphoreLocks, Marks: true, What: "the waiters' line, a container"},
+		{Name: SemaphoreLeases, Marks: true, What: "the lease nodes, a container"},
+		{Name: SemaphoreSlots, What: "the slot claims, a container"}},
 		Idle: "the path's data (maxLeases) until the server removes the empty containers"}
 	FairElection = &Kind{Name: "election", Fair: true, Contenders: []string{latchKind, kazooLockKind},
 		Idle: "nothing (an empty container, removed by the server)"}
@@ -124,7 +124,7 @@ var (
 		Idle:  "the path, persistent, its data the mark (its version fences the grants)"}
 	Schedule = &Kind{Name: "schedule", Fair: true, Mark: ScheduleMark, Nodes: []Node{
 		{Name: ScheduleLeader, What: "its election's path"},
-		{Name: ScheduleState, What: "its record (persistent)"}},
+		{Name: ScheduleState, What: "its record, persistent"}},
 		Legacy: []string{ScheduleLeader, ScheduleState},
 		Idle:   "the path (its data the mark) and the record (state), persistent, once a tick has run"}
 )
@@ -350,7 +350,7 @@ func Table() string {
 	for _, k := range Kinds {
 		mark := "-"
 		if k.Mark != "" {
-			mark = "`" + strings.TrimSpace(k.Mark) + " …`"
+			mark = "`" + k.Mark + "…`"
 		}
 		var nodes []string
 		for _, n := range k.Nodes {
@@ -375,4 +375,60 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// Trace is what a path of the kind shows while held: its mark, its marking
+// children, a contender of its first kind.
+func (k *Kind) Trace() Seen {
+	s := Seen{Data: []byte(k.Mark)}
+	for _, n := range k.Nodes {
+		if n.Marks {
+			s.Children = append(s.Children, Child{Name: n.Name, Ephemeral: n.Ephemeral})
+		}
+	}
+	if len(k.Contenders) > 0 {
+		s.Children = append(s.Children, Child{Name: "_c_guid-" + k.Contenders[0] + "0000000001", Contender: k.Contenders[0]})
+	}
+	if len(s.Data) == 0 && len(s.Children) == 0 {
+		for _, n := range k.Legacy {
+			s.Children = append(s.Children, Child{Name: n})
+		}
+	}
+	return s
+}
+
+// Matrix is, as a Markdown table, what each kind (row) does on a path
+// another kind (column) holds: refused, or shared.
+func Matrix() string {
+	label := func(k *Kind) string {
+		if k.Name == "mutex" || k.Name == "election" {
+			return k.Mode() + " " + k.Name
+		}
+		return k.Name
+	}
+	var b strings.Builder
+	b.WriteString("| on the path of → | ")
+	for _, k := range Kinds {
+		b.WriteString(label(k) + " | ")
+	}
+	b.WriteString("\n|---|")
+	for range Kinds {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, second := range Kinds {
+		b.WriteString("| " + label(second) + " | ")
+		for _, first := range Kinds {
+			cell := "refused"
+			switch {
+			case first == second:
+				cell = "-"
+			case Refuse(second, first.Trace()) == nil:
+				cell = "shared"
+			}
+			b.WriteString(cell + " | ")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
