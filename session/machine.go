@@ -24,6 +24,7 @@ import (
 // delivered on a goroutine of its own.
 func (s *Session) onEvent(h *handle, ev zk.Event) {
 	if ev.Type != zk.EventSession {
+		s.dispatch(ev) // a node's watch event (see WatchNode)
 		return
 	}
 	now := time.Now()

@@ -36,6 +36,7 @@ type Session struct {
 	done    chan struct{}
 	connWG  sync.WaitGroup
 	syncWG  sync.WaitGroup // resync goroutines
+	nodes   nodeWatches    // WatchNode's registrations
 	lisWG   sync.WaitGroup
 	once    sync.Once
 }

@@ -40,7 +40,7 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	}
 	// The hold's own-node watch reads the node's Stat first thing: start
 	// it now, and wait for that read rather than make another.
-	h.startWatch()
+	h.watchOwnNodes()
 	select {
 	case <-h.firstRead:
 	case <-ctx.Done():

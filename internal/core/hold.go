@@ -41,11 +41,12 @@ type Hold struct {
 	revokeOnce sync.Once
 	// firstRead is closed after the own-node watch's first read of
 	// nodes[0], which sets token if it was unknown (see Token), or when the
-	// hold ends before the watch started. startWatch starts the watch (see
-	// watchOwn) before ownWatchDelay; watchOnce makes either happen once.
-	firstRead  chan struct{}
-	startWatch func()
-	watchOnce  sync.Once
+	// hold ends before the watch started (read1, once: readOnce). The
+	// watch starts at ownWatchDelay, or when Token asks (watchOwnNodes,
+	// once: watchOnce).
+	firstRead chan struct{}
+	readOnce  sync.Once
+	watchOnce sync.Once
 
 	// fence: the checks a fenced write makes (prepended to its ops).
 	fence []any
@@ -64,6 +65,7 @@ type Hold struct {
 	pausedAt  time.Time     // when the current pause began
 	pausedFor time.Duration // how long the last pause lasted
 	onLost    []func()      // run (on a goroutine) at a loss
+	unwatch   []func()      // end the own-node watch's registrations (ownwatch.go)
 	attached  []Attached    // deleted with the hold's nodes, or at its loss (see Attach)
 	// mark, when set, is the data its release writes to nodes[0] in the
 	// multi that deletes it (see AwaitOptions.MarkOnRelease).
@@ -137,20 +139,13 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	}
 	// Every hold that lasts watches its own nodes: an outside deletion or
 	// an operator's revocation reaches it within a notification (see
-	// watchOwn, revoke.go). The watch starts once the hold has lasted
+	// ownwatch.go). The watch starts once the hold has lasted
 	// ownWatchDelay (or when Token asks): a hold released sooner costs a
 	// stopped timer, no goroutine and no request.
-	h.startWatch = func() {
-		h.watchOnce.Do(func() {
-			for _, n := range nodes {
-				go h.watchOwn(ep, n)
-			}
-		})
-	}
-	t := time.AfterFunc(ownWatchDelay, h.startWatch)
+	t := time.AfterFunc(ownWatchDelay, h.watchOwnNodes)
 	hooks = append(hooks, func() bool {
 		if t.Stop() {
-			h.watchOnce.Do(func() { close(h.firstRead) }) // it never starts
+			h.watchOnce.Do(func() { h.read1(nil) }) // it never starts
 		}
 		return true
 	})
@@ -222,6 +217,10 @@ func (h *Hold) loseLocked(cause error) []func() {
 		attached, ep, recipe := h.attached, h.ep, h.recipe
 		h.attached = nil
 		fns = append(fns, func() { startDelete(false, h.sess, recipe, ep, nil, nil, attached, nil) })
+	}
+	if unwatch := h.unwatch; len(unwatch) > 0 {
+		h.unwatch = nil
+		fns = append(fns, func() { stopWatching(unwatch) })
 	}
 	return fns
 }
@@ -317,12 +316,15 @@ func (h *Hold) Release(ctx context.Context) error {
 	h.released = true
 	hooks := h.stopHooks
 	h.stopHooks = nil
+	unwatch := h.unwatch
+	h.unwatch = nil
 	ep, recipe, attached := h.ep, h.recipe, h.attached
 	h.mu.Unlock()
 	runLost(fns)
 	for _, stop := range hooks {
 		stop()
 	}
+	stopWatching(unwatch) // before the delete: its own notification finds no one
 	if !wasLost {
 		h.report(observe.Released, func(ev *observe.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}

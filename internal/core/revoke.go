@@ -21,7 +21,7 @@ import (
 //
 // The request travels in the hold's own node: its data, with a suffix the
 // holder recognises (revokeSuffix and the mode). Every hold watches its own
-// node (Hold.watchOwn), so the holder hears it with the notification of
+// node (ownwatch.go), so the holder hears it with the notification of
 // that write, and no other request or watch is needed on either side:
 //
 //   - Ask (AskRevoke): the holder's RevokeRequested is closed; it releases
@@ -369,117 +369,4 @@ func waitGone(ctx context.Context, sess *session.Session, g *Grant, stop <-chan 
 			return false, ctx.Err()
 		}
 	}
-}
-
-// ownWatchDelay is how long a hold lives before it watches its own nodes
-// (unless Token asks for the first read sooner). A hold released sooner
-// never pays for the watch: on a contended lock most holds are that short,
-// and the read, and the notification of its own release, cost a lock's
-// throughput more than they are worth there. A deletion or a revocation in
-// that time is seen when the watch starts (its first read).
-const ownWatchDelay = 10 * time.Millisecond
-
-// watchOwn keeps a watch on each of the hold's nodes while the hold lasts
-// (one goroutine per node, started once the hold has lasted ownWatchDelay,
-// or when Token asks; the holder does not wait for it). A node deleted by someone
-// else (an operator, another principal) loses the hold at once, paused or
-// not; a change of its data is read for an operator's revocation request
-// (sawData). A deletion while the connection was down is reported as soon as
-// it is back (go-zookeeper sets its watches again on reconnect, and fires
-// those whose nodes are gone). Its cost, for a hold that lasts: one read per
-// node, one more after a change of the node's data (a holder's mark for its
-// successor), and a notification to the holder at its own release (ignored:
-// the hold is released by then).
-func (h *Hold) watchOwn(ep *session.Epoch, node string) {
-	o := &ownWatch{h: h, node: node, first: node == h.nodes[0]}
-	defer o.read1(nil)
-	if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
-		ep = c
-	}
-	for h.ctx.Err() == nil {
-		r, err := o.read(ep)
-		switch {
-		case h.ctx.Err() != nil:
-			return
-		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(node, r.st)):
-			o.read1(nil)
-			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
-			return
-		case err != nil:
-			// A connection problem (or the session's end, which loses the
-			// hold): watch again once the session is usable.
-			if ep, err = h.sess.Wait(h.ctx); err != nil || ep.SessionID() != h.sid {
-				return
-			}
-			continue
-		}
-		o.read1(r.st)
-		if h.sawData(node, r.data) || !o.wait(r.w) {
-			return
-		}
-		if c, ok := h.sess.Current(); ok && c.SessionID() == h.sid {
-			ep = c
-		}
-	}
-}
-
-// ownWatch is the watch of one of a hold's nodes (Hold.watchOwn).
-type ownWatch struct {
-	h    *Hold
-	node string
-	// first: the node is the hold's first, and its first read is yet to
-	// be reported (read1).
-	first bool
-}
-
-// read1 reports the hold's first read, once, from the watch of its first
-// node: the hold's token (from st, if the hold has none yet and st is its
-// session's node), and h.firstRead closed.
-func (o *ownWatch) read1(st *zk.Stat) {
-	if !o.first {
-		return
-	}
-	o.first = false
-	h := o.h
-	h.mu.Lock()
-	if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
-		h.token = Token(st.Czxid)
-	}
-	h.mu.Unlock()
-	close(h.firstRead)
-}
-
-// read reads the node and watches it, in ep.
-func (o *ownWatch) read(ep *session.Epoch) (ownRead, error) {
-	return Call(o.h.ctx, ep, func(c *zk.Conn) (ownRead, error) {
-		data, st, w, err := c.GetW(o.node)
-		return ownRead{data, st, w}, err
-	}, nil)
-}
-
-// wait waits for the node's watch w to fire: true when the node's data
-// changed (to be read again), false when the watch ends (the node deleted,
-// which loses the hold; the session ended; the hold ended).
-func (o *ownWatch) wait(w <-chan zk.Event) bool {
-	select {
-	case ev := <-w:
-		switch ev.Type {
-		case zk.EventNodeDeleted:
-			o.h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, o.node))
-			return false
-		case zk.EventNotWatching:
-			return false // the session ended: its end loses the hold
-		}
-		// The data changed: read it, and watch again.
-		return true
-	case <-o.h.ctx.Done():
-		return false
-	}
-}
-
-// ownRead is one read of a hold's node by its own watch.
-type ownRead struct {
-	data []byte
-	st   *zk.Stat
-	w    <-chan zk.Event
 }

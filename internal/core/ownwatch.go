@@ -1,0 +1,133 @@
+package core
+
+// A hold's watch on its own nodes: an outside deletion (an operator, another
+// principal) or an operator's revocation reaches the holder within one
+// notification, held or paused.
+//
+// It costs no goroutine while the hold lasts: each node is registered with
+// the session's event path (session.Session.WatchNode), which calls the
+// hold on go-zookeeper's event callback with the node's events, and is read
+// with a watch set (GetW) by a goroutine that ends with the read. A change
+// of the node's data (an operator's request, the holder's own mark) starts
+// one more read; a deletion loses the hold at once, on the event path, as
+// the epoch's end does. A deletion while the connection was down is
+// reported as soon as the session is back (go-zookeeper sets its watches
+// again on reconnect, and fires those whose nodes are gone).
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ownWatchDelay is how long a hold lives before it watches its own nodes
+// (unless Token asks for the first read sooner). A hold released sooner
+// never pays for the watch: on a contended lock most holds are that short,
+// and the read, and the notification of its own release, cost a lock's
+// throughput more than they are worth there. A deletion or a revocation in
+// that time is seen when the watch starts (its first read).
+const ownWatchDelay = 10 * time.Millisecond
+
+// watchOwnNodes starts the watch of the hold's nodes, once (at
+// ownWatchDelay, or when Token asks): unless the hold has ended, each node
+// is registered with the session's event path and read.
+func (h *Hold) watchOwnNodes() {
+	h.watchOnce.Do(func() {
+		h.mu.Lock()
+		if h.released || h.state == lost {
+			h.mu.Unlock()
+			h.read1(nil)
+			return
+		}
+		for _, n := range h.nodes {
+			h.unwatch = append(h.unwatch, h.sess.WatchNode(n, func(ev zk.Event) { h.ownEvent(n, ev) }))
+		}
+		h.mu.Unlock()
+		for i, n := range h.nodes {
+			go h.readOwn(n, i == 0)
+		}
+	})
+}
+
+// ownEvent acts on an event of the hold's node, on go-zookeeper's event
+// path: it must not block nor call the connection.
+func (h *Hold) ownEvent(node string, ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
+	case zk.EventNodeDataChanged:
+		// An operator's request, or the holder's own mark: read it, and
+		// watch again.
+		if h.ctx.Err() == nil {
+			go h.readOwn(node, false)
+		}
+	}
+}
+
+// readOwn reads node with a watch set, in the hold's session, and acts on
+// what it finds: gone, or another grant's (a deletion), loses the hold;
+// its data may carry an operator's request (sawData). A connection problem
+// makes it read again once the session is back. first: the hold's first
+// read of its first node, which sets the token and closes firstRead.
+func (h *Hold) readOwn(node string, first bool) {
+	if first {
+		defer h.read1(nil) // however it ends
+	}
+	for h.ctx.Err() == nil {
+		ep, err := h.sess.Wait(h.ctx)
+		if err != nil || ep.SessionID() != h.sid {
+			return // the hold's end, or its session's (which loses it)
+		}
+		type read struct {
+			data []byte
+			st   *zk.Stat
+		}
+		r, err := Call(h.ctx, ep, func(c *zk.Conn) (read, error) {
+			data, st, _, err := c.GetW(node) // its event comes through ownEvent
+			return read{data, st}, err
+		}, nil)
+		switch {
+		case h.ctx.Err() != nil:
+			return
+		case errors.Is(err, zk.ErrNoNode) || (err == nil && !h.ours(node, r.st)):
+			h.lose(fmt.Errorf("%w: hold on %s: its node was deleted", ErrLost, node))
+			return
+		case err != nil:
+			// A connection problem (or the session's end, which loses the
+			// hold): read again once the session is usable.
+			select {
+			case <-ep.Done():
+			case <-h.ctx.Done():
+			}
+			continue
+		}
+		if first {
+			h.read1(r.st)
+		}
+		h.sawData(node, r.data)
+		return
+	}
+}
+
+// read1 reports the hold's first read, once: the hold's token (from st, if
+// the hold has none yet and st is its session's node), and h.firstRead
+// closed.
+func (h *Hold) read1(st *zk.Stat) {
+	h.readOnce.Do(func() {
+		h.mu.Lock()
+		if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
+			h.token = Token(st.Czxid)
+		}
+		h.mu.Unlock()
+		close(h.firstRead)
+	})
+}
+
+// stopWatching ends the hold's registrations with the session's event path.
+func stopWatching(unwatch []func()) {
+	for _, stop := range unwatch {
+		stop()
+	}
+}
