@@ -143,6 +143,11 @@
 // election (see election.WithStopDeadline), and no new tick starts in that
 // process until it returns. A tick runs late when nobody can lead, when the
 // ZooKeeper ensemble is unavailable, or while leadership is paused.
-// Deleting the state node resets the schedule: the next leader creates it
-// again, with a new epoch, and starts from tick 0.
+// Deleting the state node while a leader leads does not reset the schedule:
+// a leadership that has read the record writes it back from what it knows
+// (the same epoch, the last tick and its start, so MinSpacing still holds),
+// logs a warning, and carries on with the next tick; tick 0 does not run
+// again. To reset a schedule, stop every candidate, then delete the node:
+// the next leader, having read no record, creates it with a new epoch and
+// starts from tick 0.
 package schedule

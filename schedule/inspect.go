@@ -23,7 +23,7 @@ func (s *Schedule) Leadership() *election.Leadership { return s.e.Leadership() }
 type Status struct {
 	Path   string
 	Every  time.Duration
-	Record Record          // Epoch is the state node's ctime
+	Record Record          // Epoch is tick 0's due time (see Record)
 	Leader election.Leader // the zero Leader when none
 	// NextN is the next tick to come due after the record's (N+1), due at
 	// NextDue = epoch + NextN intervals, on the ZooKeeper server's clock
@@ -62,7 +62,7 @@ func Inspect(ctx context.Context, sess *session.Session, path string) (st *Statu
 	if err != nil || every <= 0 {
 		return nil, false, nil
 	}
-	r.Epoch = stat.Ctime
+	r.Epoch = epochOf(r, stat)
 	st = &Status{Path: path, Every: every, Record: r, NextN: r.N + 1}
 	st.NextDue = time.UnixMilli(r.Epoch).Add(time.Duration(st.NextN) * every).UTC()
 	if e, err := election.New(sess, path+"/"+layout.ScheduleLeader, "inspect"); err == nil {

@@ -24,9 +24,10 @@ type leader struct {
 	l    *election.Leadership
 	term election.Term
 
-	rec   Record
-	ver   int32 // the record's version as last read or written
-	epoch int64 // ns since the Unix epoch: tick 0's due time
+	rec    Record
+	loaded bool  // rec is the record as last read or written (else step reads it)
+	ver    int32 // the record's version as last read or written
+	epoch  int64 // ns since the Unix epoch: tick 0's due time
 	// skipped: ticks up to this one were skipped by a catch-up policy of
 	// this leadership (not recorded: a new leader decides again).
 	skipped int64
@@ -77,7 +78,7 @@ func (ld *leader) lead(ctx context.Context) error {
 			if errors.Is(err, ErrIntervalMismatch) || errors.Is(err, ErrBadRecord) {
 				return err
 			}
-			ld.rec.State = "" // unknown: step loads again
+			ld.loaded = false // unknown: step loads again
 		}
 	}
 	return nil
@@ -86,7 +87,7 @@ func (ld *leader) lead(ctx context.Context) error {
 // step makes one move: load the record, record a job's end, wait for the
 // next tick, or run one.
 func (ld *leader) step(ctx context.Context) error {
-	if ld.rec.State == "" {
+	if !ld.loaded {
 		return ld.load(ctx)
 	}
 	if ld.done != nil {
@@ -117,9 +118,15 @@ func (ld *leader) step(ctx context.Context) error {
 }
 
 // load reads the record, creating it (tick 0 due now) when there is none.
+// A leadership that has read a record and finds it gone (deleted by hand
+// under it) writes back what it knows instead (restore): a new epoch would
+// run tick 0 again at once and forget MinSpacing's last start.
 func (ld *leader) load(ctx context.Context) error {
 	rec, st, err := ld.s.read(ctx)
 	if errors.Is(err, zk.ErrNoNode) {
+		if ld.epoch != 0 {
+			return ld.restore(ctx)
+		}
 		return ld.create(ctx)
 	}
 	if err != nil {
@@ -148,9 +155,35 @@ func (ld *leader) create(ctx context.Context) error {
 	return nil
 }
 
+// restore writes back the record as this leadership last read or wrote
+// it, epoch included, fenced: the node was deleted under a live leader.
+// The schedule carries on from its last tick; a job's start or end whose
+// write was lost with the node is reconciled as after any unknown outcome.
+func (ld *leader) restore(ctx context.Context) error {
+	rec := ld.rec
+	rec.Epoch = ld.epoch / int64(time.Millisecond)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	res, err := ld.l.Fenced(ctx, fence.Create(ld.s.state, data), fence.Set(ld.s.state, data, 0))
+	if errors.Is(err, fence.ErrNodeExists) {
+		return ld.load(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	ld.s.log.Warn("schedule: the record was deleted under the leader; written back from what it knew (to reset a schedule, stop every candidate first)",
+		"tick", rec.N, "state", rec.State, "epoch", time.UnixMilli(rec.Epoch).UTC())
+	ld.set(rec, res[1].Stat)
+	ld.reconcile()
+	return nil
+}
+
 func (ld *leader) set(rec Record, st *zk.Stat) {
-	ld.rec, ld.ver, ld.epoch = rec, st.Version, st.Ctime*int64(time.Millisecond)
-	ld.rec.Epoch = st.Ctime
+	rec.Epoch = epochOf(rec, st)
+	ld.rec, ld.ver, ld.epoch = rec, st.Version, rec.Epoch*int64(time.Millisecond)
+	ld.loaded = true
 }
 
 // reconcile matches a freshly read record with what this leadership wrote

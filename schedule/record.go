@@ -15,7 +15,7 @@ import (
 // tick started, and whether its end was recorded.
 type Record struct {
 	Every   string `json:"every"`             // the interval (time.Duration's String)
-	Epoch   int64  `json:"epoch_ms"`          // tick 0's due time: the node's ctime (server clock, ms)
+	Epoch   int64  `json:"epoch_ms"`          // tick 0's due time (server clock, ms): the node's first ctime, see epochOf
 	N       int64  `json:"tick"`              // the last tick started; -1: none yet
 	Attempt int    `json:"attempt,omitempty"` // its attempt
 	State   string `json:"state"`             // "started" or "finished"
@@ -41,8 +41,20 @@ func (s *Schedule) Record(ctx context.Context) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	r.Epoch = st.Ctime
+	r.Epoch = epochOf(r, st)
 	return r, nil
+}
+
+// epochOf is the schedule's epoch in ms: the epoch the record holds, which
+// is its node's ctime when the first leader created it (its first probe
+// writes it), or the ctime itself before that. A record a leader wrote back
+// after it was deleted under it (see leader.load) keeps the epoch it had,
+// though its node is younger.
+func epochOf(r Record, st *zk.Stat) int64 {
+	if r.Epoch != 0 {
+		return r.Epoch
+	}
+	return st.Ctime
 }
 
 // read reads the record and its node's Stat.
