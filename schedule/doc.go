@@ -108,6 +108,14 @@
 // is cancelled and its return recorded, then the candidate leaves the
 // election, so the next leader continues with the next tick without
 // waiting for a session timeout and without rerunning anything.
+// That drops the tick in flight: its job was cut short, and it is recorded
+// finished ("cancelled: ..."). For a rolling deploy of candidates, WithDrain
+// keeps it: the job in flight runs on for up to the drain and its end is
+// recorded as usual; past the drain its ctx is cancelled and, once it
+// returns, the tick is recorded interrupted (left "started", outcome
+// "interrupted: ..."), so the next leader reruns it under RerunInterrupted.
+// Either way the old leader leaves the election only after its job has
+// returned, so the tick never runs in two places at once.
 //
 // # Compared with ShedLock and CronJob
 //

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -192,7 +194,7 @@ func (ld *leader) reconcile() {
 	if ld.done != nil {
 		d := *ld.done
 		switch {
-		case ld.rec.State == stateFinished && same(ld.rec, d):
+		case ld.rec.State == d.State && ld.rec.Outcome == d.Outcome && same(ld.rec, d):
 			ld.clearDone() // the end landed
 		case ld.rec.State == stateStarted && same(ld.rec, d):
 			// not landed: finish writes it again
@@ -263,17 +265,37 @@ func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) erro
 	outcome := ld.runJob(ctx, t)
 	end := ld.rec
 	end.State, end.Outcome = stateFinished, outcome
+	if strings.HasPrefix(outcome, outcomeInterrupted) {
+		// Past the drain: left started, for the next leader's misfire
+		// policy; the outcome says why.
+		end.State = stateStarted
+	}
 	ld.mine, ld.done = nil, &end
 	return ld.finish(ctx)
 }
 
-var errTimeout = errors.New("schedule: run timeout")
+var (
+	errTimeout = errors.New("schedule: run timeout")
+	errDrained = errors.New("schedule: drain passed")
+)
+
+// outcomeInterrupted begins the outcome of a tick interrupted by a graceful
+// stop past its drain (WithDrain); its record stays "started".
+const outcomeInterrupted = "interrupted: "
 
 // runJob runs the job and returns the outcome to record.
 func (ld *leader) runJob(ctx context.Context, t Tick) string {
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(ld.r.runCtx, func() { cancel(context.Canceled) })
+	stop := context.AfterFunc(ld.r.runCtx, func() {
+		if !ld.s.cfg.hasDrain {
+			cancel(context.Canceled)
+			return
+		}
+		// Let the job finish within the drain, then interrupt it.
+		tm := time.AfterFunc(ld.s.cfg.drain, func() { cancel(errDrained) })
+		context.AfterFunc(jctx, func() { tm.Stop() })
+	})
 	defer stop()
 	if d := ld.s.cfg.runTimeout; d > 0 {
 		tm := time.AfterFunc(d, func() { cancel(errTimeout) })
@@ -283,9 +305,11 @@ func (ld *leader) runJob(ctx context.Context, t Tick) string {
 	switch cause := context.Cause(jctx); {
 	case err == nil:
 		return "ok"
+	case errors.Is(cause, errDrained):
+		return fmt.Sprintf("%sdrain %v passed: %s", outcomeInterrupted, ld.s.cfg.drain, truncate(err.Error(), 500))
 	case errors.Is(cause, errTimeout):
 		return "timeout: " + truncate(err.Error(), 500)
-	case ld.r.runCtx.Err() != nil:
+	case ld.r.runCtx.Err() != nil && !ld.s.cfg.hasDrain:
 		return "cancelled: " + truncate(err.Error(), 500)
 	}
 	return "error: " + truncate(err.Error(), 500)

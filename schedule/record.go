@@ -22,7 +22,11 @@ type Record struct {
 	Leader  string `json:"leader,omitempty"`  // the candidate id that started it
 	Term    int64  `json:"term,omitempty"`    // that leadership's term
 	Started int64  `json:"started_ms,omitempty"`
-	Outcome string `json:"outcome,omitempty"` // of a finished tick: ok, timeout, cancelled, error: ...
+	// Outcome of a finished tick: ok, timeout: ..., cancelled: ...,
+	// error: ...; of a started tick interrupted by a graceful stop past
+	// its drain (WithDrain): interrupted: ... (the next leader's misfire
+	// policy applies, as to any tick left started).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 const (

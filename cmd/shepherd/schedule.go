@@ -25,7 +25,10 @@ most once; CMD's exit status is its outcome (0: "ok", else "error: exit N").
 A tick whose leader was lost while CMD ran is run again (-misfire rerun, the
 default; SHEPHERD_ATTEMPT then grows) or left (-misfire skip). shepherd runs
 until SIGINT or SIGTERM: it then stops a running CMD (that signal, SIGKILL
-after -grace), records its end, hands leadership over and exits 0. 'shepherd
+after -grace), records its end, hands leadership over and exits 0; with
+-drain D it lets CMD run on for up to D first, and a CMD stopped past D
+leaves its tick interrupted, to be run again by the next leader (a rolling
+deploy loses no tick). 'shepherd
 status PATH' shows the last tick and the next due. See package schedule for
 what is guaranteed. CMD's environment: elect's variables, and SHEPHERD_TICK
 (N), SHEPHERD_TICK_TIME (when tick N was due, RFC 3339 UTC) and
@@ -40,6 +43,9 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 	catchUp := s.fs.String("catch-up", "once", "missed ticks (nobody led, CMD ran long): run the latest `once|skip|all:N`\n"+
 		"(skip: none; all:N: each, oldest first, at most N behind)")
 	minSpacing := s.fs.Duration("min-spacing", 0, "start a tick no sooner than this after the previous one started (0: no spacing)")
+	drain := s.fs.Duration("drain", 0, "on SIGINT/SIGTERM, let a running CMD finish for up to `D`, then hand over; past D, stop CMD\n"+
+		"and record the tick interrupted, for the next leader to run again (-misfire rerun).\n"+
+		"Unset: CMD is stopped at once and its tick recorded finished (cancelled)")
 	runTimeout := s.fs.Duration("run-timeout", 0, "stop CMD (SIGTERM, SIGKILL after -grace) this long after its tick started;\n"+
 		"the outcome is \"timeout\" (0: no timeout)")
 	pos, argv, err := s.parse(args, c.stdout)
@@ -68,6 +74,12 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		// The job must have stopped CMD's processes before the election
 		// reports it stuck: -grace, then the backstop.
 		schedule.WithElection(election.WithStopDeadline(o.grace + 2*backstop)),
+	}
+	if flagSet(s.fs, "drain") {
+		if *drain < 0 {
+			return usagef("schedule: -drain %v: must not be negative", *drain)
+		}
+		opts = append(opts, schedule.WithDrain(*drain))
 	}
 	switch *misfire {
 	case "rerun":
@@ -124,6 +136,14 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		if err != nil {
 			fmt.Fprintf(c.stderr, "shepherd: tick %d: %v\n", t.N, err)
 			return err
+		}
+		if flagSet(s.fs, "drain") {
+			note := context.AfterFunc(runCtx, func() {
+				if sig, ok := signalOf(runCtx); ok {
+					fmt.Fprintf(c.stderr, "shepherd: %v: tick %d: %s runs on for up to -drain %v, then the leadership is handed over\n", sig, t.N, argv[0], *drain)
+				}
+			})
+			defer note()
 		}
 		// An operator's request for the leadership (revoke -ask) lets the
 		// tick finish: the schedule steps down after it.
