@@ -13,6 +13,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 )
 
@@ -37,7 +38,10 @@ type leader struct {
 	// be unknown) whose job has not run.
 	mine *Record
 	// done is the end of a job that ran and is still to be recorded.
-	done *Record
+	done      *Record
+	announced bool          // the takeover is reported
+	caught    int64         // the run decided is a catch-up after this many missed ticks
+	took      time.Duration // how long the job of done ran
 	// fresh, if not 0, is the server's time (ns) of the write just made:
 	// the next decision takes it as "now" instead of asking again.
 	fresh int64
@@ -186,6 +190,10 @@ func (ld *leader) set(rec Record, st *zk.Stat) {
 	rec.Epoch = epochOf(rec, st)
 	ld.rec, ld.ver, ld.epoch = rec, st.Version, rec.Epoch*int64(time.Millisecond)
 	ld.loaded = true
+	if !ld.announced {
+		ld.announced = true
+		ld.takenOver()
+	}
 }
 
 // reconcile matches a freshly read record with what this leadership wrote
@@ -253,7 +261,7 @@ func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) erro
 	}
 	if ld.mine == nil || !same(ld.rec, *ld.mine) || ld.rec.State != stateStarted {
 		start := Record{Every: ld.s.every.String(), N: n, Attempt: attempt, State: stateStarted,
-			Leader: ld.s.id, Term: int64(ld.term), Started: now / int64(time.Millisecond)}
+			Leader: ld.s.id, Term: int64(ld.term), Started: now / int64(time.Millisecond), LastOK: ld.rec.LastOK}
 		ld.mine = &start
 		if _, err := ld.write(ctx, start); err != nil {
 			ld.r.endJob()
@@ -261,10 +269,20 @@ func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) erro
 		}
 	}
 	t := Tick{N: n, Scheduled: time.Unix(0, ld.due(n)), Attempt: attempt, Term: ld.term}
-	ld.s.log.Debug("schedule: tick", "tick", n, "attempt", attempt, "scheduled", t.Scheduled.UTC())
+	ld.s.log.Info("schedule: tick", "tick", n, "attempt", attempt, "scheduled", t.Scheduled.UTC())
+	if ld.caught > 0 {
+		ld.report(observe.RecipeEvent{Kind: observe.TickCaughtUp, Tick: n, Count: ld.caught})
+	}
+	ld.report(observe.RecipeEvent{Kind: observe.TickStarted, Tick: n, Attempt: attempt, Scheduled: t.Scheduled,
+		Started: ms(ld.rec.Started), Lag: time.Duration(ms(ld.rec.Started).UnixNano() - ld.due(n)), Interval: ld.interval(n)})
+	begin := time.Now()
 	outcome := ld.runJob(ctx, t)
+	ld.took = time.Since(begin)
 	end := ld.rec
 	end.State, end.Outcome = stateFinished, outcome
+	if outcome == "ok" {
+		end.LastOK = end.Started
+	}
 	if strings.HasPrefix(outcome, outcomeInterrupted) {
 		// Past the drain: left started, for the next leader's misfire
 		// policy; the outcome says why.
@@ -327,6 +345,11 @@ func (ld *leader) finish(ctx context.Context) error {
 	}
 	if h := ld.s.cfg.hooks.finished; h != nil {
 		h(end, err)
+	}
+	if err == nil {
+		ld.report(observe.RecipeEvent{Kind: observe.TickFinished, Tick: end.N, Attempt: end.Attempt,
+			Scheduled: time.Unix(0, ld.due(end.N)), Started: ms(end.Started), Outcome: outcomeClass(end.Outcome),
+			Took: ld.took, LastOK: ld.lastOK()})
 	}
 	if err == nil || errors.Is(err, ErrLost) || ctx.Err() != nil {
 		if err != nil {

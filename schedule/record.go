@@ -22,6 +22,7 @@ type Record struct {
 	Leader  string `json:"leader,omitempty"`  // the candidate id that started it
 	Term    int64  `json:"term,omitempty"`    // that leadership's term
 	Started int64  `json:"started_ms,omitempty"`
+	LastOK  int64  `json:"last_ok_ms,omitempty"` // Started of the last tick that ended ok (0: none yet)
 	// Outcome of a finished tick: ok, timeout: ..., cancelled: ...,
 	// error: ...; of a started tick interrupted by a graceful stop past
 	// its drain (WithDrain): interrupted: ... (the next leader's misfire

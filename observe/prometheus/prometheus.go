@@ -28,9 +28,19 @@
 //	shepherd_hold_lost_after_pause_total{recipe}     paused holds lost instead of resumed
 //	shepherd_orphan_cleanups_total                   abandoned nodes found and removed
 //	shepherd_delete_retries_total                    releases retried in the background
+//	shepherd_schedule_ticks_total{path,outcome}      tick ends recorded, outcome ok|error|timeout|cancelled|interrupted
+//	shepherd_schedule_last_success_timestamp_seconds{path}  start of the last tick that ended ok (ZooKeeper's
+//	                                                 clock; the epoch while none has); from the leader's takeover on
+//	shepherd_schedule_last_failure_timestamp_seconds{path}  start of the last tick that ended in error or timeout
+//	shepherd_schedule_tick_lag_seconds{path}         how late the last tick started, behind its due time
+//	shepherd_schedule_interval_seconds{path}         the time from the last tick to the next
+//	shepherd_schedule_skipped_ticks_total{path}      missed ticks skipped by the catch-up policy
+//	shepherd_schedule_caught_up_ticks_total{path}    ticks run late by the catch-up policy
+//	shepherd_schedule_takeovers_total{path}          leaderships of this process that took the schedule over
 //
 // Labels are bounded: recipe is one of a handful of names; path appears only
-// on election metrics, one per election a process takes part in.
+// on election and schedule metrics, one per election or schedule a process
+// takes part in.
 //
 // Alerts and a dashboard ship beside this package. alerts.yaml holds
 // Prometheus alerting rules: an election path with no leader or more than one
@@ -71,6 +81,7 @@ type Observer struct {
 	lostPaused   *prometheus.CounterVec
 	orphans      prometheus.Counter
 	deletes      prometheus.Counter
+	sched        *scheduleMetrics
 }
 
 var _ session.Observer = (*Observer)(nil)
@@ -123,10 +134,16 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Help: "Nodes of abandoned or answer-lost creates found and removed."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "delete_retries_total",
 			Help: "Releases that met a connection problem and were retried in the background."}),
+		sched: newScheduleMetrics(ns),
 	}
 	for _, c := range []prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
 		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.pauses, o.resumes,
 		o.pauseTime, o.lostPaused, o.orphans, o.deletes} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range o.sched.collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -204,5 +221,7 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 		o.orphans.Inc()
 	case observe.DeleteRetry:
 		o.deletes.Inc()
+	case observe.ScheduleTakeover, observe.TickStarted, observe.TickFinished, observe.TicksSkipped, observe.TickCaughtUp:
+		o.sched.event(ev)
 	}
 }
