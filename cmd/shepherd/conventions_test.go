@@ -20,7 +20,7 @@ import (
 // flag of the subcommand with an example; so does `shepherd help SUB`.
 func TestHelp(t *testing.T) {
 	conn := []string{"zk", "namespace", "session-timeout", "connect-timeout", "v", "tls", "tls-ca", "tls-cert", "tls-key", "auth-file"}
-	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id", "acl"}, conn...)
+	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id", "acl", "metrics"}, conn...)
 	flags := map[string][]string{
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),

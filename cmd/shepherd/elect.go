@@ -71,6 +71,8 @@ environment, the exit statuses and what happens to CMD's processes: see
 		return usagef("elect: missing CMD (shepherd elect [flags] PATH -- CMD...), or -http ADDR to only campaign and serve")
 	case len(argv) == 0 && *once:
 		return usagef("elect: -once needs a CMD")
+	case *httpAddr != "" && o.metrics != "":
+		return usagef("elect: -http serves /metrics too: give -http or -metrics")
 	}
 	if err := election.ValidateID(*id); err != nil {
 		return usagef("elect: -id: %v", err)

@@ -176,6 +176,8 @@ type options struct {
 	grace        time.Duration
 	pidns        bool
 	onDisconnect session.DisconnectPolicy
+	metrics      string // -metrics ADDR
+	tickLines    bool   // print a schedule's takeovers and ticks
 }
 
 // defaultOptions are the flags' defaults.
@@ -218,6 +220,8 @@ func (o *options) registerHold(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up acquiring after this long, exit 4 (0: wait forever)")
 	fs.DurationVar(&o.grace, "grace", o.grace, "when CMD must stop: time between SIGTERM and SIGKILL to its processes\n"+
 		"(after a hold loss, at most a sixth of the session timeout)")
+	fs.StringVar(&o.metrics, "metrics", o.metrics, "serve /metrics (Prometheus; hold metrics labelled by path), /readyz (200 while\n"+
+		"holding or leading, not paused), /healthz and /livez (500 when wedged) on `ADDR`")
 	fs.BoolVar(&o.pidns, "pidns", o.pidns, "run CMD in a new PID namespace where the kernel allows it\n"+
 		"(false: always use the subreaper fallback; see 'shepherd help')")
 	fs.Var((*policyFlag)(&o.onDisconnect), "on-disconnect", "what a lost connection to ZooKeeper does to CMD (`stop|pause`): stop it\n"+

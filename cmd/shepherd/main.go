@@ -250,6 +250,7 @@ type cli struct {
 	stdout, stderr io.Writer
 	sigs           *signals
 	procs          *launcher
+	atExit         []func() // run when the command has returned (-metrics' server)
 }
 
 func main() {
@@ -265,6 +266,11 @@ func main() {
 
 // run executes the command line and returns the exit status.
 func (c *cli) run(ctx context.Context, args []string) int {
+	defer func() {
+		for _, f := range c.atExit {
+			f()
+		}
+	}()
 	o := defaultOptions()
 	global := newSub("shepherd", "shepherd [flags] SUBCOMMAND ...", "")
 	o.registerConn(global.fs)
@@ -386,6 +392,13 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	sec, err := o.security(c.stderr)
 	if err != nil {
 		return nil, err
+	}
+	obs, err := c.observe(o) // -metrics, schedule's lines
+	if err != nil {
+		return nil, err
+	}
+	if obs != nil {
+		extra = append([]session.Option{session.WithObserver(obs)}, extra...)
 	}
 	opts := append(append([]session.Option{session.WithSessionTimeout(o.sessionTimeout)}, sec...), extra...)
 	if o.onDisconnect == session.PauseOnDisconnect {

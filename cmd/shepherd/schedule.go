@@ -97,6 +97,7 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 	if err := o.check("schedule"); err != nil {
 		return err
 	}
+	o.tickLines = true
 	sess, err := c.connect(ctx, o)
 	if err != nil {
 		return err
