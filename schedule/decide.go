@@ -10,10 +10,18 @@ import (
 // misfire and catch-up policies, MinSpacing), or how long to wait.
 
 // due is the time tick n is due (ns since the Unix epoch, server clock).
-func (ld *leader) due(n int64) int64 { return ld.epoch + n*int64(ld.s.every) }
+func (ld *leader) due(n int64) int64 {
+	if ld.s.cron != nil {
+		return ld.cronDue(n)
+	}
+	return ld.epoch + n*int64(ld.s.every)
+}
 
 // latest is the latest tick due at now (-1 before the epoch).
 func (ld *leader) latest(now int64) int64 {
+	if ld.s.cron != nil {
+		return ld.cronLatest(now)
+	}
 	if now < ld.epoch {
 		return -1
 	}

@@ -16,6 +16,11 @@
 // the leader and the next tick due: 'shepherd status' uses it). Run
 // campaigns until its ctx ends; the leader runs the job.
 //
+// NewCron makes a schedule whose ticks are a cron expression's activations
+// instead (robfig/cron/v3's syntax, time zones included): numbered, due and
+// decided by ZooKeeper's clock as below, tick 0 being the first activation
+// at or after the epoch; the misfire and catch-up policies are the same.
+//
 // # Ticks come from ZooKeeper's clock
 //
 // Tick N is due at the schedule's epoch plus N intervals; the epoch is the

@@ -42,6 +42,7 @@ type leader struct {
 	announced bool          // the takeover is reported
 	caught    int64         // the run decided is a catch-up after this many missed ticks
 	took      time.Duration // how long the job of done ran
+	memo      cronMemo      // a cron schedule's last count of due times
 	// fresh, if not 0, is the server's time (ns) of the write just made:
 	// the next decision takes it as "now" instead of asking again.
 	fresh int64
@@ -147,7 +148,8 @@ func (ld *leader) load(ctx context.Context) error {
 // schedule's epoch. The Set in the same multi returns the Stat (a create's
 // answer has none).
 func (ld *leader) create(ctx context.Context) error {
-	rec := Record{Every: ld.s.every.String(), N: -1, State: stateFinished}
+	rec := ld.s.newRecord()
+	rec.N, rec.State = -1, stateFinished
 	data, _ := json.Marshal(rec)
 	res, err := ld.l.Fenced(ctx, fence.Create(ld.s.state, data), fence.Set(ld.s.state, data, 0))
 	if errors.Is(err, fence.ErrNodeExists) {
@@ -260,8 +262,9 @@ func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) erro
 		return errEnded
 	}
 	if ld.mine == nil || !same(ld.rec, *ld.mine) || ld.rec.State != stateStarted {
-		start := Record{Every: ld.s.every.String(), N: n, Attempt: attempt, State: stateStarted,
-			Leader: ld.s.id, Term: int64(ld.term), Started: now / int64(time.Millisecond), LastOK: ld.rec.LastOK}
+		start := ld.s.newRecord()
+		start.N, start.Attempt, start.State, start.Due = n, attempt, stateStarted, ld.due(n)/int64(time.Millisecond)
+		start.Leader, start.Term, start.Started, start.LastOK = ld.s.id, int64(ld.term), now/int64(time.Millisecond), ld.rec.LastOK
 		ld.mine = &start
 		if _, err := ld.write(ctx, start); err != nil {
 			ld.r.endJob()

@@ -25,7 +25,7 @@ func TestHelp(t *testing.T) {
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),
 		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
-		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout", "drain"}, hold...),
+		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout", "drain", "cron", "tz"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
 		"dev":       {"port", "data", "tls"},
 		"version":   nil,

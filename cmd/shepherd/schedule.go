@@ -15,7 +15,7 @@ import (
 )
 
 func (c *cli) cmdSchedule(ctx context.Context, o *options, args []string) error {
-	s := newSub("schedule", "shepherd schedule -every D [flags] PATH -- CMD [ARG...]", `
+	s := newSub("schedule", "shepherd schedule -every D|-cron EXPR [flags] PATH -- CMD [ARG...]", `
 Run CMD once per tick of -every on one process of a fleet: every process
 runs the same command line; the elected leader runs CMD for each tick (tick
 N is due at the schedule's epoch plus N intervals, by ZooKeeper's clock),
@@ -34,11 +34,15 @@ what is guaranteed. CMD's environment: elect's variables, and SHEPHERD_TICK
 (N), SHEPHERD_TICK_TIME (when tick N was due, RFC 3339 UTC) and
 SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		"shepherd schedule -every 5m /jobs/report -- ./report.sh",
+		"shepherd schedule -cron '30 2 * * *' -tz Europe/Paris /jobs/backup -- ./backup.sh",
 		`shepherd schedule -every 1h -id "$(hostname)" -catch-up all:3 -run-timeout 50m /jobs/compact -- ./compact.sh`)
 	o.registerConn(s.fs)
 	o.registerHold(s.fs)
 	id := s.fs.String("id", defaultID(), "candidate `ID` shown to others (status; SHEPHERD_ID)")
-	every := s.fs.Duration("every", 0, "the interval between ticks (required; at least 1ms; every process of PATH must give the same)")
+	every := s.fs.Duration("every", 0, "the interval between ticks (at least 1ms; or -cron; every process of PATH must give the same)")
+	cronSpec := s.fs.String("cron", "", "tick at the times of a cron `EXPR` instead (robfig/cron: 5 fields, or 6 with seconds\n"+
+		"first, or @daily, @every 90s...; CRON_TZ=Zone prefix or -tz); due by ZooKeeper's clock")
+	tz := s.fs.String("tz", "", "the time `ZONE` of -cron (e.g. Europe/Paris; default UTC)")
 	misfire := s.fs.String("misfire", "rerun", "a tick whose leader was lost while CMD ran: `rerun|skip` it")
 	catchUp := s.fs.String("catch-up", "once", "missed ticks (nobody led, CMD ran long): run the latest `once|skip|all:N`\n"+
 		"(skip: none; all:N: each, oldest first, at most N behind)")
@@ -59,8 +63,9 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 	if len(argv) == 0 {
 		return usagef("schedule: missing CMD (shepherd schedule -every D [flags] PATH -- CMD...)")
 	}
-	if *every < time.Millisecond {
-		return usagef("schedule: -every D is required and must be at least 1ms")
+	spec, err := cronFlags(*every, *cronSpec, *tz)
+	if err != nil {
+		return err
 	}
 	if o.timeout != 0 {
 		return usagef("schedule: -timeout is not supported (a schedule's candidate waits for its turn)")
@@ -103,7 +108,12 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		return err
 	}
 	defer sess.Close()
-	sch, err := schedule.New(sess, path, *id, *every, opts...)
+	var sch *schedule.Schedule
+	if spec != "" {
+		sch, err = schedule.NewCron(sess, path, *id, spec, opts...)
+	} else {
+		sch, err = schedule.New(sess, path, *id, *every, opts...)
+	}
 	if err != nil {
 		return usagef("schedule: %v", err)
 	}
@@ -188,6 +198,34 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		return fmt.Errorf("schedule %s: %w", path, err)
 	}
 	return nil
+}
+
+// cronFlags checks -every, -cron and -tz, and returns the cron expression
+// to give schedule.NewCron ("" for -every).
+func cronFlags(every time.Duration, spec, tz string) (string, error) {
+	switch {
+	case spec != "" && every != 0:
+		return "", usagef("schedule: give -every or -cron, not both")
+	case spec == "" && tz != "":
+		return "", usagef("schedule: -tz is the time zone of -cron")
+	case spec == "" && every < time.Millisecond:
+		return "", usagef("schedule: -every D (at least 1ms) or -cron EXPR is required")
+	case spec == "":
+		return "", nil
+	}
+	if tz != "" {
+		if strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
+			return "", usagef("schedule: -tz and a CRON_TZ= prefix in -cron: give one")
+		}
+		if _, err := time.LoadLocation(tz); err != nil {
+			return "", usagef("schedule: -tz %q: %v", tz, err)
+		}
+		spec = "CRON_TZ=" + tz + " " + spec
+	}
+	if _, err := schedule.ParseCron(spec); err != nil {
+		return "", usagef("schedule: -cron: %v", err)
+	}
+	return spec, nil
 }
 
 // parseCatchUp reads -catch-up: once, skip or all:N.
