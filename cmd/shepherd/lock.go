@@ -129,7 +129,7 @@ CMD's processes: see 'shepherd help'.`,
 	// more per grant, nothing for a process to keep track of.
 	sem, err := semaphore.New(sess, path, *n, semaphore.WithData([]byte(*id)), semaphore.WithSlots())
 	if err != nil {
-		return usagef("semaphore: %v", err)
+		return usagef("%v", err) // the library's error names the semaphore
 	}
 	actx, cancel := acquireCtx(ctx, o)
 	stopLine := c.waitLine(sess, "a lease", path)

@@ -193,7 +193,7 @@ func (e exitCode) Error() string {
 // interrupted is the cause of the command's context when a signal ends it.
 type interrupted struct{ sig syscall.Signal }
 
-func (e interrupted) Error() string { return "interrupted by " + e.sig.String() }
+func (e interrupted) Error() string { return "interrupted by " + sigName(e.sig) }
 
 // signalOf returns the signal that cancelled ctx, if one did.
 func signalOf(ctx context.Context) (syscall.Signal, bool) {
@@ -380,7 +380,11 @@ func onePath(name string, pos []string) (string, error) {
 // connect opens the session. The connect string's chroot and -namespace
 // both prefix PATH, the chroot first.
 func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) (*session.Session, error) {
-	servers, _, err := session.ParseConnectString(o.zk) // checked here for the message, and counted
+	err := checkConnectString(o.zk)
+	var servers []string
+	if err == nil {
+		servers, _, err = session.ParseConnectString(o.zk) // checked here for the message, and counted
+	}
 	if err != nil {
 		return nil, usagef("-zk %q: %v", o.zk, err)
 	}
@@ -426,12 +430,17 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedWaiting(ctx, "connecting to ZooKeeper")
 	case err != nil && errors.Is(context.Cause(cctx), errAllRefused):
-		d, n := refused.span()
+		d, n, notFound := refused.span()
+		if notFound != "" {
+			return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
+				"or host not found (%d attempts in %v; %s)", o.zk, n, d, notFound)}
+		}
 		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
 			"(%d attempts in %v): is ZooKeeper running there?", o.zk, n, d)}
 	case err != nil:
 		return nil, exitCode{exitUnreachable, cliWords{fmt.Errorf("cannot reach ZooKeeper at %s: %w%s", o.zk, err, tlsHint(o, err))}}
 	}
+	noteTimeout(c.stderr, o, s.Timeout())
 	return s, nil
 }
 

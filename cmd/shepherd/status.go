@@ -375,7 +375,17 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time, slots bool) {
 			slot = fmt.Sprintf("%d\t", *e.Slot)
 		}
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s%s\t%s\n", role, id, sessionHex(e.SessionID), age, int64(e.Token), slot, node, e.Library)
+	// A waiter has no fencing token yet; a lock's lock- names need no
+	// "(InterProcessMutex, LeaderSelector)": the kind says what it is.
+	token := fmt.Sprint(int64(e.Token))
+	if strings.HasPrefix(role, "waiter") || strings.HasPrefix(role, "candidate") {
+		token = "-"
+	}
+	naming := e.Library
+	if strings.HasSuffix(naming, "(InterProcessMutex, LeaderSelector)") {
+		naming = strings.TrimSuffix(naming, " (InterProcessMutex, LeaderSelector)")
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s%s\t%s\n", role, id, sessionHex(e.SessionID), age, token, slot, node, naming)
 }
 
 // scheduleJSON is status -json's object for a schedule's path.
