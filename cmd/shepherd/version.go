@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
