@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
 		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout", "drain", "cron", "tz"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
-		"dev":       {"port", "data", "tls"},
+		"dev":       {"port", "data", "tls", "servers"},
 		"version":   nil,
 		"ls":        append([]string{"json", "depth", "max-nodes"}, conn...),
 	}

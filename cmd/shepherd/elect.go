@@ -242,7 +242,7 @@ func (c *cli) stopLeading(ch *child, sig syscall.Signal, o *options, sess *sessi
 		ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
 	}
 	ch.requestStop(sig, o.grace)
-	fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, name, o.grace)
+	fmt.Fprintf(c.stderr, "shepherd: %s: stopping %s (SIGKILL after %v)\n", sigName(sig), name, o.grace)
 	ch.await(o.grace)
 }
 

@@ -230,7 +230,7 @@ func (c *cli) supervise(ctx context.Context, o *options, argv []string, h hold,
 		}
 		return func(sig syscall.Signal) {
 			ch.requestStop(sig, o.grace)
-			fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
+			fmt.Fprintf(c.stderr, "shepherd: %s: stopping %s (SIGKILL after %v)\n", sigName(sig), argv[0], o.grace)
 			go ch.await(o.grace)
 		}, nil
 	})

@@ -151,7 +151,7 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		if flagSet(s.fs, "drain") {
 			note := context.AfterFunc(runCtx, func() {
 				if sig, ok := signalOf(runCtx); ok {
-					fmt.Fprintf(c.stderr, "shepherd: %v: tick %d: %s runs on for up to -drain %v, then the leadership is handed over\n", sigName(sig), t.N, argv[0], *drain)
+					fmt.Fprintf(c.stderr, "shepherd: %s: tick %d: %s runs on for up to -drain %v, then the leadership is handed over\n", sigName(sig), t.N, argv[0], *drain)
 				}
 			})
 			defer note()
