@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,4 +108,79 @@ func TestElectorPaused(t *testing.T) {
 	p.Sever()
 	require.Eventually(t, func() bool { return errors.Is(el.IsLeader(ctx), gocron.ErrNotLeader) }, 20*time.Second, 10*time.Millisecond)
 	p.Refuse(false)
+}
+
+// TestElectorProcesses: three processes run gocron's scheduler with the
+// Elector, a job every 200 ms, their clocks skewed. Only the leader's runs
+// start. Its process is killed (SIGKILL) mid-run: another leads once the
+// session has expired. That one is stopped (SIGSTOP) mid-run for longer than
+// its session timeout, and continued: another leads meanwhile, and the
+// continued process starts no run after it (its IsLeader asks the server,
+// which says its session is gone), though its leadership was never paused.
+func TestElectorProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes, about 15 s")
+	}
+	path := uniquePath(t)
+	file := filepath.Join(t.TempDir(), "runs")
+	procs := map[string]*helper{}
+	for i, skew := range []time.Duration{300 * time.Millisecond, 0, -300 * time.Millisecond} {
+		id := fmt.Sprintf("e%d", i)
+		procs[id] = startHelper(t, id, path, file, skew, modeEnv+"=elector")
+	}
+	runsSince := func(n int) []claim {
+		cs := claims(t, file)
+		if n > len(cs) {
+			return nil
+		}
+		return cs[n:]
+	}
+	waitRuns := func(from int, ok func([]claim) bool, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return ok(runsSince(from)) }, 60*time.Second, 10*time.Millisecond,
+			"%s: %v", what, runsSince(from))
+	}
+	byOther := func(id string, k int) func([]claim) bool {
+		return func(cs []claim) bool {
+			var n int
+			for _, c := range cs {
+				if c.id != id {
+					n++
+				}
+			}
+			return n >= k
+		}
+	}
+	waitRuns(0, func(cs []claim) bool { return len(cs) >= 5 }, "the first runs")
+	cs := claims(t, file)
+	leader := cs[len(cs)-1].id
+	for _, c := range cs {
+		require.Equal(t, leader, c.id, "one leader runs: %v", cs)
+	}
+
+	require.NoError(t, procs[leader].cmd.Process.Kill())
+	_ = procs[leader].cmd.Wait()
+	delete(procs, leader)
+	n := len(claims(t, file))
+	waitRuns(n, byOther(leader, 5), "another leads after the kill")
+	cs = claims(t, file)
+	stopped := cs[len(cs)-1].id
+
+	require.NoError(t, procs[stopped].cmd.Process.Signal(syscall.SIGSTOP))
+	n = len(claims(t, file))
+	waitRuns(n, byOther(stopped, 5), "another leads while "+stopped+" is stopped")
+	require.NoError(t, procs[stopped].cmd.Process.Signal(syscall.SIGCONT))
+	thawed := len(claims(t, file))
+	waitRuns(thawed, func(cs []claim) bool { return len(cs) >= 10 }, "runs after the thaw")
+	for _, c := range runsSince(thawed) {
+		require.NotEqual(t, stopped, c.id, "%s started a run after it was continued, beside the new leader: %v", stopped, runsSince(n))
+	}
+	// Before the kill, between the kill and the stop, and after: one leader
+	// at a time.
+	for id, h := range procs {
+		require.NoError(t, h.cmd.Process.Signal(syscall.SIGTERM), id)
+	}
+	for id, h := range procs {
+		require.NoError(t, h.cmd.Wait(), "helper %s", id)
+	}
 }

@@ -24,6 +24,7 @@ const (
 	pathEnv   = "SHEPHERD_GOCRON_PATH"
 	skewEnv   = "SHEPHERD_GOCRON_SKEW"
 	outEnv    = "SHEPHERD_GOCRON_OUT"
+	modeEnv   = "SHEPHERD_GOCRON_MODE" // "elector": an Elector instead of the Locker
 )
 
 // jobWork is how long each run's job works: runs are killed and stopped
@@ -58,6 +59,9 @@ func helperMain() int {
 		return fail(err)
 	}
 	defer out.Close()
+	if os.Getenv(modeEnv) == "elector" {
+		return electorMain(ctx, sess, id, skew, out)
+	}
 	l, err := gocron.NewLocker(sess, os.Getenv(pathEnv), id, gocron.JobCron("tick", "* * * * * *"),
 		gocron.WithTolerance(400*time.Millisecond),
 		gocron.WithOnClaim(func(_ string, run time.Time) { fmt.Fprintf(out, "%d %s\n", run.UnixMilli(), id) }))
@@ -96,4 +100,32 @@ func (d debugLocker) Lock(ctx context.Context, key string) (gocronv2.Lock, error
 	k, err := d.l.Lock(ctx, key)
 	fmt.Fprintf(os.Stderr, "%s %s lock %v: %v\n", t.Format("05.000"), d.id, time.Since(t).Round(time.Millisecond), err)
 	return k, err
+}
+
+// electorMain runs a job every 200 ms on the leader (an Elector): each run
+// appends "START_MS ID" when it starts.
+func electorMain(ctx context.Context, sess *session.Session, id string, skew time.Duration, out *os.File) int {
+	fail := func(err error) int { fmt.Fprintf(os.Stderr, "helper %s: %v\n", id, err); return 1 }
+	el, err := gocron.StartElector(ctx, sess, os.Getenv(pathEnv), id)
+	if err != nil {
+		return fail(err)
+	}
+	defer el.Close()
+	s, err := gocronv2.NewScheduler(gocronv2.WithClock(newOffsetClock(skew)), gocronv2.WithDistributedElector(el))
+	if err != nil {
+		return fail(err)
+	}
+	_, err = s.NewJob(gocronv2.DurationJob(200*time.Millisecond), gocronv2.NewTask(func() {
+		fmt.Fprintf(out, "%d %s\n", time.Now().UnixMilli(), id)
+		time.Sleep(100 * time.Millisecond)
+	}), gocronv2.WithName("tick"))
+	if err != nil {
+		return fail(err)
+	}
+	s.Start()
+	<-ctx.Done()
+	if err := s.Shutdown(); err != nil {
+		return fail(err)
+	}
+	return 0
 }

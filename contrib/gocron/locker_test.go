@@ -48,11 +48,11 @@ type helper struct {
 	cmd *exec.Cmd
 }
 
-func startHelper(t *testing.T, id, path, file string, skew time.Duration) *helper {
+func startHelper(t *testing.T, id, path, file string, skew time.Duration, env ...string) *helper {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+id, zkEnv+"="+strings.Join(zkc.Servers(), ","),
-		pathEnv+"="+path, skewEnv+"="+skew.String(), outEnv+"="+file)
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+id, zkEnv+"="+strings.Join(zkc.Servers(), ","),
+		pathEnv+"="+path, skewEnv+"="+skew.String(), outEnv+"="+file), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	h := &helper{id: id, cmd: cmd}
