@@ -46,7 +46,7 @@ test-short: setup
 ## Elector and Locker on shepherd), each a module of its own, through
 ## contrib/go.work, which uses this tree's main module (not the version
 ## their go.mod requires: consumercheck builds that one). Their tests start
-## their own ZooKeeper and helper processes; about 25 s.
+## their own ZooKeeper and helper processes; about 30 s.
 contrib: setup
 	cd contrib && GOWORK=$(CURDIR)/contrib/go.work $(GO) vet ./gocron/...
 	cd contrib && GOWORK=$(CURDIR)/contrib/go.work $(GO) test -race -count=1 -timeout 3m ./gocron/...
