@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos interop build fuzz consumercheck alerts
+.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos interop build fuzz consumercheck alerts contrib
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -26,7 +26,7 @@ build:
 ## promtool's tests of the alert rules; the chaos package runs beside the rest
 ## (see scripts/test.sh).
 test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz alerts' scripts/test.sh
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz alerts contrib' scripts/test.sh
 
 ## test-mingo: vet (which compiles every package and test) and the runnable
 ## examples with $(MIN_GO), against upstream go-zookeeper: the code builds and
@@ -41,6 +41,15 @@ test-mingo:
 
 test-short: setup
 	$(GO) test -race -short -count=1 $(PKGS)
+
+## contrib: vet and test the contrib modules (contrib/gocron: gocron's
+## Elector and Locker on shepherd), each a module of its own, through
+## contrib/go.work, which uses this tree's main module (not the version
+## their go.mod requires: consumercheck builds that one). Their tests start
+## their own ZooKeeper and helper processes; about 30 s.
+contrib: setup
+	cd contrib && GOWORK=$(CURDIR)/contrib/go.work $(GO) vet ./gocron/...
+	cd contrib && GOWORK=$(CURDIR)/contrib/go.work $(GO) test -race -count=1 -timeout 3m ./gocron/...
 
 ## consumercheck: a fresh module outside this one depends on shepherd through a
 ## file module proxy holding this tree (no replace, no go.work): it builds,
@@ -64,7 +73,7 @@ alerts: setup-bench
 	  echo "== the queries of observe/prometheus/dashboard.json" && $(PROMTOOL) check rules $$rules
 
 lint:
-	@grep -Eq '^(replace|exclude)' go.mod && { echo "go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true
+	@grep -Eq '^(replace|exclude)' go.mod contrib/*/go.mod && { echo "a go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	GOWORK=off $(GO) vet ./...

@@ -45,6 +45,26 @@ const (
 	// Campaigning: an election's Run began campaigning at Path; the process
 	// takes part in that election from now on, as a follower until Elected.
 	Campaigning
+	// ScheduleTakeover: a leadership of the schedule at Path read its record
+	// and leads it from now on (Term; Tick and Outcome: the last tick
+	// recorded and its outcome, "" while started; Interval; LastOK).
+	ScheduleTakeover
+	// TickStarted: a schedule's leader recorded a tick's start and runs its
+	// job (Tick, Attempt, Term, Interval; Scheduled: when it was due; Lag:
+	// how long after that it started, both on the ZooKeeper server's
+	// clock).
+	TickStarted
+	// TickFinished: a tick's end was recorded (Tick, Attempt, Term,
+	// Scheduled; Outcome: "ok", "error", "timeout", "cancelled" or
+	// "interrupted" (left to the next leader: WithDrain); Took: how long
+	// the job ran; LastOK).
+	TickFinished
+	// TicksSkipped: the catch-up policy skipped Count missed ticks, through
+	// Tick.
+	TicksSkipped
+	// TickCaughtUp: a tick runs late under the catch-up policy, after Count
+	// ticks were missed (Tick).
+	TickCaughtUp
 )
 
 // String names k in snake case ("acquired", "hold_lost", ...), or returns
@@ -73,6 +93,16 @@ func (k RecipeEventKind) String() string {
 		return "hold_resumed"
 	case Campaigning:
 		return "campaigning"
+	case ScheduleTakeover:
+		return "schedule_takeover"
+	case TickStarted:
+		return "tick_started"
+	case TickFinished:
+		return "tick_finished"
+	case TicksSkipped:
+		return "ticks_skipped"
+	case TickCaughtUp:
+		return "tick_caught_up"
 	}
 	return "unknown"
 }
@@ -90,6 +120,20 @@ type RecipeEvent struct {
 	// Paused: HoldResumed, and HoldLost of a paused hold: how long it was
 	// paused (0 for a hold lost while not paused).
 	Paused time.Duration
-	Took   time.Duration // Revoked: loss signal to callback return
-	Term   int64         // Elected, Revoked, CallbackStuck
+	Took   time.Duration // Revoked: loss signal to callback return; TickFinished: the job's run
+	Term   int64         // Elected, Revoked, CallbackStuck, and the schedule's kinds
+
+	// The schedule's kinds (Recipe "schedule", Path the schedule's).
+	Tick      int64         // the tick's number
+	Attempt   int           // TickStarted, TickFinished: 1, or more for a rerun
+	Outcome   string        // TickFinished (and ScheduleTakeover): ok, error, timeout, cancelled, interrupted
+	Scheduled time.Time     // TickStarted, TickFinished: when the tick was due (server clock)
+	Started   time.Time     // TickStarted, TickFinished, ScheduleTakeover: when the (last) tick started (server clock)
+	Lag       time.Duration // TickStarted: from Scheduled to the start (server clock)
+	Count     int64         // TicksSkipped, TickCaughtUp: ticks skipped or missed
+	Interval  time.Duration // ScheduleTakeover, TickStarted: the time to the next tick
+	// LastOK: ScheduleTakeover, TickFinished: when the last tick that ended
+	// ok was started (server clock), or the schedule's epoch (tick 0's due
+	// time) while none has.
+	LastOK time.Time
 }

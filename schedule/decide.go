@@ -1,15 +1,27 @@
 package schedule
 
-import "time"
+import (
+	"time"
+
+	"github.com/shepherdzk/shepherd/observe"
+)
 
 // The leader's decisions: which tick is due, which to run now (its
 // misfire and catch-up policies, MinSpacing), or how long to wait.
 
 // due is the time tick n is due (ns since the Unix epoch, server clock).
-func (ld *leader) due(n int64) int64 { return ld.epoch + n*int64(ld.s.every) }
+func (ld *leader) due(n int64) int64 {
+	if ld.s.cron != nil {
+		return ld.cronDue(n)
+	}
+	return ld.epoch + n*int64(ld.s.every)
+}
 
 // latest is the latest tick due at now (-1 before the epoch).
 func (ld *leader) latest(now int64) int64 {
+	if ld.s.cron != nil {
+		return ld.cronLatest(now)
+	}
 	if now < ld.epoch {
 		return -1
 	}
@@ -23,6 +35,7 @@ func (ld *leader) decide(now int64) (n int64, attempt int, wait time.Duration) {
 	if h := ld.s.cfg.hooks.decided; h != nil {
 		h(time.Unix(0, now))
 	}
+	ld.caught = 0
 	rec := ld.rec
 	last := rec.N
 	if rec.State == stateStarted {
@@ -50,8 +63,10 @@ func (ld *leader) decide(now int64) (n int64, attempt int, wait time.Duration) {
 			return 0, 0, time.Duration(ld.due(latest+1) - now)
 		case catchOnce:
 			ld.skip(latest-1, missed-1)
+			ld.caught = missed
 		case catchAll:
 			next = last + 1
+			ld.caught = missed
 			if missed > int64(c.max) {
 				next = latest - int64(c.max) + 1
 				ld.skip(next-1, missed-int64(c.max))
@@ -69,6 +84,7 @@ func (ld *leader) skip(n, count int64) {
 	if n > ld.skipped {
 		ld.skipped = n
 		ld.s.log.Info("schedule: missed ticks skipped", "through", n, "count", count, "policy", ld.s.cfg.catchUp)
+		ld.report(observe.RecipeEvent{Kind: observe.TicksSkipped, Tick: n, Count: count})
 	}
 }
 

@@ -16,6 +16,11 @@
 // the leader and the next tick due: 'shepherd status' uses it). Run
 // campaigns until its ctx ends; the leader runs the job.
 //
+// NewCron makes a schedule whose ticks are a cron expression's activations
+// instead (robfig/cron/v3's syntax, time zones included): numbered, due and
+// decided by ZooKeeper's clock as below, tick 0 being the first activation
+// at or after the epoch; the misfire and catch-up policies are the same.
+//
 // # Ticks come from ZooKeeper's clock
 //
 // Tick N is due at the schedule's epoch plus N intervals; the epoch is the
@@ -108,6 +113,14 @@
 // is cancelled and its return recorded, then the candidate leaves the
 // election, so the next leader continues with the next tick without
 // waiting for a session timeout and without rerunning anything.
+// That drops the tick in flight: its job was cut short, and it is recorded
+// finished ("cancelled: ..."). For a rolling deploy of candidates, WithDrain
+// keeps it: the job in flight runs on for up to the drain and its end is
+// recorded as usual; past the drain its ctx is cancelled and, once it
+// returns, the tick is recorded interrupted (left "started", outcome
+// "interrupted: ..."), so the next leader reruns it under RerunInterrupted.
+// Either way the old leader leaves the election only after its job has
+// returned, so the tick never runs in two places at once.
 //
 // # Compared with ShedLock and CronJob
 //
@@ -143,6 +156,11 @@
 // election (see election.WithStopDeadline), and no new tick starts in that
 // process until it returns. A tick runs late when nobody can lead, when the
 // ZooKeeper ensemble is unavailable, or while leadership is paused.
-// Deleting the state node resets the schedule: the next leader creates it
-// again, with a new epoch, and starts from tick 0.
+// Deleting the state node while a leader leads does not reset the schedule:
+// a leadership that has read the record writes it back from what it knows
+// (the same epoch, the last tick and its start, so MinSpacing still holds),
+// logs a warning, and carries on with the next tick; tick 0 does not run
+// again. To reset a schedule, stop every candidate, then delete the node:
+// the next leader, having read no record, creates it with a new epoch and
+// starts from tick 0.
 package schedule

@@ -22,12 +22,15 @@ func (s *Schedule) Leadership() *election.Leadership { return s.e.Leadership() }
 // Status is what Inspect reads at a schedule's path.
 type Status struct {
 	Path   string
-	Every  time.Duration
-	Record Record          // Epoch is the state node's ctime
+	Every  time.Duration   // 0 for a cron schedule
+	Cron   string          // a cron schedule's expression
+	Record Record          // Epoch is tick 0's due time (see Record)
 	Leader election.Leader // the zero Leader when none
 	// NextN is the next tick to come due after the record's (N+1), due at
 	// NextDue = epoch + NextN intervals, on the ZooKeeper server's clock
-	// (the leader may skip it under a catch-up policy if it is missed).
+	// (the leader may skip it under a catch-up policy if it is missed); a
+	// cron schedule's NextDue is its next activation after tick N (zero if
+	// it has none in the next five years).
 	NextN   int64
 	NextDue time.Time
 }
@@ -55,16 +58,29 @@ func Inspect(ctx context.Context, sess *session.Session, path string) (st *Statu
 		return nil, false, err
 	}
 	var r Record
-	if json.Unmarshal(data, &r) != nil || r.Every == "" {
+	if json.Unmarshal(data, &r) != nil {
 		return nil, false, nil
 	}
-	every, err := time.ParseDuration(r.Every)
-	if err != nil || every <= 0 {
-		return nil, false, nil
+	r.Epoch = epochOf(r, stat)
+	st = &Status{Path: path, Cron: r.Cron, Record: r, NextN: r.N + 1}
+	switch {
+	case r.Cron != "" && r.Every == "":
+		sched, err := ParseCron(r.Cron)
+		if err != nil {
+			return nil, false, nil
+		}
+		ld := &leader{s: &Schedule{cron: &cronTimes{spec: r.Cron, sched: sched}}, rec: r, epoch: r.Epoch * int64(time.Millisecond)}
+		if due := ld.due(st.NextN); due != never {
+			st.NextDue = time.Unix(0, due).UTC()
+		}
+	default:
+		every, err := time.ParseDuration(r.Every)
+		if err != nil || every <= 0 {
+			return nil, false, nil
+		}
+		st.Every = every
+		st.NextDue = time.UnixMilli(r.Epoch).Add(time.Duration(st.NextN) * every).UTC()
 	}
-	r.Epoch = stat.Ctime
-	st = &Status{Path: path, Every: every, Record: r, NextN: r.N + 1}
-	st.NextDue = time.UnixMilli(r.Epoch).Add(time.Duration(st.NextN) * every).UTC()
 	if e, err := election.New(sess, path+"/"+layout.ScheduleLeader, "inspect"); err == nil {
 		l, err := e.Leader(ctx)
 		switch {

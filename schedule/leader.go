@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 )
 
@@ -24,9 +27,10 @@ type leader struct {
 	l    *election.Leadership
 	term election.Term
 
-	rec   Record
-	ver   int32 // the record's version as last read or written
-	epoch int64 // ns since the Unix epoch: tick 0's due time
+	rec    Record
+	loaded bool  // rec is the record as last read or written (else step reads it)
+	ver    int32 // the record's version as last read or written
+	epoch  int64 // ns since the Unix epoch: tick 0's due time
 	// skipped: ticks up to this one were skipped by a catch-up policy of
 	// this leadership (not recorded: a new leader decides again).
 	skipped int64
@@ -34,7 +38,11 @@ type leader struct {
 	// be unknown) whose job has not run.
 	mine *Record
 	// done is the end of a job that ran and is still to be recorded.
-	done *Record
+	done      *Record
+	announced bool          // the takeover is reported
+	caught    int64         // the run decided is a catch-up after this many missed ticks
+	took      time.Duration // how long the job of done ran
+	memo      cronMemo      // a cron schedule's last count of due times
 	// fresh, if not 0, is the server's time (ns) of the write just made:
 	// the next decision takes it as "now" instead of asking again.
 	fresh int64
@@ -77,7 +85,7 @@ func (ld *leader) lead(ctx context.Context) error {
 			if errors.Is(err, ErrIntervalMismatch) || errors.Is(err, ErrBadRecord) {
 				return err
 			}
-			ld.rec.State = "" // unknown: step loads again
+			ld.loaded = false // unknown: step loads again
 		}
 	}
 	return nil
@@ -86,7 +94,7 @@ func (ld *leader) lead(ctx context.Context) error {
 // step makes one move: load the record, record a job's end, wait for the
 // next tick, or run one.
 func (ld *leader) step(ctx context.Context) error {
-	if ld.rec.State == "" {
+	if !ld.loaded {
 		return ld.load(ctx)
 	}
 	if ld.done != nil {
@@ -117,9 +125,15 @@ func (ld *leader) step(ctx context.Context) error {
 }
 
 // load reads the record, creating it (tick 0 due now) when there is none.
+// A leadership that has read a record and finds it gone (deleted by hand
+// under it) writes back what it knows instead (restore): a new epoch would
+// run tick 0 again at once and forget MinSpacing's last start.
 func (ld *leader) load(ctx context.Context) error {
 	rec, st, err := ld.s.read(ctx)
 	if errors.Is(err, zk.ErrNoNode) {
+		if ld.epoch != 0 {
+			return ld.restore(ctx)
+		}
 		return ld.create(ctx)
 	}
 	if err != nil {
@@ -134,7 +148,8 @@ func (ld *leader) load(ctx context.Context) error {
 // schedule's epoch. The Set in the same multi returns the Stat (a create's
 // answer has none).
 func (ld *leader) create(ctx context.Context) error {
-	rec := Record{Every: ld.s.every.String(), N: -1, State: stateFinished}
+	rec := ld.s.newRecord()
+	rec.N, rec.State = -1, stateFinished
 	data, _ := json.Marshal(rec)
 	res, err := ld.l.Fenced(ctx, fence.Create(ld.s.state, data), fence.Set(ld.s.state, data, 0))
 	if errors.Is(err, fence.ErrNodeExists) {
@@ -148,9 +163,39 @@ func (ld *leader) create(ctx context.Context) error {
 	return nil
 }
 
+// restore writes back the record as this leadership last read or wrote
+// it, epoch included, fenced: the node was deleted under a live leader.
+// The schedule carries on from its last tick; a job's start or end whose
+// write was lost with the node is reconciled as after any unknown outcome.
+func (ld *leader) restore(ctx context.Context) error {
+	rec := ld.rec
+	rec.Epoch = ld.epoch / int64(time.Millisecond)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	res, err := ld.l.Fenced(ctx, fence.Create(ld.s.state, data), fence.Set(ld.s.state, data, 0))
+	if errors.Is(err, fence.ErrNodeExists) {
+		return ld.load(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	ld.s.log.Warn("schedule: the record was deleted under the leader; written back from what it knew (to reset a schedule, stop every candidate first)",
+		"tick", rec.N, "state", rec.State, "epoch", time.UnixMilli(rec.Epoch).UTC())
+	ld.set(rec, res[1].Stat)
+	ld.reconcile()
+	return nil
+}
+
 func (ld *leader) set(rec Record, st *zk.Stat) {
-	ld.rec, ld.ver, ld.epoch = rec, st.Version, st.Ctime*int64(time.Millisecond)
-	ld.rec.Epoch = st.Ctime
+	rec.Epoch = epochOf(rec, st)
+	ld.rec, ld.ver, ld.epoch = rec, st.Version, rec.Epoch*int64(time.Millisecond)
+	ld.loaded = true
+	if !ld.announced {
+		ld.announced = true
+		ld.takenOver()
+	}
 }
 
 // reconcile matches a freshly read record with what this leadership wrote
@@ -159,7 +204,7 @@ func (ld *leader) reconcile() {
 	if ld.done != nil {
 		d := *ld.done
 		switch {
-		case ld.rec.State == stateFinished && same(ld.rec, d):
+		case ld.rec.State == d.State && ld.rec.Outcome == d.Outcome && same(ld.rec, d):
 			ld.clearDone() // the end landed
 		case ld.rec.State == stateStarted && same(ld.rec, d):
 			// not landed: finish writes it again
@@ -217,8 +262,9 @@ func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) erro
 		return errEnded
 	}
 	if ld.mine == nil || !same(ld.rec, *ld.mine) || ld.rec.State != stateStarted {
-		start := Record{Every: ld.s.every.String(), N: n, Attempt: attempt, State: stateStarted,
-			Leader: ld.s.id, Term: int64(ld.term), Started: now / int64(time.Millisecond)}
+		start := ld.s.newRecord()
+		start.N, start.Attempt, start.State, start.Due = n, attempt, stateStarted, ld.due(n)/int64(time.Millisecond)
+		start.Leader, start.Term, start.Started, start.LastOK = ld.s.id, int64(ld.term), now/int64(time.Millisecond), ld.rec.LastOK
 		ld.mine = &start
 		if _, err := ld.write(ctx, start); err != nil {
 			ld.r.endJob()
@@ -226,21 +272,51 @@ func (ld *leader) run(ctx context.Context, n int64, attempt int, now int64) erro
 		}
 	}
 	t := Tick{N: n, Scheduled: time.Unix(0, ld.due(n)), Attempt: attempt, Term: ld.term}
-	ld.s.log.Debug("schedule: tick", "tick", n, "attempt", attempt, "scheduled", t.Scheduled.UTC())
+	ld.s.log.Info("schedule: tick", "tick", n, "attempt", attempt, "scheduled", t.Scheduled.UTC())
+	if ld.caught > 0 {
+		ld.report(observe.RecipeEvent{Kind: observe.TickCaughtUp, Tick: n, Count: ld.caught})
+	}
+	ld.report(observe.RecipeEvent{Kind: observe.TickStarted, Tick: n, Attempt: attempt, Scheduled: t.Scheduled,
+		Started: ms(ld.rec.Started), Lag: time.Duration(ms(ld.rec.Started).UnixNano() - ld.due(n)), Interval: ld.interval(n)})
+	begin := time.Now()
 	outcome := ld.runJob(ctx, t)
+	ld.took = time.Since(begin)
 	end := ld.rec
 	end.State, end.Outcome = stateFinished, outcome
+	if outcome == "ok" {
+		end.LastOK = end.Started
+	}
+	if strings.HasPrefix(outcome, outcomeInterrupted) {
+		// Past the drain: left started, for the next leader's misfire
+		// policy; the outcome says why.
+		end.State = stateStarted
+	}
 	ld.mine, ld.done = nil, &end
 	return ld.finish(ctx)
 }
 
-var errTimeout = errors.New("schedule: run timeout")
+var (
+	errTimeout = errors.New("schedule: run timeout")
+	errDrained = errors.New("schedule: drain passed")
+)
+
+// outcomeInterrupted begins the outcome of a tick interrupted by a graceful
+// stop past its drain (WithDrain); its record stays "started".
+const outcomeInterrupted = "interrupted: "
 
 // runJob runs the job and returns the outcome to record.
 func (ld *leader) runJob(ctx context.Context, t Tick) string {
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(ld.r.runCtx, func() { cancel(context.Canceled) })
+	stop := context.AfterFunc(ld.r.runCtx, func() {
+		if !ld.s.cfg.hasDrain {
+			cancel(context.Canceled)
+			return
+		}
+		// Let the job finish within the drain, then interrupt it.
+		tm := time.AfterFunc(ld.s.cfg.drain, func() { cancel(errDrained) })
+		context.AfterFunc(jctx, func() { tm.Stop() })
+	})
 	defer stop()
 	if d := ld.s.cfg.runTimeout; d > 0 {
 		tm := time.AfterFunc(d, func() { cancel(errTimeout) })
@@ -250,9 +326,11 @@ func (ld *leader) runJob(ctx context.Context, t Tick) string {
 	switch cause := context.Cause(jctx); {
 	case err == nil:
 		return "ok"
+	case errors.Is(cause, errDrained):
+		return fmt.Sprintf("%sdrain %v passed: %s", outcomeInterrupted, ld.s.cfg.drain, truncate(err.Error(), 500))
 	case errors.Is(cause, errTimeout):
 		return "timeout: " + truncate(err.Error(), 500)
-	case ld.r.runCtx.Err() != nil:
+	case ld.r.runCtx.Err() != nil && !ld.s.cfg.hasDrain:
 		return "cancelled: " + truncate(err.Error(), 500)
 	}
 	return "error: " + truncate(err.Error(), 500)
@@ -270,6 +348,11 @@ func (ld *leader) finish(ctx context.Context) error {
 	}
 	if h := ld.s.cfg.hooks.finished; h != nil {
 		h(end, err)
+	}
+	if err == nil {
+		ld.report(observe.RecipeEvent{Kind: observe.TickFinished, Tick: end.N, Attempt: end.Attempt,
+			Scheduled: time.Unix(0, ld.due(end.N)), Started: ms(end.Started), Outcome: outcomeClass(end.Outcome),
+			Took: ld.took, LastOK: ld.lastOK()})
 	}
 	if err == nil || errors.Is(err, ErrLost) || ctx.Err() != nil {
 		if err != nil {

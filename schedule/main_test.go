@@ -132,14 +132,15 @@ func (b *book) runsOf(from int64) []run {
 	return out
 }
 
-// checkFinishes fails the test if a tick's end was recorded twice.
+// checkFinishes fails the test if a tick's end was recorded twice; it
+// returns each tick's end.
 func (b *book) checkFinishes(t *testing.T) map[int64]finish {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	done := map[int64]finish{}
 	for _, f := range b.finishes {
-		if f.err != nil {
+		if f.err != nil || f.rec.State != stateFinished { // an interruption (WithDrain) is no end
 			continue
 		}
 		if prev, ok := done[f.rec.N]; ok {

@@ -85,6 +85,8 @@ type config struct {
 	catchUp    CatchUp
 	minSpacing time.Duration
 	runTimeout time.Duration
+	drain      time.Duration
+	hasDrain   bool // WithDrain was given
 	election   []election.Option
 	clock      func() time.Time
 	hooks      hooks
@@ -155,6 +157,26 @@ func WithRunTimeout(d time.Duration) Option {
 			return
 		}
 		c.runTimeout = d
+	}
+}
+
+// WithDrain makes Run's ctx ending (a graceful stop: SIGTERM in a
+// deploy) let the job in flight run on for up to d: if it returns within
+// d, its end is recorded as usual and the leadership is handed over; if
+// not, its ctx is cancelled and, once it returns, the tick is recorded
+// interrupted (state "started", outcome "interrupted: ..."), so the next
+// leader runs it again under RerunInterrupted (Attempt one higher) or
+// leaves it under SkipInterrupted. WithDrain(0) interrupts at once.
+// Without WithDrain, a graceful stop cancels the job at once and records
+// its return as the tick's end ("cancelled: ..."), never run again. d must
+// not be negative.
+func WithDrain(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.setErr(fmt.Errorf("schedule: %w: drain %v", ErrInvalidArgument, d))
+			return
+		}
+		c.drain, c.hasDrain = d, true
 	}
 }
 

@@ -25,7 +25,8 @@ var (
 	ErrLost            = session.ErrLost
 	ErrClosed          = session.ErrClosed
 	// ErrIntervalMismatch: the schedule's record was written with another
-	// interval (every); tick numbers would mean other times. Run fails with
+	// interval (every) or cron expression; tick numbers would mean other
+	// times. Run fails with
 	// it, before or after it is elected.
 	ErrIntervalMismatch = core.NewError("schedule: interval differs from the one recorded at the path")
 	// ErrBadRecord: the state node holds something other than a schedule's
@@ -58,7 +59,8 @@ type Schedule struct {
 	path  string // in the session's namespace
 	state string // the record's node, in the session's namespace
 	id    string
-	every time.Duration
+	every time.Duration // 0 for a cron schedule
+	cron  *cronTimes    // a cron schedule's activations, else nil
 	cfg   config
 	e     *election.Election
 	log   *slog.Logger
@@ -70,6 +72,14 @@ type Schedule struct {
 // package election), its record is the node path+"/state". Every candidate
 // of a path must use the same every.
 func New(sess *session.Session, path, id string, every time.Duration, opts ...Option) (*Schedule, error) {
+	if every < time.Millisecond {
+		return nil, fmt.Errorf("schedule: %w: interval %v (at least 1ms)", ErrInvalidArgument, every)
+	}
+	return newSchedule(sess, path, id, every, nil, opts...)
+}
+
+// newSchedule makes an interval schedule (cron nil) or a cron schedule.
+func newSchedule(sess *session.Session, path, id string, every time.Duration, cron *cronTimes, opts ...Option) (*Schedule, error) {
 	c := config{misfire: RerunInterrupted, catchUp: CatchUpOnce, clock: time.Now}
 	construct.Apply("schedule", &c, opts, c.setErr)
 	if c.err != nil {
@@ -78,14 +88,11 @@ func New(sess *session.Session, path, id string, every time.Duration, opts ...Op
 	if err := construct.Check("schedule", sess, path); err != nil {
 		return nil, err
 	}
-	if every < time.Millisecond {
-		return nil, fmt.Errorf("schedule: %w: interval %v (at least 1ms)", ErrInvalidArgument, every)
-	}
 	e, err := election.New(sess, path+"/"+layout.ScheduleLeader, id, c.election...)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	return &Schedule{sess: sess, path: path, state: path + "/" + layout.ScheduleState, id: id, every: every, cfg: c, e: e,
+	return &Schedule{sess: sess, path: path, state: path + "/" + layout.ScheduleState, id: id, every: every, cron: cron, cfg: c, e: e,
 		log: sess.Logger().With("schedule", sess.Path(path), "id", id)}, nil
 }
 

@@ -14,6 +14,10 @@
 #     an election's leadership.
 #  4. `go install …/cmd/shepherd@VERSION` through the same proxy, then
 #     `shepherd -h`.
+#  5. The contrib module (contrib/gocron) the same way: its zip at HEAD's
+#     pseudo-version, shepherd at the version its go.mod requires (built
+#     from that commit with git), and a fresh module requiring only contrib
+#     (internal/consumercheck/testdata/gocron) builds, vets and runs.
 #
 # Other modules resolve through the local module cache, then $(go env GOPROXY).
 # Everything is done in a temporary directory (module cache included), removed
@@ -94,4 +98,32 @@ GOBIN="$tmp/bin" go install "$mod/cmd/shepherd@$version" ||
 "$tmp/bin/shepherd" -h >"$tmp/help.txt" 2>&1 || fail "shepherd -h failed: $(cat "$tmp/help.txt")"
 grep -qi 'usage' "$tmp/help.txt" || fail "shepherd -h printed no usage: $(cat "$tmp/help.txt")"
 say "OK go install $mod/cmd/shepherd@$version; shepherd -h prints its usage"
+
+# 5. The contrib module (contrib/gocron, a module of its own, depending on
+# shepherd and gocron): its zip at HEAD's pseudo-version, and shepherd at the
+# version contrib's go.mod requires, built from the commit that
+# pseudo-version names (what an importer's go command fetches). A fresh
+# module that requires only contrib builds, vets and runs against them.
+cd "$root/internal/consumercheck"
+read -r cmod cversion < <(go run . -root "$root" -dir contrib/gocron -out "$tmp/proxy") ||
+  fail "could not build contrib/gocron's module zip"
+req=$(sed -n 's|^[[:space:]]*'"$mod"' \(v[^[:space:]]*\)$|\1|p' "$root/contrib/gocron/go.mod")
+[ -n "$req" ] || fail "contrib/gocron/go.mod does not require $mod"
+rev=${req##*-}
+go run . -root "$root" -rev "$rev" -out "$tmp/proxy" >/dev/null ||
+  fail "contrib/gocron requires $mod@$req: its commit $rev is not in this repository"
+say "serving $cmod@$cversion, which requires $mod@$req"
+gconsumer="$tmp/gocron-consumer"
+mkdir -p "$gconsumer"
+cp "$root/internal/consumercheck/testdata/gocron/main.go" "$gconsumer/"
+printf 'module example.com/gocron-consumer\n\ngo %s\n' "$minor" >"$gconsumer/go.mod"
+cd "$gconsumer"
+go get "$cmod@$cversion"
+go mod tidy
+got=$(go list -m -f '{{.Version}}' "$mod")
+[ "$got" = "$req" ] || fail "$mod resolved to $got for contrib, not to the $req its go.mod requires"
+go build ./...
+go vet ./...
+go run . || fail "the gocron consumer program failed"
+say "OK $cmod@$cversion builds and runs from an outside module, with $mod@$req"
 say "OK in $(($(date +%s) - start)) s"

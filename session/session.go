@@ -95,13 +95,27 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Session, erro
 		close(s.done)
 		return nil, err
 	}
+	// The observer hears the first state before Open returns: a metric
+	// gathered right after Open shows the session Connected.
+	var first chan struct{}
 	if o := cfg.observer; o != nil {
-		s.Listen(o.SessionEvent)
+		first = make(chan struct{})
+		var once sync.Once
+		s.Listen(func(ev Event) {
+			o.SessionEvent(ev)
+			once.Do(func() { close(first) })
+		})
 	}
 	s.mu.Lock()
 	s.adoptLocked(h, time.Now())
 	s.mu.Unlock()
 	go s.run()
+	if first != nil {
+		select {
+		case <-first:
+		case <-ctx.Done(): // a slow observer; the session is open all the same
+		}
+	}
 	return s, nil
 }
 

@@ -20,14 +20,14 @@ import (
 // flag of the subcommand with an example; so does `shepherd help SUB`.
 func TestHelp(t *testing.T) {
 	conn := []string{"zk", "namespace", "session-timeout", "connect-timeout", "v", "tls", "tls-ca", "tls-cert", "tls-key", "auth-file"}
-	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id", "acl"}, conn...)
+	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id", "acl", "metrics"}, conn...)
 	flags := map[string][]string{
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),
 		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
-		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout"}, hold...),
+		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout", "drain", "cron", "tz"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
-		"dev":       {"port", "data", "tls"},
+		"dev":       {"port", "data", "tls", "servers"},
 		"version":   nil,
 		"ls":        append([]string{"json", "depth", "max-nodes"}, conn...),
 	}

@@ -21,15 +21,21 @@ const installHint = "install them with `apt-get install zookeeper default-jre-he
 	"or install Java and set ZOOKEEPER_CLASSPATH to a classpath holding ZooKeeper's jars and their dependencies"
 
 func (c *cli) cmdDev(ctx context.Context, args []string) error {
-	s := newSub("dev", "shepherd dev [-port 2181] [-data DIR] [-tls]", `
+	s := newSub("dev", "shepherd dev [-servers 1|3|5] [-port 2181] [-data DIR] [-tls]", `
 Start a standalone ZooKeeper on 127.0.0.1 to try shepherd on, print the
 export SHEPHERD_ZK=... line for the other commands, and run until Ctrl-C
 (SIGINT) or SIGTERM, then stop the server and remove what it made.
 
-For trying things out only, never for production: one server (no
-replication), no fsync, data in a temporary directory unless -data. It needs
-Java and ZooKeeper's jars: Debian's zookeeper package, or
-ZOOKEEPER_CLASSPATH.
+With -servers 3 (or 5) it starts an ensemble on loopback instead, on free
+ports (the export line lists them), to rehearse what a rolling restart does
+to holders: SIGHUP restarts its servers one after the other, each serving
+again before the next, as an operator's rolling restart does. Its servers
+grant sessions from 1s to 60s (tickTime 500ms): the CLI's default 10s is
+granted as asked.
+
+For trying things out only, never for production: no fsync, data in a
+temporary directory unless -data. It needs Java and ZooKeeper's jars:
+Debian's zookeeper package, or ZOOKEEPER_CLASSPATH.
 
 With -tls the port speaks TLS only and wants a client certificate (mutual
 TLS): a throw-away CA issues the server's certificate and a client's, which
@@ -38,8 +44,10 @@ is written with its key and the CA's certificate under the data directory
 and SHEPHERD_TLS_KEY to them.`,
 		"shepherd dev",
 		"shepherd dev -port 2182 -data ~/.shepherd-dev",
+		"shepherd dev -servers 3 > dev.env",
 		"shepherd dev -tls -port 2281")
-	port := s.fs.Int("port", 2181, "client `PORT` on 127.0.0.1 (0: any free port)")
+	port := s.fs.Int("port", 2181, "client `PORT` on 127.0.0.1 (0: any free port; one server only)")
+	servers := s.fs.Int("servers", 1, "how many servers: 1 (standalone) or an ensemble of `N` = 3 or 5 on free ports")
 	data := s.fs.String("data", "", "keep the server's data in `DIR` (kept on exit; default: a temporary directory, removed)")
 	useTLS := s.fs.Bool("tls", false, "serve TLS only (mutual TLS), with a throw-away CA and a client certificate\n"+
 		"written under the data directory; print the SHEPHERD_TLS_* exports too")
@@ -53,38 +61,24 @@ and SHEPHERD_TLS_KEY to them.`,
 	if *port < 0 || *port > 65535 {
 		return usagef("dev: -port %d: want 0-65535", *port)
 	}
-	if _, err := exec.LookPath("java"); err != nil {
-		return fmt.Errorf("dev: Java not found (%v): %s", err, installHint)
+	switch {
+	case *servers != 1 && *servers != 3 && *servers != 5:
+		return usagef("dev: -servers %d: want 1, 3 or 5", *servers)
+	case *servers > 1 && flagSet(s.fs, "port"):
+		return usagef("dev: -port is for one server: an ensemble's ports are chosen free, and printed")
+	case *servers > 1:
+		*port = 0
 	}
-	cp, err := zktest.Classpath()
-	if errors.Is(err, zktest.ErrNotInstalled) {
-		return fmt.Errorf("dev: ZooKeeper's jars not found: %s", installHint)
-	} else if err != nil {
-		return fmt.Errorf("dev: %w", err)
+	opts, err := devOptions(*port, *data, *useTLS)
+	if err != nil {
+		return err
 	}
-	opts := []zktest.Option{zktest.WithClasspath(cp), zktest.WithStartTimeout(90 * time.Second)}
-	if *port != 0 {
-		// Another server on the port would answer zktest's readiness probe
-		// for ours: check it is free first.
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
-		if err != nil {
-			return fmt.Errorf("dev: port %d is taken (another ZooKeeper?): choose another with -port: %w", *port, err)
-		}
-		l.Close()
-		opts = append(opts, zktest.WithClientPort(*port))
+	what := "a standalone ZooKeeper"
+	if *servers > 1 {
+		what = fmt.Sprintf("an ensemble of %d ZooKeeper servers", *servers)
 	}
-	if *data != "" {
-		dir, err := filepath.Abs(*data)
-		if err != nil {
-			return usagef("dev: -data: %v", err)
-		}
-		opts = append(opts, zktest.WithDataDir(dir))
-	}
-	if *useTLS {
-		opts = append(opts, zktest.WithTLS(zktest.TLSConfig{}))
-	}
-	fmt.Fprintln(c.stderr, "shepherd dev: starting a standalone ZooKeeper (for trying things out, never for production)...")
-	zk, err := zktest.StartCluster(ctx, 1, opts...)
+	fmt.Fprintf(c.stderr, "shepherd dev: starting %s (for trying things out, never for production)...\n", what)
+	zk, err := zktest.StartCluster(ctx, *servers, opts...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interruptedWaiting(ctx, "starting ZooKeeper")
@@ -96,7 +90,7 @@ and SHEPHERD_TLS_KEY to them.`,
 	if *data != "" {
 		where = "in " + zk.Dir() + ", kept"
 	}
-	export := "export SHEPHERD_ZK=" + zk.Addr(0)
+	export := "export SHEPHERD_ZK=" + zk.ConnectString()
 	serves := "serves"
 	if *useTLS {
 		files, err := writeDevTLS(zk)
@@ -107,31 +101,56 @@ and SHEPHERD_TLS_KEY to them.`,
 		serves = "serves TLS only (mutual TLS, certificates valid for a day)"
 	}
 	fmt.Fprintln(c.stdout, export)
+	kind := "one server, no fsync"
+	if *servers > 1 {
+		kind = fmt.Sprintf("%d servers on loopback, no fsync; SIGHUP restarts them one by one", *servers)
+	}
 	fmt.Fprintf(c.stderr, `shepherd dev: ZooKeeper %s on %s (data %s).
-It is for trying things out, never for production: one server, no fsync.
+It is for trying things out, never for production: %s.
 In another shell:
   %s
   shepherd lock /demo/lock -- sh -c 'echo "token $SHEPHERD_TOKEN"; sleep 5'
   shepherd status /demo/lock
 Ctrl-C stops it.
-`, serves, zk.Addr(0), where, export)
-	// Report a server that dies under us; the check is cheap and rare.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(c.stderr, "shepherd dev: stopping ZooKeeper")
-			if err := zk.Close(); err != nil {
-				return fmt.Errorf("dev: %w", err)
-			}
-			return nil
-		case <-tick.C:
-			if !zk.Running(0) {
-				return fmt.Errorf("dev: ZooKeeper exited; its log:\n%s", zk.LogTail(0, 20))
-			}
-		}
+`, serves, zk.ConnectString(), where, kind, export)
+	return c.devServe(ctx, zk)
+}
+
+// devOptions are zktest's options for dev's servers.
+func devOptions(port int, data string, useTLS bool) ([]zktest.Option, error) {
+	if _, err := exec.LookPath("java"); err != nil {
+		return nil, fmt.Errorf("dev: Java not found (%v): %s", err, installHint)
 	}
+	cp, err := zktest.Classpath()
+	if errors.Is(err, zktest.ErrNotInstalled) {
+		return nil, fmt.Errorf("dev: ZooKeeper's jars not found: %s", installHint)
+	} else if err != nil {
+		return nil, fmt.Errorf("dev: %w", err)
+	}
+	// Sessions from 2 ticks (1s) to 60s: the CLI's default 10s as asked.
+	opts := []zktest.Option{zktest.WithClasspath(cp), zktest.WithStartTimeout(90 * time.Second),
+		zktest.WithTickTime(devTick), zktest.WithMaxSessionTimeout(time.Minute)}
+	if port != 0 {
+		// Another server on the port would answer zktest's readiness probe
+		// for ours: check it is free first.
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return nil, fmt.Errorf("dev: port %d is taken (another ZooKeeper?): choose another with -port: %w", port, err)
+		}
+		l.Close()
+		opts = append(opts, zktest.WithClientPort(port))
+	}
+	if data != "" {
+		dir, err := filepath.Abs(data)
+		if err != nil {
+			return nil, usagef("dev: -data: %v", err)
+		}
+		opts = append(opts, zktest.WithDataDir(dir))
+	}
+	if useTLS {
+		opts = append(opts, zktest.WithTLS(zktest.TLSConfig{}))
+	}
+	return opts, nil
 }
 
 // writeDevTLS writes the CA certificate and a client certificate with its

@@ -71,6 +71,8 @@ environment, the exit statuses and what happens to CMD's processes: see
 		return usagef("elect: missing CMD (shepherd elect [flags] PATH -- CMD...), or -http ADDR to only campaign and serve")
 	case len(argv) == 0 && *once:
 		return usagef("elect: -once needs a CMD")
+	case *httpAddr != "" && o.metrics != "":
+		return usagef("elect: -http serves /metrics too: give -http or -metrics")
 	}
 	if err := election.ValidateID(*id); err != nil {
 		return usagef("elect: -id: %v", err)
@@ -243,7 +245,7 @@ func (c *cli) stopLeading(ch *child, sig syscall.Signal, o *options, sess *sessi
 		ch.requestStop(syscall.SIGTERM, lostGrace(o, sess))
 	}
 	ch.requestStop(sig, o.grace)
-	fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, name, o.grace)
+	fmt.Fprintf(c.stderr, "shepherd: %s: stopping %s (SIGKILL after %v)\n", sigName(sig), name, o.grace)
 	ch.await(o.grace)
 }
 

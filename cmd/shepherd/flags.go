@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shepherdzk/shepherd/session"
@@ -176,6 +177,8 @@ type options struct {
 	grace        time.Duration
 	pidns        bool
 	onDisconnect session.DisconnectPolicy
+	metrics      string // -metrics ADDR
+	tickLines    bool   // print a schedule's takeovers and ticks
 }
 
 // defaultOptions are the flags' defaults.
@@ -218,6 +221,8 @@ func (o *options) registerHold(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up acquiring after this long, exit 4 (0: wait forever)")
 	fs.DurationVar(&o.grace, "grace", o.grace, "when CMD must stop: time between SIGTERM and SIGKILL to its processes\n"+
 		"(after a hold loss, at most a sixth of the session timeout)")
+	fs.StringVar(&o.metrics, "metrics", o.metrics, "serve /metrics (Prometheus; hold metrics labelled by path), /readyz (200 while\n"+
+		"holding or leading, not paused), /healthz and /livez (500 when wedged) on `ADDR`")
 	fs.BoolVar(&o.pidns, "pidns", o.pidns, "run CMD in a new PID namespace where the kernel allows it\n"+
 		"(false: always use the subreaper fallback; see 'shepherd help')")
 	fs.Var((*policyFlag)(&o.onDisconnect), "on-disconnect", "what a lost connection to ZooKeeper does to CMD (`stop|pause`): stop it\n"+
@@ -267,4 +272,87 @@ func (o *options) check(name string) error {
 		}
 	}
 	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// checkConnectString refuses what session.ParseConnectString lets pass but
+// is surely a typo: an empty server between commas ("a:2181,,b:2182"), and
+// a chroot given more than once or before the last server
+// ("h:2181/a,h:2181/b": the chroot would be "/a,h:2181/b").
+func checkConnectString(s string) error {
+	hosts, chroot, _ := strings.Cut(s, "/")
+	list := strings.Split(hosts, ",")
+	for i, h := range list {
+		if strings.TrimSpace(h) == "" && len(list) > 1 {
+			return fmt.Errorf("server %d is empty (two commas in a row, or one at an end)", i+1)
+		}
+	}
+	if strings.Contains(chroot, ",") {
+		return fmt.Errorf("a chroot (/path) comes once, after the last server: %q", "/"+chroot)
+	}
+	return nil
+}
+
+// noteTimeout says, without -v, that the server granted a shorter session
+// timeout than -session-timeout asked for (its maxSessionTimeout, by
+// default 20 ticks): holds then end sooner after a lost connection than
+// the flag says.
+func noteTimeout(w io.Writer, o *options, granted time.Duration) {
+	if granted > 0 && granted < o.sessionTimeout {
+		fmt.Fprintf(w, "shepherd: -session-timeout %v: ZooKeeper at %s granted %v (its maxSessionTimeout)\n", o.sessionTimeout, o.zk, granted)
+	}
+}
+
+// prefixed is err with another message: the CLI's words for a library
+// error whose message repeats what the CLI says first.
+type prefixed struct {
+	msg string
+	err error
+}
+
+func (e prefixed) Error() string { return e.msg }
+func (e prefixed) Unwrap() error { return e.err }
+
+// unprefixed is err's message without the operation prefixes the layers
+// added ("revoke NODE: ", "delete: "): the CLI names the operation once.
+func unprefixed(err error) string {
+	m := err.Error()
+	for {
+		switch {
+		case strings.HasPrefix(m, "revoke "):
+			_, rest, ok := strings.Cut(m, ": ")
+			if !ok {
+				return m
+			}
+			m = rest
+		case strings.HasPrefix(m, "delete: "):
+			m = strings.TrimPrefix(m, "delete: ")
+		default:
+			return m
+		}
+	}
+}
+
+// sigName names a signal as kill -l does ("SIGINT"), not as the C library
+// describes it ("interrupt": "interrupted by interrupt").
+func sigName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	}
+	return fmt.Sprintf("signal %d", int(sig))
 }

@@ -129,7 +129,7 @@ CMD's processes: see 'shepherd help'.`,
 	// more per grant, nothing for a process to keep track of.
 	sem, err := semaphore.New(sess, path, *n, semaphore.WithData([]byte(*id)), semaphore.WithSlots())
 	if err != nil {
-		return usagef("semaphore: %v", err)
+		return usagef("%v", err) // the library's error names the semaphore
 	}
 	actx, cancel := acquireCtx(ctx, o)
 	stopLine := c.waitLine(sess, "a lease", path)
@@ -230,7 +230,7 @@ func (c *cli) supervise(ctx context.Context, o *options, sess *session.Session, 
 		}
 		return func(sig syscall.Signal) {
 			ch.requestStop(sig, o.grace)
-			fmt.Fprintf(c.stderr, "shepherd: %v: stopping %s (SIGKILL after %v)\n", sig, argv[0], o.grace)
+			fmt.Fprintf(c.stderr, "shepherd: %s: stopping %s (SIGKILL after %v)\n", sigName(sig), argv[0], o.grace)
 			go ch.await(o.grace)
 		}, nil
 	})

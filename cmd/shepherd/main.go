@@ -198,7 +198,7 @@ func (e exitCode) Error() string {
 // interrupted is the cause of the command's context when a signal ends it.
 type interrupted struct{ sig syscall.Signal }
 
-func (e interrupted) Error() string { return "interrupted by " + e.sig.String() }
+func (e interrupted) Error() string { return "interrupted by " + sigName(e.sig) }
 
 // signalOf returns the signal that cancelled ctx, if one did.
 func signalOf(ctx context.Context) (syscall.Signal, bool) {
@@ -255,6 +255,7 @@ type cli struct {
 	stdout, stderr io.Writer
 	sigs           *signals
 	procs          *launcher
+	atExit         []func() // run when the command has returned (-metrics' server)
 }
 
 func main() {
@@ -270,6 +271,11 @@ func main() {
 
 // run executes the command line and returns the exit status.
 func (c *cli) run(ctx context.Context, args []string) int {
+	defer func() {
+		for _, f := range c.atExit {
+			f()
+		}
+	}()
 	o := defaultOptions()
 	global := newSub("shepherd", "shepherd [flags] SUBCOMMAND ...", "")
 	o.registerConn(global.fs)
@@ -381,7 +387,11 @@ func onePath(name string, pos []string) (string, error) {
 // connect opens the session. The connect string's chroot and -namespace
 // both prefix PATH, the chroot first.
 func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) (*session.Session, error) {
-	servers, _, err := session.ParseConnectString(o.zk) // checked here for the message, and counted
+	err := checkConnectString(o.zk)
+	var servers []string
+	if err == nil {
+		servers, _, err = session.ParseConnectString(o.zk) // checked here for the message, and counted
+	}
 	if err != nil {
 		return nil, usagef("-zk %q: %v", o.zk, err)
 	}
@@ -393,6 +403,13 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	sec, err := o.security(c.stderr)
 	if err != nil {
 		return nil, err
+	}
+	obs, err := c.observe(o) // -metrics, schedule's lines
+	if err != nil {
+		return nil, err
+	}
+	if obs != nil {
+		extra = append([]session.Option{session.WithObserver(obs)}, extra...)
 	}
 	opts := append(append([]session.Option{session.WithSessionTimeout(o.sessionTimeout)}, sec...), extra...)
 	if o.onDisconnect == session.PauseOnDisconnect {
@@ -420,12 +437,17 @@ func (c *cli) connect(ctx context.Context, o *options, extra ...session.Option) 
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedWaiting(ctx, "connecting to ZooKeeper")
 	case err != nil && errors.Is(context.Cause(cctx), errAllRefused):
-		d, n := refused.span()
+		d, n, notFound := refused.span()
+		if notFound != "" {
+			return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
+				"or host not found (%d attempts in %v; %s)", o.zk, n, d, notFound)}
+		}
 		return nil, exitCode{exitUnreachable, fmt.Errorf("cannot reach ZooKeeper at %s: connection refused "+
 			"(%d attempts in %v): is ZooKeeper running there?", o.zk, n, d)}
 	case err != nil:
 		return nil, exitCode{exitUnreachable, cliWords{fmt.Errorf("cannot reach ZooKeeper at %s: %w%s", o.zk, err, tlsHint(o, err))}}
 	}
+	noteTimeout(c.stderr, o, s.Timeout())
 	return s, nil
 }
 

@@ -572,5 +572,5 @@ func TestCLIPauseSignalThaws(t *testing.T) {
 		require.False(t, at.After(pauseSeen) && at.Before(signalled),
 			"a line at %v, between the pause line (%v) and the signal (%v)", at, pauseSeen, signalled)
 	}
-	require.Contains(t, r.errb.String(), "terminated: stopping sh")
+	require.Contains(t, r.errb.String(), "SIGTERM: stopping sh")
 }

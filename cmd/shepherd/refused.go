@@ -22,7 +22,8 @@ const (
 var errAllRefused = errors.New("connection refused by every server")
 
 // refusals is the dialer of the session while connect waits for it: it
-// counts the dials in a row that were refused (ECONNREFUSED) and calls
+// counts the dials in a row that were refused (ECONNREFUSED, or a host name
+// that does not resolve) and calls
 // giveUp once they span refusedPasses passes and refusedFor. Any other
 // outcome (a connection, a timeout, another error) starts the count again.
 // After stop it only dials.
@@ -33,6 +34,9 @@ type refusals struct {
 	n       int       // refused dials in a row
 	first   time.Time // when the first of them was refused
 	stopped bool
+	// notFound is the last error of a host name that does not resolve
+	// (counted as a refusal).
+	notFound string
 }
 
 func (r *refusals) dial(network, address string, timeout time.Duration) (net.Conn, error) {
@@ -42,7 +46,10 @@ func (r *refusals) dial(network, address string, timeout time.Duration) (net.Con
 	if r.stopped {
 		return c, err
 	}
-	if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		r.notFound = dns.Error() // a host that does not resolve counts as refusing
+	} else if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
 		r.n = 0
 		return c, err
 	}
@@ -63,9 +70,10 @@ func (r *refusals) stop() {
 	r.mu.Unlock()
 }
 
-// span is how long the refusals have lasted, and how many there were.
-func (r *refusals) span() (time.Duration, int) {
+// span is how long the refusals have lasted, how many there were, and the
+// last host-not-found error among them.
+func (r *refusals) span() (time.Duration, int, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return time.Since(r.first).Round(100 * time.Millisecond), r.n
+	return time.Since(r.first).Round(100 * time.Millisecond), r.n, r.notFound
 }

@@ -162,11 +162,12 @@ func revokeTarget(ctx context.Context, sess *session.Session, path, name string)
 }
 
 func revokeError(path string, err error) error {
+	err = prefixed{"revoke " + path + ": " + unprefixed(err), err}
 	if errors.Is(err, zk.ErrNoAuth) {
-		return exitCode{exitRefused, fmt.Errorf("revoke %s: %w (the revoking principal needs WRITE on the holder's node "+
-			"to ask, and DELETE on its parent to force: -auth-file, SHEPHERD_AUTH or a client certificate)", path, err)}
+		return exitCode{exitRefused, fmt.Errorf("%w (the revoking principal needs WRITE on the holder's node "+
+			"to ask, and DELETE on its parent to force: -auth-file, SHEPHERD_AUTH or a client certificate)", err)}
 	}
-	return fmt.Errorf("revoke %s: %w", path, err)
+	return err
 }
 
 func lastElem(p string) string { return p[strings.LastIndex(p, "/")+1:] }

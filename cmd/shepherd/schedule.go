@@ -15,7 +15,7 @@ import (
 )
 
 func (c *cli) cmdSchedule(ctx context.Context, o *options, args []string) error {
-	s := newSub("schedule", "shepherd schedule -every D [flags] PATH -- CMD [ARG...]", `
+	s := newSub("schedule", "shepherd schedule -every D|-cron EXPR [flags] PATH -- CMD [ARG...]", `
 Run CMD once per tick of -every on one process of a fleet: every process
 runs the same command line; the elected leader runs CMD for each tick (tick
 N is due at the schedule's epoch plus N intervals, by ZooKeeper's clock),
@@ -25,21 +25,31 @@ most once; CMD's exit status is its outcome (0: "ok", else "error: exit N").
 A tick whose leader was lost while CMD ran is run again (-misfire rerun, the
 default; SHEPHERD_ATTEMPT then grows) or left (-misfire skip). shepherd runs
 until SIGINT or SIGTERM: it then stops a running CMD (that signal, SIGKILL
-after -grace), records its end, hands leadership over and exits 0. 'shepherd
+after -grace), records its end, hands leadership over and exits 0; with
+-drain D it lets CMD run on for up to D first, and a CMD stopped past D
+leaves its tick interrupted, to be run again by the next leader (a rolling
+deploy loses no tick). 'shepherd
 status PATH' shows the last tick and the next due. See package schedule for
 what is guaranteed. CMD's environment: elect's variables, and SHEPHERD_TICK
 (N), SHEPHERD_TICK_TIME (when tick N was due, RFC 3339 UTC) and
 SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		"shepherd schedule -every 5m /jobs/report -- ./report.sh",
+		"shepherd schedule -cron '30 2 * * *' -tz Europe/Paris /jobs/backup -- ./backup.sh",
 		`shepherd schedule -every 1h -id "$(hostname)" -catch-up all:3 -run-timeout 50m /jobs/compact -- ./compact.sh`)
 	o.registerConn(s.fs)
 	o.registerHold(s.fs)
 	id := s.fs.String("id", defaultID(), "candidate `ID` shown to others (status; SHEPHERD_ID)")
-	every := s.fs.Duration("every", 0, "the interval between ticks (required; at least 1ms; every process of PATH must give the same)")
+	every := s.fs.Duration("every", 0, "the interval between ticks (at least 1ms; or -cron; every process of PATH must give the same)")
+	cronSpec := s.fs.String("cron", "", "tick at the times of a cron `EXPR` instead (robfig/cron: 5 fields, or 6 with seconds\n"+
+		"first, or @daily, @every 90s...; CRON_TZ=Zone prefix or -tz); due by ZooKeeper's clock")
+	tz := s.fs.String("tz", "", "the time `ZONE` of -cron (e.g. Europe/Paris; default UTC)")
 	misfire := s.fs.String("misfire", "rerun", "a tick whose leader was lost while CMD ran: `rerun|skip` it")
 	catchUp := s.fs.String("catch-up", "once", "missed ticks (nobody led, CMD ran long): run the latest `once|skip|all:N`\n"+
 		"(skip: none; all:N: each, oldest first, at most N behind)")
 	minSpacing := s.fs.Duration("min-spacing", 0, "start a tick no sooner than this after the previous one started (0: no spacing)")
+	drain := s.fs.Duration("drain", 0, "on SIGINT/SIGTERM, let a running CMD finish for up to `D`, then hand over; past D, stop CMD\n"+
+		"and record the tick interrupted, for the next leader to run again (-misfire rerun).\n"+
+		"Unset: CMD is stopped at once and its tick recorded finished (cancelled)")
 	runTimeout := s.fs.Duration("run-timeout", 0, "stop CMD (SIGTERM, SIGKILL after -grace) this long after its tick started;\n"+
 		"the outcome is \"timeout\" (0: no timeout)")
 	pos, argv, err := s.parse(args, c.stdout)
@@ -53,8 +63,9 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 	if len(argv) == 0 {
 		return usagef("schedule: missing CMD (shepherd schedule -every D [flags] PATH -- CMD...)")
 	}
-	if *every < time.Millisecond {
-		return usagef("schedule: -every D is required and must be at least 1ms")
+	spec, err := cronFlags(*every, *cronSpec, *tz)
+	if err != nil {
+		return err
 	}
 	if o.timeout != 0 {
 		return usagef("schedule: -timeout is not supported (a schedule's candidate waits for its turn)")
@@ -68,6 +79,12 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		// The job must have stopped CMD's processes before the election
 		// reports it stuck: -grace, then the backstop.
 		schedule.WithElection(election.WithStopDeadline(o.grace + 2*backstop)),
+	}
+	if flagSet(s.fs, "drain") {
+		if *drain < 0 {
+			return usagef("schedule: -drain %v: must not be negative", *drain)
+		}
+		opts = append(opts, schedule.WithDrain(*drain))
 	}
 	switch *misfire {
 	case "rerun":
@@ -85,12 +102,18 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 	if err := o.check("schedule"); err != nil {
 		return err
 	}
+	o.tickLines = true
 	sess, err := c.connect(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	sch, err := schedule.New(sess, path, *id, *every, opts...)
+	var sch *schedule.Schedule
+	if spec != "" {
+		sch, err = schedule.NewCron(sess, path, *id, spec, opts...)
+	} else {
+		sch, err = schedule.New(sess, path, *id, *every, opts...)
+	}
 	if err != nil {
 		return usagef("schedule: %v", err)
 	}
@@ -124,6 +147,14 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		if err != nil {
 			fmt.Fprintf(c.stderr, "shepherd: tick %d: %v\n", t.N, err)
 			return err
+		}
+		if flagSet(s.fs, "drain") {
+			note := context.AfterFunc(runCtx, func() {
+				if sig, ok := signalOf(runCtx); ok {
+					fmt.Fprintf(c.stderr, "shepherd: %s: tick %d: %s runs on for up to -drain %v, then the leadership is handed over\n", sigName(sig), t.N, argv[0], *drain)
+				}
+			})
+			defer note()
 		}
 		// An operator's request for the leadership (revoke -ask) lets the
 		// tick finish: the schedule steps down after it.
@@ -170,6 +201,34 @@ SHEPHERD_ATTEMPT; what happens to CMD's processes: see 'shepherd help'.`,
 		return fmt.Errorf("schedule %s: %w", path, err)
 	}
 	return nil
+}
+
+// cronFlags checks -every, -cron and -tz, and returns the cron expression
+// to give schedule.NewCron ("" for -every).
+func cronFlags(every time.Duration, spec, tz string) (string, error) {
+	switch {
+	case spec != "" && every != 0:
+		return "", usagef("schedule: give -every or -cron, not both")
+	case spec == "" && tz != "":
+		return "", usagef("schedule: -tz is the time zone of -cron")
+	case spec == "" && every < time.Millisecond:
+		return "", usagef("schedule: -every D (at least 1ms) or -cron EXPR is required")
+	case spec == "":
+		return "", nil
+	}
+	if tz != "" {
+		if strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
+			return "", usagef("schedule: -tz and a CRON_TZ= prefix in -cron: give one")
+		}
+		if _, err := time.LoadLocation(tz); err != nil {
+			return "", usagef("schedule: -tz %q: %v", tz, err)
+		}
+		spec = "CRON_TZ=" + tz + " " + spec
+	}
+	if _, err := schedule.ParseCron(spec); err != nil {
+		return "", usagef("schedule: -cron: %v", err)
+	}
+	return spec, nil
 }
 
 // parseCatchUp reads -catch-up: once, skip or all:N.

@@ -389,6 +389,7 @@ func TestCLIACLRefused(t *testing.T) {
 			r = shepherd(t, bob, args...)
 			require.Equal(t, 6, r.code, "%v: %s", args, r.stderr)
 			require.Contains(t, r.stderr, "permission denied", "%v", args)
+			require.Equal(t, 1, strings.Count(r.stderr, "revoke "), "%v: the prefix once: %s", args, r.stderr)
 		}
 		r = shepherd(t, bob, "status", path)
 		require.Contains(t, r.stdout, "alice-holds", "a refused revoke ended the hold")

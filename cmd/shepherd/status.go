@@ -377,7 +377,17 @@ func row(w io.Writer, role string, e recipe.Entry, now time.Time, slots bool) {
 			slot = fmt.Sprintf("%d\t", *e.Slot)
 		}
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s%s\t%s\n", role, id, sessionHex(e.SessionID), age, int64(e.Token), slot, node, e.Library)
+	// A waiter has no fencing token yet; a lock's lock- names need no
+	// "(InterProcessMutex, LeaderSelector)": the kind says what it is.
+	token := fmt.Sprint(int64(e.Token))
+	if strings.HasPrefix(role, "waiter") || strings.HasPrefix(role, "candidate") {
+		token = "-"
+	}
+	naming := e.Library
+	if strings.HasSuffix(naming, "(InterProcessMutex, LeaderSelector)") {
+		naming = strings.TrimSuffix(naming, " (InterProcessMutex, LeaderSelector)")
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s%s\t%s\n", role, id, sessionHex(e.SessionID), age, token, slot, node, naming)
 }
 
 // scheduleJSON is status -json's object for a schedule's path.
@@ -385,6 +395,7 @@ type scheduleJSON struct {
 	Path        string              `json:"path"`
 	Kind        string              `json:"kind"` // "schedule"
 	Every       string              `json:"every"`
+	Cron        string              `json:"cron,omitempty"`
 	Epoch       time.Time           `json:"epoch"`  // tick 0's due time (server clock)
 	Leader      *scheduleLeaderJSON `json:"leader"` // null: none
 	Tick        int64               `json:"tick"`   // the last tick started; -1: none yet
@@ -408,7 +419,7 @@ type scheduleLeaderJSON struct {
 
 func jsonSchedule(sess *session.Session, st *schedule.Status) scheduleJSON {
 	r := st.Record
-	j := scheduleJSON{Path: st.Path, Kind: "schedule", Every: r.Every, Epoch: time.UnixMilli(r.Epoch).UTC(),
+	j := scheduleJSON{Path: st.Path, Kind: "schedule", Every: r.Every, Cron: r.Cron, Epoch: time.UnixMilli(r.Epoch).UTC(),
 		Tick: r.N, State: r.State, Outcome: r.Outcome, Attempt: r.Attempt, StartedBy: r.Leader,
 		StartedTerm: r.Term, NextTick: st.NextN, NextDue: st.NextDue}
 	if r.Started != 0 {
@@ -426,7 +437,11 @@ func jsonSchedule(sess *session.Session, st *schedule.Status) scheduleJSON {
 func printSchedule(w io.Writer, sess *session.Session, st *schedule.Status) {
 	j := jsonSchedule(sess, st)
 	ts := func(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z07:00") }
-	fmt.Fprintf(w, "%s: schedule every %s (epoch %s)\n", j.Path, j.Every, ts(j.Epoch))
+	times := "every " + j.Every
+	if j.Cron != "" {
+		times = fmt.Sprintf("cron %q", j.Cron)
+	}
+	fmt.Fprintf(w, "%s: schedule %s (epoch %s)\n", j.Path, times, ts(j.Epoch))
 	if l := j.Leader; l != nil {
 		fmt.Fprintf(w, "leader:     %s (term %d, session %s)\n", l.ID, l.Term, l.Session)
 	} else {

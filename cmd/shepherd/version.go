@@ -5,10 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 )
+
+// pseudoRev matches the revision at the end of a module pseudo-version
+// (v0.0.0-20261127114503-abcdef123456).
+var pseudoRev = regexp.MustCompile(`[.-](\d{14})-([0-9a-f]{12})(\+incompatible)?$`)
+
+// revisionOf is the revision line of a binary built without VCS stamping:
+// taken from a pseudo-version, none for a release (its tag names it), or
+// said to be unknown.
+func revisionOf(version string) string {
+	if m := pseudoRev.FindStringSubmatch(version); m != nil {
+		return "revision " + m[2] + " (from the module's pseudo-version)"
+	}
+	if strings.HasPrefix(version, "v") && !strings.Contains(version, "devel") {
+		return ""
+	}
+	return "revision unknown (built without VCS stamping: -buildvcs=false, or not from a git checkout)"
+}
 
 // errVersion: -version or --version was given before the subcommand.
 var errVersion = errors.New("version requested")
@@ -61,6 +79,9 @@ func printVersion(w io.Writer) {
 				rev += ", modified"
 			}
 		}
+	}
+	if rev == "" {
+		rev = revisionOf(version)
 	}
 	fmt.Fprintf(w, "shepherd %s\n", version)
 	if rev != "" {

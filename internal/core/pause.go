@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -218,6 +219,9 @@ func (h *Hold) log(level slog.Level, msg string, args ...any) {
 	h.mu.Unlock()
 	if recipe == "" {
 		recipe = "recipe"
+	}
+	if path == "" { // a hold never Observed (an election's): its node's parent
+		path = h.nodes[0][:strings.LastIndex(h.nodes[0], "/")]
 	}
 	log.Log(context.Background(), level, recipe+": "+msg,
 		append([]any{"path", path, "node", h.nodes[0], "session", fmt.Sprintf("0x%x", h.sid)}, args...)...)

@@ -28,9 +28,19 @@
 //	shepherd_hold_lost_after_pause_total{recipe}     paused holds lost instead of resumed
 //	shepherd_orphan_cleanups_total                   abandoned nodes found and removed
 //	shepherd_delete_retries_total                    releases retried in the background
+//	shepherd_schedule_ticks_total{path,outcome}      tick ends recorded, outcome ok|error|timeout|cancelled|interrupted
+//	shepherd_schedule_last_success_timestamp_seconds{path}  start of the last tick that ended ok (ZooKeeper's
+//	                                                 clock; the epoch while none has); from the leader's takeover on
+//	shepherd_schedule_last_failure_timestamp_seconds{path}  start of the last tick that ended in error or timeout
+//	shepherd_schedule_tick_lag_seconds{path}         how late the last tick started, behind its due time
+//	shepherd_schedule_interval_seconds{path}         the time from the last tick to the next
+//	shepherd_schedule_skipped_ticks_total{path}      missed ticks skipped by the catch-up policy
+//	shepherd_schedule_caught_up_ticks_total{path}    ticks run late by the catch-up policy
+//	shepherd_schedule_takeovers_total{path}          leaderships of this process that took the schedule over
 //
 // Labels are bounded: recipe is one of a handful of names; path appears only
-// on election metrics, one per election a process takes part in.
+// on election and schedule metrics, one per election or schedule a process
+// takes part in, and, with WithPathLabels, on the hold metrics.
 //
 // Alerts and a dashboard ship beside this package. alerts.yaml holds
 // Prometheus alerting rules: an election path with no leader or more than one
@@ -71,6 +81,27 @@ type Observer struct {
 	lostPaused   *prometheus.CounterVec
 	orphans      prometheus.Counter
 	deletes      prometheus.Counter
+	sched        *scheduleMetrics
+	byPath       bool // the hold metrics have a path label
+}
+
+// Option configures an Observer.
+type Option func(*Observer)
+
+// WithPathLabels adds a path label (the recipe's path) to the hold metrics:
+// shepherd_holds, shepherd_hold_lost_total, shepherd_hold_lost_after_pause_total,
+// shepherd_hold_pauses_total and shepherd_hold_resumes_total, so that "which
+// lock was lost?" has an answer. Each path a process holds adds series: use
+// it where the paths are few (the CLI's holders use it, with one path each),
+// not for locks made per request or per key.
+func WithPathLabels() Option { return func(o *Observer) { o.byPath = true } }
+
+// holdLabels are the label values of the hold metrics for ev.
+func (o *Observer) holdLabels(recipe string, ev observe.RecipeEvent) []string {
+	if o.byPath {
+		return []string{recipe, ev.Path}
+	}
+	return []string{recipe}
 }
 
 var _ session.Observer = (*Observer)(nil)
@@ -78,8 +109,16 @@ var _ session.Observer = (*Observer)(nil)
 var states = []session.State{session.Connected, session.Suspended, session.Reconnected, session.Lost, session.Closed}
 
 // New creates the metrics and registers them with reg.
-func New(reg prometheus.Registerer) (*Observer, error) {
+func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	const ns = "shepherd"
+	var probe Observer
+	for _, opt := range opts {
+		opt(&probe)
+	}
+	hold := []string{"recipe"}
+	if probe.byPath {
+		hold = []string{"recipe", "path"}
+	}
 	lat := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 	o := &Observer{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "session_state",
@@ -96,11 +135,11 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Help: "Place in line when joining (0: the head).", Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}},
 			[]string{"recipe"}),
 		holds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "holds",
-			Help: "Holds (locks, leases, leaderships) held now."}, []string{"recipe"}),
+			Help: "Holds (locks, leases, leaderships) held now."}, hold),
 		holdDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "hold_duration_seconds",
 			Help: "How long holds lasted, by how they ended.", Buckets: lat}, []string{"recipe", "outcome"}),
 		holdLost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_lost_total",
-			Help: "Holds whose loss signal fired while held."}, []string{"recipe"}),
+			Help: "Holds whose loss signal fired while held."}, hold),
 		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "leader",
 			Help: "1 while this process leads the election at path."}, []string{"path"}),
 		term: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "leader_term",
@@ -112,21 +151,28 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 		stuck: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leader_callback_stuck_total",
 			Help: "OnElected calls that overran their stop deadline."}, []string{"path"}),
 		pauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_pauses_total",
-			Help: "Holds paused by a lost connection (PauseOnDisconnect)."}, []string{"recipe"}),
+			Help: "Holds paused by a lost connection (PauseOnDisconnect)."}, hold),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_resumes_total",
-			Help: "Paused holds resumed (same session back, node confirmed)."}, []string{"recipe"}),
+			Help: "Paused holds resumed (same session back, node confirmed)."}, hold),
 		pauseTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "hold_pause_seconds",
 			Help: "How long holds stayed paused, by how the pause ended.", Buckets: lat}, []string{"recipe", "outcome"}),
 		lostPaused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "hold_lost_after_pause_total",
-			Help: "Paused holds that were lost instead of resumed."}, []string{"recipe"}),
+			Help: "Paused holds that were lost instead of resumed."}, hold),
 		orphans: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "orphan_cleanups_total",
 			Help: "Nodes of abandoned or answer-lost creates found and removed."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "delete_retries_total",
 			Help: "Releases that met a connection problem and were retried in the background."}),
+		sched:  newScheduleMetrics(ns),
+		byPath: probe.byPath,
 	}
 	for _, c := range []prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
 		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.pauses, o.resumes,
 		o.pauseTime, o.lostPaused, o.orphans, o.deletes} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range o.sched.collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -158,26 +204,26 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 	case observe.Acquired:
 		// The loss counters start at 0 with the first hold, so that
 		// increase() sees a recipe's first loss too.
-		o.holdLost.WithLabelValues(ev.Recipe)
-		o.lostPaused.WithLabelValues(ev.Recipe)
+		o.holdLost.WithLabelValues(o.holdLabels(ev.Recipe, ev)...)
+		o.lostPaused.WithLabelValues(o.holdLabels(ev.Recipe, ev)...)
 		o.wait.WithLabelValues(ev.Recipe).Observe(ev.Wait.Seconds())
 		o.position.WithLabelValues(ev.Recipe).Observe(float64(ev.Position))
-		o.holds.WithLabelValues(ev.Recipe).Inc()
+		o.holds.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Inc()
 	case observe.Released:
-		o.holds.WithLabelValues(ev.Recipe).Dec()
+		o.holds.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Dec()
 		o.holdDuration.WithLabelValues(ev.Recipe, "released").Observe(ev.Held.Seconds())
 	case observe.HoldLost:
-		o.holds.WithLabelValues(ev.Recipe).Dec()
-		o.holdLost.WithLabelValues(ev.Recipe).Inc()
+		o.holds.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Dec()
+		o.holdLost.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Inc()
 		o.holdDuration.WithLabelValues(ev.Recipe, "lost").Observe(ev.Held.Seconds())
 		if ev.Paused > 0 {
-			o.lostPaused.WithLabelValues(ev.Recipe).Inc()
+			o.lostPaused.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Inc()
 			o.pauseTime.WithLabelValues(ev.Recipe, "lost").Observe(ev.Paused.Seconds())
 		}
 	case observe.HoldPaused:
-		o.pauses.WithLabelValues(ev.Recipe).Inc()
+		o.pauses.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Inc()
 	case observe.HoldResumed:
-		o.resumes.WithLabelValues(ev.Recipe).Inc()
+		o.resumes.WithLabelValues(o.holdLabels(ev.Recipe, ev)...).Inc()
 		o.pauseTime.WithLabelValues(ev.Recipe, "resumed").Observe(ev.Paused.Seconds())
 	case observe.Campaigning:
 		// A follower exports leader{path} 0 (sum by (path) is the number of
@@ -200,5 +246,7 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 		o.orphans.Inc()
 	case observe.DeleteRetry:
 		o.deletes.Inc()
+	case observe.ScheduleTakeover, observe.TickStarted, observe.TickFinished, observe.TicksSkipped, observe.TickCaughtUp:
+		o.sched.event(ev)
 	}
 }

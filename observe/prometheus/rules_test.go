@@ -172,7 +172,7 @@ func TestAlertRules(t *testing.T) {
 			alerts = append(alerts, r.Alert)
 		}
 	}
-	require.Len(t, alerts, 7)
+	require.Len(t, alerts, 10)
 
 	var tests struct {
 		RuleFiles []string `yaml:"rule_files"`
