@@ -96,8 +96,10 @@ func (s *SQLStore) Enter(ctx context.Context, resource string, token int64) (fun
 		return nil, err
 	}
 	// 2. Hold the row: the guard again (the same token passes, unless a
-	// newer one came in between), in a transaction kept to leave.
-	tx, err := s.db.BeginTx(ctx, nil)
+	// newer one came in between), in a transaction kept to leave. Not
+	// bound to ctx, which ends when the client goes away: the lock must
+	// last as long as the handler runs (the guard's wait honours ctx).
+	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package httpfence_test
 
 import (
+	"context"
 	"database/sql"
 	"net/http"
 	"sync"
@@ -97,4 +98,35 @@ func TestSQLStoreAcrossProcesses(t *testing.T) {
 	require.Equal(t, result{code: http.StatusOK}, <-b)
 	code, _, _ := call(t, p1.URL, "/r", 5)
 	require.Equal(t, http.StatusConflict, code, "the first process refuses what the second has superseded")
+}
+
+// A client that goes away while its request runs does not end the SQL
+// store's hold on the resource: another request of it still waits until
+// the handler has returned.
+func TestSQLStoreClientGone(t *testing.T) {
+	db := postgresDB(t, "")
+	observer := postgresDB(t, dbName(t, db))
+	store, err := httpfence.NewSQLStore(db)
+	require.NoError(t, err)
+	ctx := ctxT(t, 30*time.Second)
+	reqCtx, clientGone := context.WithCancel(ctx)
+	leave, err := store.Enter(reqCtx, "/r", 5)
+	require.NoError(t, err)
+	clientGone()
+	got := make(chan error, 1)
+	go func() {
+		l, err := store.Enter(ctx, "/r", 7)
+		if err == nil {
+			l()
+		}
+		got <- err
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		err := observer.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shepherd_fence%'`).Scan(&n)
+		return err == nil && n == 1
+	}, 10*time.Second, 2*time.Millisecond, "the resource was free while its handler still ran")
+	leave()
+	require.NoError(t, <-got)
 }

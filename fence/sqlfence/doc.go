@@ -75,7 +75,9 @@
 // package doc of package fence (shepherd's ZooKeeper-side fencing). In
 // short: a mutex's (fair, non-fair, a read-write lock's writer), an
 // election's and a schedule's (Tick.Term) are higher for every later
-// holder; a semaphore's fences only at maxLeases 1. Tokens are ZooKeeper
+// holder; a semaphore lease's are higher for every later grant, but leases
+// are held side by side, so a lease's token fences only what one lease at
+// a time writes (at maxLeases 1, the semaphore's resource). Tokens are ZooKeeper
 // zxids: they grow across session expiry and server restarts of one
 // ensemble, and start again low on an ensemble whose data was wiped: then
 // delete the fence's rows (DELETE FROM shepherd_fence), or every holder is

@@ -142,9 +142,14 @@ func credential() (*syscall.Credential, error) {
 }
 
 // makeDir makes the cluster's directory, on tmpfs where there is one that
-// every user may enter, owned by the user the server runs as.
+// every user may enter, owned by the user the server runs as. As root, the
+// temporary directory must be one the postgres user can reach (a TMPDIR
+// under /root is not): else /tmp.
 func makeDir(cred *syscall.Credential) (string, error) {
 	base := os.TempDir()
+	if cred != nil && !reachable(base) {
+		base = "/tmp"
+	}
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && st.Mode().Perm()&0o003 == 0o003 {
 		base = "/dev/shm"
 	}
@@ -159,6 +164,19 @@ func makeDir(cred *syscall.Credential) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// reachable reports whether every user may enter dir and its parents.
+func reachable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 // env is the environment of initdb and postgres: nothing of the caller's
