@@ -91,11 +91,18 @@ type turn struct {
 	token   recipe.Token
 	writes  int
 	refused bool  // a write was refused as stale (then it stopped)
+	late    int   // the writes that landed after its successor's first
 	err     error // another failure
 }
 
-// maxWrites bounds a holder's writes: one that is never refused stops there.
-const maxWrites = 1000
+// A killed holder writes on until a write of its is refused: it must be
+// the first after its successor's first write. One that goes on landing
+// stops afterSuperseded writes later (a failure); maxWrites bounds every
+// holder's loop.
+const (
+	afterSuperseded = 20
+	maxWrites       = 100000
+)
 
 // writePace is a holder's work between two writes. It paces the loop, it
 // synchronises nothing: without it, on SQLite, a holder writing in a tight
@@ -110,94 +117,101 @@ const writePace = 2 * time.Millisecond
 // holder whose pause hid the loss would. The log of the writes that
 // landed, in the order they landed, holds each holder's writes in one run,
 // in the order of the grants, with tokens strictly increasing from holder
-// to holder: no stale write landed. Every killed holder was refused.
+// to holder: no stale write landed. Every killed holder was refused, at its
+// first write after its successor's first.
 func TestHoldersInTurn(t *testing.T) {
-	const holders = 5
 	for _, kind := range exclusives {
 		for _, dbName := range []string{"postgres", "sqlite"} {
 			t.Run(kind.name+"/"+dbName, func(t *testing.T) {
 				db := turnsDB[dbName](t)
-				path := testutil.UniquePath(t, "fence-turns")
-				ctx := testutil.Ctx(t, 90*time.Second)
-				taps := make([]*zktest.Tap, holders)
-				sessions := make([]*session.Session, holders)
-				for i := range holders {
-					taps[i] = zktest.NewTap()
-					sessions[i] = testutil.Open(t, zk.Servers(), session.WithSessionTimeout(4*time.Second),
-						session.WithDialer(taps[i].Dialer(nil)))
-				}
-				turns := make([]turn, holders)
-				granted, wrote, stop := make(chan int, holders), make(chan int, holders), make(chan struct{})
-				var wg sync.WaitGroup
-				ended := make(chan int, holders)
-				for i := range holders {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						turns[i] = holdAndWrite(ctx, kind, sessions[i], path, i, db, granted, wrote, stop)
-						ended <- i
-					}()
-				}
-				var order []int
-				for round := range holders {
-					var i int
-					select {
-					case i = <-granted:
-					case <-ctx.Done():
-						close(stop)
-						wg.Wait()
-						t.Fatalf("round %d: no holder granted", round)
-					}
-					order = append(order, i)
-					select {
-					case w := <-wrote:
-						require.Equal(t, i, w, "round %d", round)
-					case <-ctx.Done():
-						close(stop)
-						wg.Wait()
-						t.Fatalf("round %d: holder %d never wrote: %+v", round, i, turns[i])
-					}
-					if round < holders-1 { // the last one is stopped, not killed
-						cred, ok := taps[i].Credentials(sessions[i].SessionID())
-						require.True(t, ok)
-						require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
-					}
-				}
-				// Every killed holder writes on until refused (or maxWrites):
-				// the last one is stopped after them.
-				for range holders - 1 {
-					select {
-					case <-ended:
-					case <-ctx.Done():
-					}
-				}
-				close(stop)
-				wg.Wait()
+				order, turns := inTurn(t, kind, db, 5)
 				checkTurns(t, db, order, turns)
 			})
 		}
 	}
 }
 
+// inTurn runs n holders of kind, each writing to db, killing each but the
+// last once it has written; it returns the holders in the order they were
+// granted, and what each did.
+func inTurn(t *testing.T, kind exclusive, db *sql.DB, n int) (order []int, turns []turn) {
+	path := testutil.UniquePath(t, "fence-turns")
+	ctx := testutil.Ctx(t, 90*time.Second)
+	taps, sessions := make([]*zktest.Tap, n), make([]*session.Session, n)
+	superseded := make([]chan struct{}, n)
+	for i := range n {
+		taps[i], superseded[i] = zktest.NewTap(), make(chan struct{})
+		sessions[i] = testutil.Open(t, zk.Servers(), session.WithSessionTimeout(4*time.Second),
+			session.WithDialer(taps[i].Dialer(nil)))
+	}
+	turns = make([]turn, n)
+	granted, wrote, ended := make(chan int, n), make(chan int, n), make(chan int, n)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var stopOnce sync.Once
+	defer stopOnce.Do(func() { close(stop) })
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			turns[i] = holdAndWrite(ctx, kind, sessions[i], path, i, db, granted, wrote, superseded[i], stop)
+			ended <- i
+		}()
+	}
+	next := func(c <-chan int, what string) int {
+		select {
+		case i := <-c:
+			return i
+		case <-ctx.Done():
+			t.Fatalf("after grants %v: %s: %v", order, what, ctx.Err())
+			return -1
+		}
+	}
+	for round := range n {
+		i := next(granted, "no holder granted")
+		order = append(order, i)
+		require.Equal(t, i, next(wrote, "the holder never wrote"), "round %d", round)
+		if round > 0 {
+			close(superseded[order[round-1]]) // the killed one: refused from now on
+		}
+		if round < n-1 { // the last one is stopped, not killed
+			cred, ok := taps[i].Credentials(sessions[i].SessionID())
+			require.True(t, ok)
+			require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
+		}
+	}
+	for range n - 1 { // the killed ones end first
+		next(ended, "a killed holder never ended")
+	}
+	stopOnce.Do(func() { close(stop) })
+	wg.Wait()
+	return order, turns
+}
+
 // holdAndWrite is one holder: it takes the hold, says so, and writes
-// through the guard until a write is refused, stop is closed, or
-// maxWrites; it says when its first write landed.
+// through the guard until a write is refused, stop is closed, it has
+// written afterSuperseded times since superseded was closed, or maxWrites;
+// it says when its first write landed.
 func holdAndWrite(ctx context.Context, kind exclusive, s *session.Session, path string, i int, db *sql.DB,
-	granted, wrote chan<- int, stop <-chan struct{}) (tr turn) {
+	granted, wrote chan<- int, superseded, stop <-chan struct{}) (tr turn) {
 	tr.token, tr.err = kind.acquire(ctx, s, path, fmt.Sprintf("holder-%d", i))
 	if tr.err != nil {
 		return tr
 	}
 	granted <- i
-	for ; tr.writes < maxWrites; tr.writes++ {
+	since := -1 // writes since superseded was closed
+	for ; tr.writes < maxWrites && since < afterSuperseded; tr.writes++ {
 		select {
 		case <-stop:
 			return tr
+		case <-superseded:
+			since = max(since, 0)
 		default:
 		}
 		err := logWrite(ctx, db, path, tr.token, i)
 		if errors.Is(err, sqlfence.ErrStale) {
-			tr.refused = true
+			tr.refused, tr.late = true, max(since, 0)
 			return tr
 		}
 		if err != nil {
@@ -206,6 +220,9 @@ func holdAndWrite(ctx context.Context, kind exclusive, s *session.Session, path 
 		}
 		if tr.writes == 0 {
 			wrote <- i
+		}
+		if since >= 0 {
+			since++
 		}
 		time.Sleep(writePace)
 	}
@@ -262,6 +279,7 @@ func checkTurns(t *testing.T, db *sql.DB, order []int, turns []turn) {
 		}
 		if round < len(order)-1 {
 			require.True(t, turns[i].refused, "killed holder %d (token %d) was never refused in %d writes", i, turns[i].token, turns[i].writes)
+			require.Zero(t, turns[i].late, "killed holder %d: writes after its successor's: %+v", i, turns[i])
 		}
 	}
 	t.Logf("grants in order %v; writes landed per holder %v; every killed holder refused", order, counts)
