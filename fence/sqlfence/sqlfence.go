@@ -124,8 +124,8 @@ func ensure(ctx context.Context, db *sql.DB, stmt, what string) error {
 //
 // token is the hold's fencing token: a mutex's or lease's Token, an
 // election's Term, a schedule Tick's Term (their types are int64 at
-// heart), or SHEPHERD_TOKEN parsed. Check costs one statement (two when
-// stale).
+// heart), or SHEPHERD_TOKEN parsed; an untyped constant needs a type
+// (int64(5)). Check costs one statement (two when stale).
 func Check[T ~int64](ctx context.Context, tx *sql.Tx, resource string, token T) error {
 	switch {
 	case tx == nil:
