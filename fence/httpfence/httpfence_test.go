@@ -129,7 +129,7 @@ func TestMiddlewareBadRequests(t *testing.T) {
 // waits (a ctx that has ended finds it held, deterministically), a stale
 // one is refused once it has its turn, another resource is free.
 func TestMemoryStoreTurns(t *testing.T) {
-	s := httpfence.NewMemoryStore()
+	var s httpfence.MemoryStore // the zero value is an empty store
 	ctx := ctxT(t, 10*time.Second)
 	leave, err := s.Enter(ctx, "/r", 5)
 	require.NoError(t, err)

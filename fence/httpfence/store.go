@@ -14,7 +14,7 @@ import (
 // per resource, in memory. It forgets them when the process ends: a
 // service restarted admits a stale token again until the newer holder has
 // called it (use SQLStore where that matters). It keeps one entry per
-// resource ever seen. The zero value is not usable: use NewMemoryStore.
+// resource ever seen. The zero value is an empty store.
 type MemoryStore struct {
 	mu        sync.Mutex
 	resources map[string]*memEntry
@@ -29,9 +29,7 @@ type memEntry struct {
 }
 
 // NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{resources: map[string]*memEntry{}}
-}
+func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
 // Enter implements Store.
 func (s *MemoryStore) Enter(ctx context.Context, resource string, token int64) (func(), error) {
@@ -39,6 +37,9 @@ func (s *MemoryStore) Enter(ctx context.Context, resource string, token int64) (
 		return nil, err
 	}
 	s.mu.Lock()
+	if s.resources == nil {
+		s.resources = map[string]*memEntry{}
+	}
 	e := s.resources[resource]
 	if e == nil {
 		e = &memEntry{turn: make(chan struct{}, 1), highest: -1}
