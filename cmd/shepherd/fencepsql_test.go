@@ -101,12 +101,12 @@ func TestDocFencedPsql(t *testing.T) {
 	}
 	require.Len(t, tokens, 2, "a backup recorded under each lock")
 	require.Greater(t, tokens[1], tokens[0])
-	require.Equal(t, strconv.FormatInt(tokens[1], 10), psql("SELECT token FROM shepherd_fence WHERE resource = '/jobs/db-backup'"))
+	require.Equal(t, strconv.FormatInt(tokens[1], 10), psql("SELECT token FROM shepherd_fence WHERE resource = '/backups/db'"))
 
 	// The first holder, late.
-	out, code = run([]string{"SHEPHERD_PATH=/jobs/db-backup", "SHEPHERD_TOKEN=" + strconv.FormatInt(tokens[0], 10)}, "./backup.sh")
+	out, code = run([]string{"SHEPHERD_PATH=/backups/db", "SHEPHERD_TOKEN=" + strconv.FormatInt(tokens[0], 10)}, "./backup.sh")
 	require.Equal(t, 3, code, "psql's status for a failed script: %s", out)
-	require.Contains(t, out, "shepherd fence: stale token "+strconv.FormatInt(tokens[0], 10)+" for /jobs/db-backup: the fence has seen token "+strconv.FormatInt(tokens[1], 10))
+	require.Contains(t, out, "shepherd fence: stale token "+strconv.FormatInt(tokens[0], 10)+" for /backups/db: the fence has seen token "+strconv.FormatInt(tokens[1], 10))
 	require.Equal(t, "2", psql("SELECT count(*) FROM backups"), "the late holder's record did not land")
 	t.Logf("backups under tokens %v; the late holder's run: %s", tokens, strings.TrimSpace(out))
 }
