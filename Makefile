@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick chaos interop build fuzz consumercheck alerts contrib
+.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick bench-fence chaos interop build fuzz consumercheck alerts contrib
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -88,6 +88,14 @@ bench: setup-bench
 
 bench-quick: setup-bench
 	$(GO) run ./bench/cmd/zkbench -quick
+
+## bench-fence: the cost of sqlfence's guard on PostgreSQL (a server of the
+## benchmark's own, see internal/pgtest: fsync off, on tmpfs) and SQLite: the
+## median latency of a small transaction, bare and with the guard, the extra
+## and the ratio, for each of BENCH_FENCE_COUNT runs of 3000 pairs.
+BENCH_FENCE_COUNT ?= 3
+bench-fence: setup
+	@GOWORK=off $(GO) test -run '^$$' -bench '^BenchmarkGuard$$' -benchtime 3000x -count $(BENCH_FENCE_COUNT) ./fence/sqlfence | awk -f scripts/benchfence.awk
 
 ## interop: shepherd beside Curator and Kazoo processes on shared paths under
 ## faults, 30 s per pair (CI runs them for the default 25 s).

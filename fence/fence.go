@@ -36,7 +36,51 @@
 // non-fair mutex or election, only if no grant was made since). A holder
 // that is paused past the loss of its session cannot land a fenced write
 // afterwards. Writes to anything other than ZooKeeper need a token instead
-// (the hold's Token or Term), checked by the resource written.
+// (the hold's Token or Term), checked by the resource written: package
+// sqlfence checks it in a SQL database (inside the writer's transaction),
+// package httpfence in an HTTP service (a client transport and a server
+// middleware).
+//
+// # Tokens
+//
+// A hold's token is the creation zxid of its node: ZooKeeper's transaction
+// id, one sequence for the whole ensemble, so tokens grow across session
+// expiry, server restarts and leader changes (a new ZooKeeper epoch raises
+// the high 32 bits). A resource fenced by tokens keeps the highest it has
+// seen and refuses lower ones; fence each resource with one lock (or
+// election, or schedule), named by its path. What each kind of hold's token
+// orders:
+//
+//   - A fair mutex (mutex.New): holders are granted in the order of their
+//     nodes in line, which is the order the nodes were created, so every
+//     later holder's token is higher. A reentrant Lock keeps the token.
+//   - A non-fair mutex (mutex.NonFair): the one node is created at each
+//     grant, so each grant's token is higher than the last.
+//   - A read-write lock (mutex.NewRW): the writer's token (Writer().Token)
+//     orders writers as a fair mutex's does. Readers hold side by side:
+//     their tokens order their places in line, not exclusive access, and
+//     fence nothing on their own.
+//   - A semaphore: a lease's node is created at its grant, so a later grant
+//     has a higher token. With maxLeases 1 it is a lock, and its token
+//     fences as a mutex's. With more, leases are held side by side: a
+//     resource that keeps the highest token would refuse every holder but
+//     the newest, so fence with a lease's token only what one lease at a
+//     time writes. A slot (WithSlots, SHEPHERD_SLOT) is not ordered by
+//     lease tokens: a lease granted earlier may take a slot after a lease
+//     granted later freed it.
+//   - An election's Term (fair or non-fair) is its leader's node's creation
+//     zxid: every later leadership has a higher term. A leadership resumed
+//     after a reconnect of the same session keeps its term: the same holder.
+//   - A schedule's Tick.Term is the term of the leadership that runs the
+//     tick: a tick run again by the next leader (RerunInterrupted) carries a
+//     higher term. Tick.N is not a fencing token (the same N runs again):
+//     key a tick's effects by N, fence them by Term.
+//
+// The CLI gives CMD the token as SHEPHERD_TOKEN (and, for elect and
+// schedule, the term as SHEPHERD_TERM), in decimal. An ensemble rebuilt
+// from empty data starts its zxids over: its tokens are lower than those a
+// resource has seen, which must then forget them (sqlfence: delete the
+// table's rows).
 package fence
 
 import (

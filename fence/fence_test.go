@@ -1,7 +1,6 @@
 package fence_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -13,12 +12,7 @@ import (
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
-	"github.com/shepherdzk/shepherd/zktest"
 )
-
-var zk *zktest.Cluster
-
-func TestMain(m *testing.M) { os.Exit(testutil.Main(m, &zk, 1)) }
 
 // Ensure creates the target and its parents once, in the session's
 // namespace, and leaves a node already there as it is.

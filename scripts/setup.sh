@@ -9,6 +9,10 @@ command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 # TLS servers (zktest.WithTLS) need Netty's codec jar, which zookeeper.jar's
 # manifest does not name; libnetty-java comes with the zookeeper package.
 [ -n "${ZOOKEEPER_CLASSPATH:-}" ] || [ -f /usr/share/java/netty-codec.jar ] || need+=(libnetty-java)
+# PostgreSQL's server binaries (initdb, postgres, psql): the fences' tests
+# start a server of their own on a loopback port (internal/pgtest); the
+# package's own service is not used.
+[ -n "${PGTEST_BINDIR:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ "${1:-}" = bench ]; then
   [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
   /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
