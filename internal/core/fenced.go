@@ -28,21 +28,15 @@ func (h *Hold) Token(ctx context.Context) (Token, error) {
 	if t := h.knownToken(); t != 0 {
 		return t, nil
 	}
-	// One read per hold: concurrent callers wait for it.
-	select {
-	case h.tokenTurn <- struct{}{}:
-		defer func() { <-h.tokenTurn }()
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	if t := h.knownToken(); t != 0 {
-		return t, nil
-	}
 	// The hold's own-node watch reads the node's Stat first thing: start
-	// it now, and wait for that read rather than make another.
+	// it now, and wait for that read rather than make another (concurrent
+	// callers wait for the same one).
 	h.watchOwnNodes()
+	h.mu.Lock()
+	first := chanLocked(&h.firstRead)
+	h.mu.Unlock()
 	select {
-	case <-h.firstRead:
+	case <-first:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}

@@ -34,18 +34,19 @@ type Hold struct {
 
 	// lost is closed at a loss (loseLocked), never at the release.
 	lost chan struct{}
-	// tokenTurn serialises the token's read: once per hold.
-	tokenTurn chan struct{}
+	// The channels below are made when first asked for (under mu): a hold
+	// nobody asks them of costs none (see holdscale).
+	//
 	// revoke is closed when an operator asks for the hold (see revoke.go).
-	revoke     chan struct{}
-	revokeOnce sync.Once
+	revoke chan struct{}
 	// firstRead is closed after the own-node watch's first read of
 	// nodes[0], which sets token if it was unknown (see Token), or when the
-	// hold ends before the watch started (read1, once: readOnce). The
-	// watch starts at ownWatchDelay, or when Token asks (watchOwnNodes,
-	// once: watchOnce).
+	// hold ends before the watch started (read1, once: read). The watch
+	// starts at ownWatchDelay, or when Token asks (watchOwnNodes, once:
+	// watchOnce).
 	firstRead chan struct{}
-	readOnce  sync.Once
+	read      bool // the first read is reported
+	asked     bool // revoke: an operator asked
 	watchOnce sync.Once
 
 	// fence: the checks a fenced write makes (prepended to its ops).
@@ -60,7 +61,7 @@ type Hold struct {
 	state     holdState
 	released  bool
 	stopHooks []func() bool // unhook the loss and pause signals (at the release)
-	paused    chan struct{} // closed when the current (or next) pause begins
+	paused    chan struct{} // closed when the current (or next) pause begins (made when asked: Paused)
 	resumed   chan struct{} // closed when the current pause ends (resume, loss, release)
 	pausedAt  time.Time     // when the current pause began
 	pausedFor time.Duration // how long the last pause lasted
@@ -119,8 +120,7 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	}
 	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
-		granted: time.Now(), lost: make(chan struct{}), tokenTurn: make(chan struct{}, 1), revoke: make(chan struct{}),
-		firstRead: make(chan struct{}), ep: ep, paused: make(chan struct{}), token: token, recipe: recipe, guard: guard}
+		granted: time.Now(), lost: make(chan struct{}), ep: ep, token: token, recipe: recipe, guard: guard}
 	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
 	if guard != nil {
 		h.fence = []any{guard, h.fence[0]}
@@ -175,6 +175,30 @@ func (h *Hold) settle() {
 	fns := h.settleLocked()
 	h.mu.Unlock()
 	runLost(fns)
+}
+
+// closedChan is a closed channel: what a channel made when first asked
+// for is, when asked for after its event.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// signalLocked closes *ch, or, if nobody has asked for it yet, makes it a
+// closed channel (under h.mu).
+func signalLocked(ch *chan struct{}) {
+	if *ch == nil {
+		*ch = closedChan
+		return
+	}
+	if *ch != closedChan {
+		close(*ch)
+	}
+}
+
+// chanLocked is *ch, made if nobody had asked for it (under h.mu).
+func chanLocked(ch *chan struct{}) chan struct{} {
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
 }
 
 // runLost runs what waited for a loss.

@@ -75,8 +75,13 @@ func (h *Hold) readOwn(node string, first bool) {
 	if first {
 		defer h.read1(nil) // however it ends
 	}
+	// The reads are bounded by the session's context, not the hold's:
+	// asking a context for its Done channel makes one, and a hold's is
+	// made only if its holder asks. A read that outlives the hold is
+	// ignored.
+	sctx := h.ep.SessionContext()
 	for h.ctx.Err() == nil {
-		ep, err := h.sess.Wait(h.ctx)
+		ep, err := h.sess.Wait(sctx)
 		if err != nil || ep.SessionID() != h.sid {
 			return // the hold's end, or its session's (which loses it)
 		}
@@ -84,7 +89,7 @@ func (h *Hold) readOwn(node string, first bool) {
 			data []byte
 			st   *zk.Stat
 		}
-		r, err := Call(h.ctx, ep, func(c *zk.Conn) (read, error) {
+		r, err := Call(sctx, ep, func(c *zk.Conn) (read, error) {
 			data, st, _, err := c.GetW(node) // its event comes through ownEvent
 			return read{data, st}, err
 		}, nil)
@@ -97,10 +102,7 @@ func (h *Hold) readOwn(node string, first bool) {
 		case err != nil:
 			// A connection problem (or the session's end, which loses the
 			// hold): read again once the session is usable.
-			select {
-			case <-ep.Done():
-			case <-h.ctx.Done():
-			}
+			<-ep.Done()
 			continue
 		}
 		if first {
@@ -115,14 +117,16 @@ func (h *Hold) readOwn(node string, first bool) {
 // the hold has none yet and st is its session's node), and h.firstRead
 // closed.
 func (h *Hold) read1(st *zk.Stat) {
-	h.readOnce.Do(func() {
-		h.mu.Lock()
-		if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
-			h.token = Token(st.Czxid)
-		}
-		h.mu.Unlock()
-		close(h.firstRead)
-	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.read {
+		return
+	}
+	h.read = true
+	if h.token == 0 && st != nil && st.EphemeralOwner == h.sid {
+		h.token = Token(st.Czxid)
+	}
+	signalLocked(&h.firstRead)
 }
 
 // stopWatching ends the hold's registrations with the session's event path.

@@ -49,7 +49,7 @@ func (h *Hold) Paused() <-chan struct{} {
 	h.settle()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.paused
+	return chanLocked(&h.paused)
 }
 
 // IsPaused reports whether the hold is paused now.
@@ -124,7 +124,7 @@ func (h *Hold) pauseLocked(ep *session.Epoch) {
 	h.state = paused
 	h.pausedAt = time.Now()
 	h.resumed = make(chan struct{})
-	close(h.paused)
+	signalLocked(&h.paused)
 	go h.resume(ep)
 }
 
@@ -174,7 +174,7 @@ func (h *Hold) resume(from *session.Epoch) {
 		h.state = held
 		h.pausedFor = time.Since(h.pausedAt)
 		h.stopHooks = append(h.stopHooks, stop)
-		h.paused = make(chan struct{})
+		h.paused = nil // made when asked for
 		close(h.resumed)
 		pausedFor := h.pausedFor
 		h.mu.Unlock()

@@ -95,17 +95,27 @@ func CheckData(data []byte) error {
 // RevokeRequested is closed when an operator asks the holder to let go
 // (AskRevoke, shepherd revoke -ask): release when the work allows. The hold
 // stays held until then (an operator may force it later, see Revoke).
-func (h *Hold) RevokeRequested() <-chan struct{} { return h.revoke }
+func (h *Hold) RevokeRequested() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return chanLocked(&h.revoke)
+}
 
 // sawData acts on the data of the hold's node, as its own watch read it.
 // It reports whether the hold has ended.
 func (h *Hold) sawData(node string, data []byte) bool {
 	switch _, mode := revokeRequest(data); mode {
 	case revokeAsk:
-		h.revokeOnce.Do(func() {
-			close(h.revoke)
+		h.mu.Lock()
+		first := !h.asked
+		if first {
+			h.asked = true
+			signalLocked(&h.revoke)
+		}
+		h.mu.Unlock()
+		if first {
 			h.log(slog.LevelInfo, "revocation requested by an operator", "revoked_node", node)
-		})
+		}
 	case revokeForce:
 		h.lose(fmt.Errorf("%w: hold on %s", ErrRevoked, node))
 		h.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,14 +27,15 @@ import (
 func main() {
 	n := flag.Int("n", 100000, "holds to take")
 	workers := flag.Int("workers", 64, "concurrent acquisitions")
+	memprofile := flag.String("memprofile", "", "write a heap profile of the holds to `FILE`")
 	flag.Parse()
-	if err := run(*n, *workers); err != nil {
+	if err := run(*n, *workers, *memprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "holdscale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, workers int) error {
+func run(n, workers int, memprofile string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	heap := 256 + n/200 // MiB: ~5 KB per ephemeral node and container, with room
@@ -114,6 +116,16 @@ func run(n, workers int) error {
 	fmt.Printf("  heap bytes per hold:    %.0f (the Mutex values and their holds, after GC)\n",
 		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n))
 	fmt.Printf("  server watches per hold: %.3f\n", float64(w1-w0)/float64(n))
+	if memprofile != "" {
+		f, err := os.Create(memprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return err
+		}
+		f.Close()
+	}
 
 	rel := time.Now()
 	for _, m := range locks {
