@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-mingo lint demo bench bench-quick bench-fence chaos interop build fuzz consumercheck alerts contrib
+.PHONY: all setup setup-bench test test-short test-one test-mingo lint demo bench bench-quick bench-fence chaos interop build fuzz consumercheck alerts contrib
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -40,7 +40,15 @@ test-mingo:
 	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) test -short -count=1 -run '^Example' $$(GOWORK=off $(GO) list ./... | grep -v '/interop$$')
 
 test-short: setup
-	$(GO) test -race -short -count=1 $(PKGS)
+	GOWORK=off $(GO) test -race -short -count=1 $(TESTFLAGS) $(PKGS)
+
+## test-one: one package's tests, or those RUN matches, with the race detector
+## and -v, installing only what they need (ZooKeeper; PostgreSQL for the
+## fences): make test-one PKG=./mutex RUN='TestLockUnlock$$'
+PKG ?= ./mutex
+RUN ?= .
+test-one: setup
+	GOWORK=off $(GO) test -race -count=1 -v $(TESTFLAGS) -run '$(RUN)' $(PKG)
 
 ## contrib: vet and test the contrib modules (contrib/gocron: gocron's
 ## Elector and Locker on shepherd), each a module of its own, through
