@@ -2,44 +2,17 @@ package election_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
-
-// recorder keeps the recipe events a session reports.
-type recorder struct {
-	mu     sync.Mutex
-	events []observe.RecipeEvent
-}
-
-func (r *recorder) SessionEvent(session.Event) {}
-
-func (r *recorder) RecipeEvent(ev observe.RecipeEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-}
-
-// count is how many events of kind the election at path reported.
-func (r *recorder) count(kind observe.RecipeEventKind, path string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, ev := range r.events {
-		if ev.Kind == kind && ev.Path == path && ev.Recipe == "election" {
-			n++
-		}
-	}
-	return n
-}
 
 // TestLeadershipReportsItsHoldsEvents: a leadership's hold reports its
 // events to the session's observer as a lock's and a lease's do, once each,
@@ -63,7 +36,7 @@ func leadershipEvents(t *testing.T, mode string, fair bool) {
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	s := open(t, p.Addrs(), session.WithObserver(rec), session.WithSessionTimeout(8*time.Second),
 		session.WithDisconnectPolicy(session.PauseOnDisconnect))
 	path := uniquePath(t)
@@ -90,11 +63,11 @@ func leadershipEvents(t *testing.T, mode string, fair bool) {
 		t.Cleanup(func() { stop(); <-done })
 	}
 	l := <-leaderships
-	require.Eventually(t, func() bool { return rec.count(observe.Acquired, path) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.Count(observe.Acquired, "election", path) == 1 }, 5*time.Second, time.Millisecond)
 
 	p.Sever() // a blip: the same session comes back
-	require.Eventually(t, func() bool { return rec.count(observe.HoldResumed, path) == 1 }, 10*time.Second, 5*time.Millisecond)
-	require.Equal(t, 1, rec.count(observe.HoldPaused, path), "one pause, reported once")
+	require.Eventually(t, func() bool { return rec.Count(observe.HoldResumed, "election", path) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1, rec.Count(observe.HoldPaused, "election", path), "one pause, reported once")
 
 	// Deleted from outside: the leadership is lost.
 	other := open(t, zk.Servers())
@@ -106,6 +79,6 @@ func leadershipEvents(t *testing.T, mode string, fair bool) {
 	case <-ctx.Done():
 		t.Fatal("the leadership outlived its node")
 	}
-	require.Eventually(t, func() bool { return rec.count(observe.HoldLost, path) == 1 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return rec.Count(observe.HoldLost, "election", path) == 1 }, 5*time.Second, time.Millisecond,
 		"the leadership's loss is reported to the observer")
 }

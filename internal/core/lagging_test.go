@@ -33,7 +33,7 @@ func TestLaggingFollowerNeverConfirmsAResume(t *testing.T) {
 	p, err := zktest.NewProxy(c.Addr(f))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second),
 		session.WithDisconnectPolicy(session.PauseOnDisconnect), session.WithObserver(rec))
 	m, err := mutex.New(s, testutil.UniquePath(t, "lag"))
@@ -73,6 +73,6 @@ func TestLaggingFollowerNeverConfirmsAResume(t *testing.T) {
 		t.Fatal("the hold whose node was deleted was never lost")
 	}
 	require.Error(t, gateErr, "the hold resumed on the follower's stale read")
-	require.Eventually(t, func() bool { return rec.seen(observe.HoldLost) }, 5*time.Second, 5*time.Millisecond)
-	require.False(t, rec.seen(observe.HoldResumed), "the hold resumed before it was lost")
+	require.Eventually(t, func() bool { return rec.Seen(observe.HoldLost) }, 5*time.Second, 5*time.Millisecond)
+	require.False(t, rec.Seen(observe.HoldResumed), "the hold resumed before it was lost")
 }

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,37 +14,6 @@ import (
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
-// recorder is an observer that keeps every recipe event.
-type recorder struct {
-	mu     sync.Mutex
-	events []observe.RecipeEvent
-}
-
-func (r *recorder) SessionEvent(session.Event) {}
-
-func (r *recorder) RecipeEvent(ev observe.RecipeEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-}
-
-func (r *recorder) seen(kind observe.RecipeEventKind) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, ev := range r.events {
-		if ev.Kind == kind {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *recorder) all() []observe.RecipeEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]observe.RecipeEvent(nil), r.events...)
-}
-
 // Every event the shared core reports carries the name of the recipe it
 // works for: an orphan found after a lost answer (OrphanCleanup), a grant,
 // a loss, a release retried in the background (DeleteRetry) and a release.
@@ -54,7 +22,7 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second), session.WithObserver(rec))
 	other := testutil.Open(t, zk.Servers())
 	ctx := testutil.Ctx(t, 40*time.Second)
@@ -68,7 +36,7 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	// OrphanCleanup: two nodes of the session carry Enter's guid (its
 	// answer muted, a second create made by hand with the same guid).
 	n, _ := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)
-	require.Eventually(t, func() bool { return rec.seen(observe.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return rec.Seen(observe.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
 
 	// Acquired, then HoldLost (the connection severed and refused), then
 	// DeleteRetry: the release cannot delete while disconnected.
@@ -83,9 +51,9 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the hold outlived its connection")
 	}
-	require.Eventually(t, func() bool { return rec.seen(observe.HoldLost) }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.Seen(observe.HoldLost) }, 5*time.Second, time.Millisecond)
 	require.ErrorIs(t, h.Release(context.Background()), core.ErrLost)
-	require.True(t, rec.seen(observe.DeleteRetry), "a release made while disconnected is a retry")
+	require.True(t, rec.Seen(observe.DeleteRetry), "a release made while disconnected is a retry")
 	p.Refuse(false)
 	require.Eventually(t, func() bool { return len(line()) == 0 }, 20*time.Second, 10*time.Millisecond,
 		"the release's delete is made once the session is back: %v", line())
@@ -100,7 +68,7 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	require.NoError(t, h.Release(ctx))
 
 	kinds := map[observe.RecipeEventKind]bool{}
-	for _, ev := range rec.all() {
+	for _, ev := range rec.All() {
 		require.Equal(t, name, ev.Recipe, "event %v carries no recipe name", ev.Kind)
 		kinds[ev.Kind] = true
 	}
