@@ -49,6 +49,9 @@ type Leader struct {
 	Term      Term
 	Node      string // the leader's node
 	SessionID int64  // the leader's ZooKeeper session
+	Priority  int    // the leader's priority (WithPriority)
+	Value     string // what the leader proclaimed (Leadership.Proclaim), "" before
+	attrs     string // its attributes (see Attributes), comparable
 }
 
 // Participant is one candidate in line.
@@ -58,6 +61,8 @@ type Participant struct {
 	Seq       int64
 	SessionID int64
 	Leader    bool
+	Priority  int    // the candidate's priority (WithPriority)
+	attrs     string // its attributes (see Attributes)
 }
 
 // Callbacks are what Run calls. Only OnElected is required.
@@ -96,7 +101,8 @@ type config struct {
 	onStuck      func(Term)
 	names        recipe.Naming
 	policy       session.DisconnectPolicy
-	err          error // the first invalid option
+	ext          extConfig // priorities and handovers (policy.go)
+	err          error     // the first invalid option
 }
 
 func (c *config) setErr(err error) {
@@ -174,6 +180,8 @@ type Election struct {
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	log          *slog.Logger
+	ext          extConfig  // priorities and handovers (policy.go)
+	ho           *handovers // their state (handover.go)
 
 	mu      sync.Mutex
 	mode    int
@@ -224,8 +232,12 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
+	if err := checkData(id, c.ext); err != nil {
+		return nil, err
+	}
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
-		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
+		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger(), ext: c.ext}
+	e.ho = newHandovers(e)
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = core.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		OnDisconnect: c.policy}

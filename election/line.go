@@ -37,7 +37,8 @@ func parseLatch(name string) (member, bool) {
 
 func (e *Election) line() *core.Line {
 	return &core.Line{Sess: e.sess, Recipe: "election", Path: e.path, Naming: e.names,
-		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Refuse: map[string]string{leaderChild: "a non-fair election's path"},
+		Kinds:        []string{e.names.Kind(recipe.KindLatch)},
+		Refuse:       map[string]string{leaderChild: "a non-fair election's path", candidatesDir: "a non-fair election's path"},
 		OnDisconnect: e.policy}
 }
 
@@ -81,6 +82,7 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *core.Node)
 	}
 	e.mu.Lock()
 	e.node = c
+	e.ho.poked()
 	first := !e.checkedIDs
 	e.checkedIDs = true
 	e.mu.Unlock()
@@ -104,7 +106,7 @@ func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
 			continue
 		}
 		data, st, err := ep.Conn().Get(e.path + "/" + m.name)
-		if err == nil && string(core.StripRevoke(data)) == e.id {
+		if id, _ := parseCandidate(data); err == nil && id == e.id {
 			e.log.Warn("election: another candidate uses this id", "node", m.name,
 				"session", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		}

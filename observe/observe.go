@@ -74,6 +74,9 @@ func (k RecipeEventKind) String() string {
 	case Campaigning:
 		return "campaigning"
 	}
+	if s, ok := handoverKindName(k); ok {
+		return s
+	}
 	return "unknown"
 }
 
@@ -90,6 +93,11 @@ type RecipeEvent struct {
 	// Paused: HoldResumed, and HoldLost of a paused hold: how long it was
 	// paused (0 for a hold lost while not paused).
 	Paused time.Duration
-	Took   time.Duration // Revoked: loss signal to callback return
-	Term   int64         // Elected, Revoked, CallbackStuck
+	Took   time.Duration // Revoked: loss signal to callback return; HandedOver: the handover's length
+	Term   int64         // Elected, Revoked, CallbackStuck, HandedOver
+
+	// Handovers (issue 38; see handover.go).
+	Successor string // HandedOver: the successor's candidate id
+	Reason    string // HandedOver: directed, yield, stop or operator
+	Outcome   string // HandedOver: handed_over, refused, not_taken, no_candidate or failed
 }

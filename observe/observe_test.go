@@ -18,8 +18,8 @@ func TestKindNames(t *testing.T) {
 		seen[k.String()] = k
 		last = k
 	}
-	if last != observe.Campaigning {
-		t.Fatalf("the kinds end at %d (%v), want Campaigning (%d)", last, last, observe.Campaigning)
+	if last != observe.HandedOver {
+		t.Fatalf("the kinds end at %d (%v), want HandedOver (%d)", last, last, observe.HandedOver)
 	}
 	if s := observe.RecipeEventKind(0).String(); s != "unknown" {
 		t.Fatalf("the zero kind is named %q, want unknown", s)

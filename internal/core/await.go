@@ -205,7 +205,7 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 		case ev := <-s.ws.gone:
 			w = s.onGone(ep, ev)
 		case ev := <-s.ws.head:
-			w, err = l.onHead(ctx, ep, s, ev)
+			w, err = l.onHead(ctx, ep, opt, s, ev)
 		case <-ep.Done():
 			return false, errEpochEnded
 		case <-ctx.Done():
@@ -272,19 +272,21 @@ func (s *sleeper) onGone(ep *session.Epoch, ev zk.Event) wake {
 	return s.grantedBy(ep, ev)
 }
 
-// onHead is a notification of the watch on the line's head (OnHead): a mark
-// of it is no change of the head, which is watched again; anything else is
-// looked at.
-func (l *Line) onHead(ctx context.Context, ep *session.Epoch, s *sleeper, ev zk.Event) (wake, error) {
+// onHead is a notification of the watch on the line's head (OnHead): a
+// change of its data (a mark, or what its holder says of itself: the
+// election's Proclaim) is no change of the head, which is watched again
+// and told to OnHead; anything else is looked at.
+func (l *Line) onHead(ctx context.Context, ep *session.Epoch, opt AwaitOptions, s *sleeper, ev zk.Event) (wake, error) {
 	if ev.Type != zk.EventNodeDataChanged {
 		return lookAgain, nil
 	}
-	// The head marked its node: it is still the head. Watch it again rather
+	// The head's data changed: it is still the head. Watch it again rather
 	// than list the line.
-	ch, err := l.rewatch(ctx, ep, s.line[0])
+	ch, data, st, err := l.rewatchData(ctx, ep, s.line[0])
 	switch {
 	case err == nil:
 		s.ws.head = ch
+		opt.OnHead(s.line[0], StripRevoke(data), st)
 		return sleepOn, nil
 	case errors.Is(err, zk.ErrNoNode):
 		return lookAgain, nil
@@ -300,10 +302,22 @@ func (l *Line) listCtx(ctx context.Context, ep *session.Epoch) ([]Name, error) {
 
 // rewatch watches n again (GetW), once its data has changed.
 func (l *Line) rewatch(ctx context.Context, ep *session.Epoch, n Name) (<-chan zk.Event, error) {
-	return Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
-		_, _, ch, err := c.GetW(l.Path + "/" + n.Name)
-		return ch, err
+	ch, _, _, err := l.rewatchData(ctx, ep, n)
+	return ch, err
+}
+
+// rewatchData is rewatch, also returning the data and Stat read.
+func (l *Line) rewatchData(ctx context.Context, ep *session.Epoch, n Name) (<-chan zk.Event, []byte, *zk.Stat, error) {
+	type read struct {
+		ch   <-chan zk.Event
+		data []byte
+		st   *zk.Stat
+	}
+	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
+		data, st, ch, err := c.GetW(l.Path + "/" + n.Name)
+		return read{ch, data, st}, err
 	}, nil)
+	return r.ch, r.data, r.st, err
 }
 
 // watches is what a waiter waits on: the node its turn names, and the head

@@ -1,0 +1,349 @@
+package election
+
+// Handovers in the non-fair layout (issue 38): the candidates' registry,
+// and the reservation of the race for a successor, which the server checks
+// in every racer's grant (see docs/handover.md, "Non-fair layout").
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// candidatesDir is the non-fair registry, under the election's path.
+const candidatesDir = layout.ElectionCandidates
+
+// registration is a non-fair candidate's node in the registry.
+type registration struct {
+	name string // relative to the election's path: "candidates/c-<guid>"
+	sid  int64  // the session it belongs to
+}
+
+// register makes this candidate's registration in the session's current
+// epoch, unless it has one in that session: an ephemeral node holding its
+// data, so that it can be seen (Participants, status) and named (HandOver).
+func (e *Election) register(ctx context.Context) error {
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	e.ho.mu.Lock()
+	reg := e.ho.reg
+	e.ho.mu.Unlock()
+	if reg != nil && reg.sid == ep.SessionID() {
+		return nil
+	}
+	name := candidatesDir + "/c-" + core.NewGUID()
+	p := e.path + "/" + name
+	err = core.Exec(ctx, ep, func(c *zk.Conn) error {
+		for range 3 { // the path may be removed meanwhile (containers)
+			_, err := c.Create(p, e.nodeData(), zk.FlagEphemeral, e.sess.ACL())
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				if err := core.EnsurePath(e.sess, ep, e.path+"/"+candidatesDir); err != nil {
+					return err
+				}
+				continue
+			case errors.Is(err, zk.ErrNodeExists):
+				// A create whose answer was lost: ours if our session's.
+				if ok, st, err := c.Exists(p); err == nil && ok && st.EphemeralOwner == ep.SessionID() {
+					return nil
+				}
+			}
+			return err
+		}
+		return fmt.Errorf("election: %s: its path keeps being removed", p)
+	})
+	if err != nil {
+		return err
+	}
+	e.ho.mu.Lock()
+	e.ho.reg = &registration{name: name, sid: ep.SessionID()}
+	e.ho.mu.Unlock()
+	return nil
+}
+
+// unregister removes this candidate's registration (it leaves the
+// election), waiting for it at most until ctx ends.
+func (e *Election) unregister(ctx context.Context) {
+	e.ho.mu.Lock()
+	reg := e.ho.reg
+	e.ho.reg = nil
+	e.ho.mu.Unlock()
+	if reg == nil {
+		return
+	}
+	ep, ok := e.sess.Current()
+	if !ok || ep.SessionID() != reg.sid {
+		return // gone with its session
+	}
+	// A guaranteed delete (in the background if it takes more than a
+	// moment), as a waiter's node leaves the line.
+	select {
+	case <-e.line().Leave(ep, e.path+"/"+reg.name):
+	case <-ctx.Done():
+	}
+}
+
+// registered lists the registered candidates in ep, oldest first (skip:
+// a registration to leave out, "" none).
+func (e *Election) registered(ep *session.Epoch, skip string) ([]cand, error) {
+	dir := e.path + "/" + candidatesDir
+	names, _, err := ep.Conn().Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []cand
+	czxid := map[string]int64{}
+	for _, n := range names {
+		name := candidatesDir + "/" + n
+		if name == skip {
+			continue
+		}
+		data, st, err := ep.Conn().Get(dir + "/" + n)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		czxid[name] = st.Czxid
+		out = append(out, cand{Participant: participantOf(dir+"/"+n, 0, st.EphemeralOwner, data), name: name, shepherd: true})
+	}
+	slices.SortFunc(out, func(a, b cand) int { return cmp.Compare(czxid[a.name], czxid[b.name]) })
+	return out, nil
+}
+
+// registeredCands lists the other registered candidates, oldest first.
+func (e *Election) registeredCands(ctx context.Context) ([]cand, error) {
+	e.ho.mu.Lock()
+	own := ""
+	if e.ho.reg != nil {
+		own = e.ho.reg.name
+	}
+	e.ho.mu.Unlock()
+	var out []cand
+	err := e.sess.Do(ctx, func(ep *session.Epoch) error {
+		var err error
+		out, err = e.registered(ep, own)
+		return err
+	})
+	if err != nil {
+		return nil, err // op may still run: do not read out
+	}
+	return out, nil
+}
+
+// prepareNonFair prepares a handover of l in the non-fair layout: the
+// successor among the registered candidates, and the record reserving the
+// race for it, made (unless it is an operator's) in one fenced write with
+// a rewrite of the leader's node naming the successor, which every racer
+// watches (see candidateData.HandOverTo).
+func (e *Election) prepareNonFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
+	cs, err := e.registeredCands(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j := e.pick(cs, t)
+	if j < 0 {
+		return nil, noCandidate(t)
+	}
+	p := &plan{reason: reason, succ: cs[j], began: time.Now()}
+	e.ho.mu.Lock()
+	value := e.ho.value
+	e.ho.mu.Unlock()
+	hint := fence.Raw(&zk.SetDataRequest{Path: l.node.path, Version: -1, Data: encodeCandidate(e.id,
+		candidateData{Priority: e.ext.priority, Attributes: e.ext.attrs, Value: value, HandOverTo: p.succ.name})})
+	if t.record != nil {
+		_, err = l.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
+		return p, err
+	}
+	if err := e.makeRecord(ctx, l, p, hint); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// awaitTaken waits, once the leader's node is gone, until the successor
+// has taken the reservation (the record is gone: its grant deleted it),
+// bounded by the handover timeout; then it drops the reservation itself
+// and returns ErrNotTaken (the others race, as after a resign).
+func (e *Election) awaitTaken(ctx context.Context, p *plan) error {
+	tctx, cancel := context.WithTimeout(ctx, e.handOverTimeout())
+	defer cancel()
+	for {
+		ep, err := e.sess.Wait(tctx)
+		if err != nil {
+			break
+		}
+		rec, ch, err := readRecord(tctx, ep, p.rec)
+		if err == nil && (rec == nil || rec.owner != ep.SessionID()) {
+			return nil // taken (or gone with our session: the others race)
+		}
+		if err != nil && !session.OutcomeUnknown(err) {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ep.Done():
+		case <-tctx.Done():
+		}
+		if tctx.Err() != nil {
+			break
+		}
+	}
+	e.dropRecord(p)
+	return fmt.Errorf("%w: %q within %v: the others race for it", ErrNotTaken, p.succ.ID, e.handOverTimeout())
+}
+
+// race is the non-fair race for leadership (see acquireNonFair), with the
+// candidate registered, and held back while a record reserves the race
+// for another candidate.
+func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.Stat)) (*recipe.Hold, error) {
+	if err := e.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// It races all the same (a refusal of the race itself, by an ACL,
+		// is the race's to report), but cannot be named by a handover.
+		e.log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
+	}
+	a := core.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check,
+		Seen: func(data []byte, st *zk.Stat) {
+			e.ho.sawLeader(data, st)
+			if seen != nil {
+				seen(data, st)
+			}
+		}}
+	for {
+		h, err := e.single.Acquire(ctx, a)
+		if !errors.Is(err, core.ErrCheckFailed) {
+			if h != nil {
+				e.ho.setMine(-1, 0)
+			}
+			return h, err
+		}
+		if err := e.awaitReservation(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// check is the ops every grant of this racer carries (core.Attempt.Check):
+// the record's delete at its version when it reserves the race for this
+// candidate (the grant takes the reservation), else a probe that fails
+// while any record is there (its create, then its delete).
+func (h *handovers) check() []any {
+	p := recordPath(h.e.path)
+	h.mu.Lock()
+	v := h.mine
+	h.mu.Unlock()
+	if v >= 0 {
+		return []any{&zk.DeleteRequest{Path: p, Version: v}}
+	}
+	return []any{&zk.CreateRequest{Path: p, Acl: h.e.sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
+}
+
+// setMine records the version of a record reserving the race for this
+// candidate (-1: none), as learnt under the leader whose node was created
+// at term.
+func (h *handovers) setMine(version int32, term int64) {
+	h.mu.Lock()
+	h.mine, h.mineTerm = version, term
+	h.mu.Unlock()
+}
+
+// sawLeader reads the leader's node as a racer sees it: a leader handing
+// over to this candidate names its registration (HandOverTo), and the
+// record it made with it is new (version 0, never written again). A later
+// leader's node without it makes what an earlier one said stale.
+func (h *handovers) sawLeader(data []byte, st *zk.Stat) {
+	_, d := parseCandidate(data)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.reg != nil && d.HandOverTo == h.reg.name:
+		h.mine, h.mineTerm = 0, st.Czxid
+	case h.mine >= 0 && h.mineTerm != 0 && h.mineTerm != st.Czxid:
+		h.mine, h.mineTerm = -1, 0
+	}
+}
+
+// awaitReservation is what a racer refused by a record does: it reads the
+// record (with a watch); if it names this candidate, the next grant takes
+// it; if it names another, it waits until it changes.
+func (e *Election) awaitReservation(ctx context.Context) error {
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	rec, ch, err := readRecord(ctx, ep, recordPath(e.path))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var pace core.Pacer
+		return pace.Wait(ctx, ep)
+	}
+	e.ho.mu.Lock()
+	mine := rec != nil && e.ho.reg != nil && rec.To == e.ho.reg.name
+	e.ho.mu.Unlock()
+	switch {
+	case rec == nil:
+		e.ho.setMine(-1, 0)
+		return nil
+	case mine:
+		e.ho.setMine(rec.version, 0)
+		return nil
+	}
+	e.ho.setMine(-1, 0)
+	select {
+	case <-ch:
+	case <-ep.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// nonFairParticipants lists a non-fair election's leader, then its other
+// registered candidates, oldest first (the leader's registration, the one
+// of its session with its id, left out).
+func (e *Election) nonFairParticipants(ep *session.Epoch) ([]Participant, error) {
+	var out []Participant
+	l, err := readLeader(ep, e.path)
+	switch {
+	case err == nil:
+		out = append(out, Participant{ID: l.ID, Node: l.Node, SessionID: l.SessionID, Leader: true, Priority: l.Priority,
+			attrs: l.attrs})
+	case !errors.Is(err, ErrNoLeader):
+		return nil, err
+	}
+	cs, err := e.registered(ep, "")
+	if err != nil {
+		return nil, err
+	}
+	skipped := false
+	for _, c := range cs {
+		if !skipped && len(out) > 0 && c.SessionID == l.SessionID && c.ID == l.ID {
+			skipped = true
+			continue
+		}
+		out = append(out, c.Participant)
+	}
+	return out, nil
+}
