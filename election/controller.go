@@ -86,7 +86,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 		// is shepherd's (core.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: core.AwaitOptions{OnHead: onHead, MarkFor: core.Name.Shepherd},
+		Options: core.AwaitOptions{OnHead: onHead, MarkFor: core.Name.Shepherd, OnWatch: e.onWatch},
 		Node:    own,
 		Keep:    true,
 		Entered: func(ctx context.Context, ep *session.Epoch, own *core.Node) error {

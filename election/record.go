@@ -39,6 +39,9 @@ type recordJSON struct {
 	ID     string `json:"id"`     // the successor's id
 	By     string `json:"by"`     // the leader's id, or "operator"
 	Reason string `json:"reason"` // directed, yield, stop, operator
+	// Ready: the successor watches the leader's node, right behind it (see
+	// Election.onWatch).
+	Ready bool `json:"ready,omitempty"`
 }
 
 // record is a record as read: its data, and its node's version, owner and
@@ -200,6 +203,13 @@ func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error
 	w.ep, w.zch, w.rec = ep, zch, rec
 	w.startLocked()
 	return rec, w.changed, nil
+}
+
+// cached is the record as last read (nil: none, or not read).
+func (w *recordWatch) cached() *record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rec
 }
 
 // startLocked starts the goroutine that closes changed when the watch

@@ -175,7 +175,65 @@ func (e *Election) prepareNonFair(ctx context.Context, l *Leadership, t target, 
 	if err := e.makeRecord(ctx, l, p, hint); err != nil {
 		return nil, err
 	}
+	e.awaitReady(ctx, l, p)
 	return p, nil
+}
+
+// awaitReady waits, for at most a tenth of the handover timeout, until the
+// successor says it knows the race is reserved for it (it writes the
+// record: see ackReservation), so that it races at once, with the
+// reservation's delete, when the leader's node goes. A successor that does
+// not say so (slow, gone, or not allowed to write the record) learns it
+// when its grant is refused by the record.
+func (e *Election) awaitReady(ctx context.Context, l *Leadership, p *plan) {
+	ctx, cancel := context.WithTimeout(ctx, e.handOverTimeout()/10)
+	defer cancel()
+	for {
+		rec, ch, err := e.ho.records.look(ctx)
+		if err != nil || rec == nil || rec.Ready || rec.To != p.succ.name {
+			return
+		}
+		select {
+		case <-ch:
+		case <-l.ctx.Done():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ackReservation writes the record that reserves the race for this
+// candidate (created at version 0) again, ready, and keeps its new version
+// for the grant's delete.
+func (e *Election) ackReservation() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
+	defer cancel()
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return
+	}
+	p := recordPath(e.path)
+	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+		data, st, err := c.Get(p)
+		if err != nil || st.Version != 0 {
+			return err
+		}
+		rec := parseRecord(data, st)
+		if rec == nil {
+			return nil
+		}
+		rec.Ready = true
+		st, err = c.Set(p, encodeRecord(rec.recordJSON), 0)
+		if err == nil {
+			e.ho.mu.Lock()
+			if e.ho.mine == 0 {
+				e.ho.mine = st.Version
+			}
+			e.ho.mu.Unlock()
+		}
+		return err
+	})
 }
 
 // awaitTaken waits, once the leader's node is gone, until the successor
@@ -222,7 +280,7 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 		// is the race's to report), but cannot be named by a handover.
 		e.log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
 	}
-	a := core.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check,
+	a := core.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check, Eager: e.ho.reserved,
 		Seen: func(data []byte, st *zk.Stat) {
 			e.ho.sawLeader(data, st)
 			if seen != nil {
@@ -258,6 +316,14 @@ func (h *handovers) check() []any {
 	return []any{&zk.CreateRequest{Path: p, Acl: h.e.sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
 }
 
+// reserved reports whether a record reserves the race for this candidate
+// (see core.Attempt.Eager).
+func (h *handovers) reserved() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mine >= 0
+}
+
 // setMine records the version of a record reserving the race for this
 // candidate (-1: none), as learnt under the leader whose node was created
 // at term.
@@ -277,7 +343,10 @@ func (h *handovers) sawLeader(data []byte, st *zk.Stat) {
 	defer h.mu.Unlock()
 	switch {
 	case h.reg != nil && d.HandOverTo == h.reg.name:
-		h.mine, h.mineTerm = 0, st.Czxid
+		if h.mineTerm != st.Czxid {
+			h.mine, h.mineTerm = 0, st.Czxid
+			go h.e.ackReservation()
+		}
 	case h.mine >= 0 && h.mineTerm != 0 && h.mineTerm != st.Czxid:
 		h.mine, h.mineTerm = -1, 0
 	}

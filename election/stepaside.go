@@ -7,6 +7,10 @@ package election
 import (
 	"context"
 	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/core"
 )
 
 // errStepAside is the cause that ends a candidate's wait to step aside.
@@ -71,4 +75,37 @@ func (h *handovers) poked() {
 	case h.poke <- struct{}{}:
 	default:
 	}
+}
+
+// onWatch is the line's OnWatch: the successor a record names, once it
+// watches the leader's node right behind it (its deletion then grants
+// it, with no other request), says it is ready by writing the record
+// again (in the background: one request), for the leader waits for that
+// before it lets go (see awaitWay).
+func (e *Election) onWatch(line []core.Name, i, w int) {
+	if i != 1 || w != 0 {
+		return
+	}
+	rec := e.ho.records.cached()
+	if rec == nil || rec.Ready || rec.To != line[i].Name {
+		return
+	}
+	go e.ackRecord(rec)
+}
+
+// ackRecord writes rec again, ready, at the version read (best effort: a
+// record gone or changed meanwhile is left as it is).
+func (e *Election) ackRecord(rec *record) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
+	defer cancel()
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return
+	}
+	j := rec.recordJSON
+	j.Ready = true
+	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+		_, err := c.Set(recordPath(e.path), encodeRecord(j), rec.version)
+		return err
+	})
 }

@@ -167,14 +167,19 @@ func (e *Election) makeRecord(ctx context.Context, l *Leadership, p *plan, more 
 }
 
 // awaitWay waits until no candidate is left between l's node and p's
-// successor in line, bounded by the handover timeout: nil, or why not
+// successor in line, and the successor says it is ready (it watches l's
+// node: see onWatch), bounded by the handover timeout: nil, or why not
 // (ErrHandOverRefused naming those left, ErrNoCandidate when the successor
-// left, an error matching ErrLost when l ended, ctx's error).
+// left, an error matching ErrLost when l ended, ctx's error). A successor
+// that does not say it is ready within a tenth of the timeout once the way
+// is clear (it cannot write the record, or is slow, or gone) is handed
+// over to all the same: it then looks at the line once more.
 func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 	tctx, cancel := context.WithTimeout(ctx, e.handOverTimeout())
 	defer cancel()
 	kind := e.names.Kind(recipe.KindLatch)
 	var left []string // the candidates still between, when last listed
+	var clear time.Time
 	for {
 		ep, err := e.sess.Wait(tctx)
 		if err != nil {
@@ -196,20 +201,33 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 		}
 		line := core.Sort(r.names, kind)
 		i, j := core.Index(line, l.node.name), core.Index(line, p.succ.name)
+		var ready <-chan struct{}
+		var acked <-chan time.Time
 		switch {
 		case i < 0:
 			return l.ended()
 		case j < 0:
 			return fmt.Errorf("%w: %q (%s) left the line", ErrNoCandidate, p.succ.ID, p.succ.name)
 		case j == i+1:
-			return nil
-		}
-		left = left[:0]
-		for _, n := range line[i+1 : j] {
-			left = append(left, n.Name)
+			if clear.IsZero() {
+				clear = time.Now()
+			}
+			rec, ch, err := e.ho.records.look(tctx)
+			wait := time.Until(clear.Add(e.handOverTimeout() / 10))
+			if err != nil || rec == nil || rec.To != p.succ.name || rec.Ready || wait <= 0 {
+				return nil
+			}
+			ready, acked = ch, time.After(wait) // bounded: a tenth of the timeout
+		default:
+			left = left[:0]
+			for _, n := range line[i+1 : j] {
+				left = append(left, n.Name)
+			}
 		}
 		select {
 		case <-r.ch:
+		case <-ready:
+		case <-acked:
 		case <-ep.Done():
 		case <-l.ctx.Done():
 			return l.ended()

@@ -80,6 +80,12 @@ type AwaitOptions struct {
 	// in the multi-op that deletes it) sends that write with Node.Consume,
 	// which adds the mark.
 	MarkOnRelease bool
+	// OnWatch, when set, is told each time the waiter has set its watches
+	// at its place in line (line as it looked, i its index, w the index
+	// of the node it watches), before it sleeps, on the caller's
+	// goroutine: it must not block. The election's handover successor
+	// says it is ready then (it watches the leader).
+	OnWatch func(line []Name, i, w int)
 }
 
 // Await waits in line until turn grants own, within epoch ep. The first
@@ -130,6 +136,9 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		}
 		if ws.nodeVersion > 0 && afterMark {
 			delGrants = true
+		}
+		if opt.OnWatch != nil {
+			opt.OnWatch(line, i, w)
 		}
 		s := sleeper{line: line, w: w, ws: ws, delGrants: delGrants, afterMark: afterMark}
 		grant, err := l.sleep(ctx, ep, own, opt, &s)

@@ -81,6 +81,11 @@ type Attempt struct {
 	// them, Acquire returns an error matching ErrCheckFailed (and the op's
 	// own error) instead of racing on.
 	Check func() []any
+	// Eager, if not nil, is asked when the node changes while the attempt
+	// waits: true makes it race at once, without the jittered wait that
+	// spreads a crowd of waiters (the election's handover successor, for
+	// which the server holds every other racer back).
+	Eager func() bool
 }
 
 // ErrCheckFailed: a race's grant was refused by one of its Attempt's Check

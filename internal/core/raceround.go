@@ -227,6 +227,9 @@ func (r *race) wait(ctx context.Context, ep *session.Epoch, ch <-chan zk.Event) 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if r.a.Eager != nil && r.a.Eager() {
+		return errAgain
+	}
 	// Jittered backoff, so a crowd of waiters does not hit the server
 	// in one burst on every release.
 	if r.delay == 0 {
