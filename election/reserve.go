@@ -280,6 +280,14 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 		// is the race's to report), but cannot be named by a handover.
 		e.log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
 	}
+	// The race goes on across sessions: register again in each new one.
+	rctx, stop := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		e.keepRegistered(rctx)
+	}()
+	defer func() { stop(); <-kept }()
 	a := core.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check, Eager: e.ho.reserved,
 		Seen: func(data []byte, st *zk.Stat) {
 			e.ho.sawLeader(data, st)
@@ -297,6 +305,31 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 		}
 		if err := e.awaitReservation(ctx); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// keepRegistered registers the candidate in each new session until ctx
+// ends (the race's sessions: the race goes on in the next one after a
+// session is lost).
+func (e *Election) keepRegistered(ctx context.Context) {
+	var pace core.Pacer
+	for {
+		ep, err := e.sess.Wait(ctx)
+		if err != nil {
+			return
+		}
+		if err := e.register(ctx); err != nil {
+			if ctx.Err() != nil || pace.Wait(ctx, ep) != nil {
+				return
+			}
+			continue
+		}
+		pace = core.Pacer{}
+		select {
+		case <-ep.SessionDone():
+		case <-ctx.Done():
+			return
 		}
 	}
 }
