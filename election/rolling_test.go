@@ -26,7 +26,7 @@ func deploy(t *testing.T, servers []string, opts []election.Option, priorities b
 		if !priorities {
 			return opts
 		}
-		return with(opts, election.WithPriority(version), election.HandOverOnStop(2*time.Second))
+		return with(opts, election.WithPriority(version), election.HandOverOnStop(200*time.Millisecond))
 	}
 	var old []*runner
 	for _, id := range []string{"v1-a", "v1-b", "v1-c"} {
