@@ -21,7 +21,7 @@ func newHandoverMetrics(ns string, buckets []float64) handoverMetrics {
 			Help: "Handovers of leadership by this process's leaders (reason directed|yield|stop|operator; " +
 				"outcome handed_over|refused|not_taken|no_candidate|failed)."}, []string{"path", "reason", "outcome"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "handover_seconds",
-			Help: "How long handovers took, from their start (the leader leading meanwhile) to their end.",
+			Help:    "How long handovers took, from their start (the leader leading meanwhile) to their end.",
 			Buckets: buckets}, []string{"path"}),
 	}
 }
