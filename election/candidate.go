@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"time"
 	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
@@ -133,8 +136,19 @@ func (e *Election) nodeData() []byte {
 	return encodeCandidate(e.id, candidateData{Priority: e.ext.priority, Attributes: e.ext.attrs})
 }
 
-// participantOf is the participant whose node (full path) holds data.
-func participantOf(node string, seq, sid int64, data []byte) Participant {
+// participantOf is the participant whose node (full path, its Stat st)
+// holds data.
+func participantOf(node string, seq int64, st *zk.Stat, data []byte) Participant {
 	id, d := parseCandidate(data)
-	return Participant{ID: id, Node: node, Seq: seq, SessionID: sid, Priority: d.Priority, attrs: attrsKey(d.Attributes)}
+	return Participant{ID: id, Node: node, Seq: seq, SessionID: st.EphemeralOwner, Priority: d.Priority,
+		attrs: attrsKey(d.Attributes), Joined: time.UnixMilli(st.Ctime)}
+}
+
+// ParseCandidate reads what a candidate's node holds (as recipe.Inspect's
+// Entry.Data shows it): its id, priority and attributes (in the returned
+// Participant's ID, Priority and Attributes). ok is false when the data is
+// an id alone (a candidate without them, or another library's).
+func ParseCandidate(data []byte) (p Participant, ok bool) {
+	id, d := parseCandidate(data)
+	return Participant{ID: id, Priority: d.Priority, attrs: attrsKey(d.Attributes)}, !d.zero()
 }

@@ -61,8 +61,9 @@ type Participant struct {
 	Seq       int64
 	SessionID int64
 	Leader    bool
-	Priority  int    // the candidate's priority (WithPriority)
-	attrs     string // its attributes (see Attributes)
+	Priority  int       // the candidate's priority (WithPriority)
+	Joined    time.Time // when its node was created (ZooKeeper's clock)
+	attrs     string    // its attributes (see Attributes)
 }
 
 // Callbacks are what Run calls. Only OnElected is required.

@@ -45,7 +45,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 			if err != nil {
 				return err
 			}
-			p := participantOf(e.path+"/"+m.name, m.seq, st.EphemeralOwner, data)
+			p := participantOf(e.path+"/"+m.name, m.seq, st, data)
 			p.Leader = len(out) == 0
 			out = append(out, p)
 		}

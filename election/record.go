@@ -57,12 +57,12 @@ type record struct {
 // HandOverRequest is a pending handover at an election's path (see
 // PendingHandOver).
 type HandOverRequest struct {
-	To        string    // the successor's node (full path)
-	ID        string    // the successor's id
-	By        string    // who asked: the leader's id, or "operator"
-	Reason    string    // directed, yield, stop or operator
-	SessionID int64     // the session that made it: it goes with it
-	Created   time.Time // ZooKeeper's clock
+	To        string    `json:"to"`         // the successor's node (full path)
+	ID        string    `json:"id"`         // the successor's id
+	By        string    `json:"by"`         // who asked: the leader's id, or "operator"
+	Reason    string    `json:"reason"`     // directed, yield, stop or operator
+	SessionID int64     `json:"session_id"` // the session that made it: it goes with it
+	Created   time.Time `json:"created"`    // ZooKeeper's clock
 }
 
 // recordPath is the record's path under the election at path.

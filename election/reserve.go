@@ -122,7 +122,7 @@ func (e *Election) registered(ep *session.Epoch, skip string) ([]cand, error) {
 			return nil, err
 		}
 		czxid[name] = st.Czxid
-		out = append(out, cand{Participant: participantOf(dir+"/"+n, 0, st.EphemeralOwner, data), name: name, shepherd: true})
+		out = append(out, cand{Participant: participantOf(dir+"/"+n, 0, st, data), name: name, shepherd: true})
 	}
 	slices.SortFunc(out, func(a, b cand) int { return cmp.Compare(czxid[a.name], czxid[b.name]) })
 	return out, nil
@@ -443,6 +443,7 @@ func (e *Election) nonFairParticipants(ep *session.Epoch) ([]Participant, error)
 	for _, c := range cs {
 		if !skipped && len(out) > 0 && c.SessionID == l.SessionID && c.ID == l.ID {
 			skipped = true
+			out[0].Joined = c.Joined // its registration's
 			continue
 		}
 		out = append(out, c.Participant)

@@ -50,7 +50,7 @@ func (e *Election) lineCands(ctx context.Context) ([]cand, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, cand{Participant: participantOf(e.path+"/"+n.Name, n.Seq, st.EphemeralOwner, data),
+			out = append(out, cand{Participant: participantOf(e.path+"/"+n.Name, n.Seq, st, data),
 				name: n.Name, shepherd: n.Shepherd()})
 		}
 		return nil

@@ -67,7 +67,7 @@ func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []cand {
 			if err != nil {
 				return // gone meanwhile (or unreadable: not a candidate to pick)
 			}
-			c = cand{Participant: participantOf(node, seq, st.EphemeralOwner, data), name: name, shepherd: shepherd}
+			c = cand{Participant: participantOf(node, seq, st, data), name: name, shepherd: shepherd}
 			w.data[name] = c
 		}
 		out = append(out, c)

@@ -113,6 +113,8 @@ type listed struct {
 	Waiters   int    `json:"waiters"`
 	// Idle: a non-fair recipe's persistent path that no one holds.
 	Idle bool `json:"idle,omitempty"`
+	// HandOver: an election's pending handover (its successor's id).
+	HandOver string `json:"handover,omitempty"`
 }
 
 type lsJSON struct {
@@ -141,6 +143,9 @@ func printListing(w io.Writer, found []listed) {
 		}
 		if l.Idle {
 			note = "\tidle (a persistent path: kept until deleted)"
+		}
+		if l.HandOver != "" {
+			note = "\thandover pending to " + l.HandOver
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d%s\n", l.Path, l.Kind, mode, names, holders, l.Waiters, note)
 	}
@@ -304,6 +309,10 @@ func (w *walk) inspect(ctx context.Context, p string, n node) (listed, bool, err
 	if l.Kind == "semaphore" {
 		l.Names = "curator" // InterProcessSemaphoreV2's layout, the only one
 	}
+	if ho := electionExtras(ctx, w.sess, snap, strings.TrimPrefix(p, w.sess.Namespace())); ho != nil {
+		l.HandOver = ho.ID
+	}
+	l.Waiters = len(snap.Waiters) // with a non-fair election's registered candidates
 	if snap.Kind == "empty" {
 		switch {
 		case strings.HasPrefix(n.data, nonFairMutexMark):
