@@ -124,9 +124,6 @@ func watchLeaders(t *testing.T, s *session.Session, path string) *leaders {
 	go func() {
 		defer close(done)
 		for ld := range ch {
-			if ld.ID == "" {
-				continue
-			}
 			l.mu.Lock()
 			if len(l.seen) == 0 || l.seen[len(l.seen)-1] != ld.ID {
 				l.seen = append(l.seen, ld.ID)
@@ -181,15 +178,19 @@ func TestKubernetesRollout(t *testing.T) {
 			old = append(old, startPod(t, c, zkEnv, name+"-old-b", 0))
 			waitProbe(t, old[1].url+"/readyz", 503, func(p probeBody) bool { return p.Leader == name+"-old-a" })
 			if d.Spec.Strategy.RollingUpdate.MaxUnavailable == "100%" {
-				// The surge Pod starts; every old Pod is told to stop.
-				n1 := startPod(t, c, zkEnv, name+"-new-a", 1)
+				// Every old Pod is told to stop as the new ones are
+				// created, and they start slower than the follower stops
+				// (an image to pull): the old leader leads on, Ready,
+				// until a new Pod is in line.
 				for _, o := range old {
 					o.term(t)
 				}
+				old[1].exited(t)
+				code, body := get(t, old[0].url+"/readyz")
+				require.Equal(t, 200, code, "the old leader let go with no one to take over: %s", body)
+				n1 := startPod(t, c, zkEnv, name+"-new-a", 1)
 				startPod(t, c, zkEnv, name+"-new-b", 1)
-				for _, o := range old {
-					o.exited(t)
-				}
+				old[0].exited(t)
 				waitProbe(t, n1.url+"/readyz", 200, func(p probeBody) bool { return strings.HasPrefix(p.Leader, name+"-new-") })
 			} else {
 				for i, o := range old {
@@ -199,11 +200,13 @@ func TestKubernetesRollout(t *testing.T) {
 					o.exited(t)
 				}
 			}
-			require.Eventually(t, func() bool { l := led.list(); return len(l) >= 2 }, 20*time.Second, 5*time.Millisecond)
+			require.Eventually(t, func() bool { l := led.list(); return len(l) >= 3 }, 20*time.Second, 5*time.Millisecond)
 			l := led.list()
-			require.Len(t, l, 2, "leadership moved more than once: %v", l)
-			require.Equal(t, name+"-old-a", l[0])
-			require.True(t, strings.HasPrefix(l[1], name+"-new-"), "to an old Pod: %v", l)
+			// The first report is "no leader" (Observe's start); then one
+			// change, with no leaderless time between.
+			require.Len(t, l, 3, "leadership moved more than once (or was left): %v", l)
+			require.Equal(t, []string{"", name + "-old-a"}, l[:2])
+			require.True(t, strings.HasPrefix(l[2], name+"-new-"), "to an old Pod: %v", l)
 			t.Logf("%s: leaders %v", name, l)
 		})
 	}
