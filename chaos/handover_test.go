@@ -49,13 +49,14 @@ func handoverCutOff(h *harness) {
 		return
 	}
 	sid := succ.sess.SessionID()
+	// Cut off as the handover begins: before it can hear of it.
+	succ.proxy.Stall()
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*sessionTimeout)
 		defer cancel()
 		done <- hd.handOver(ctx, succ.id)
 	}()
-	succ.proxy.Stall()
 	h.sessionEnds(succ, sid, 10*time.Millisecond, nil)
 	time.Sleep(sessionTimeout / 2) // past the server's expiry too
 	succ.proxy.Heal()
