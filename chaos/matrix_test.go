@@ -51,7 +51,7 @@ type clientRun struct {
 	doneRelease bool
 	mu          sync.Mutex
 	cur         *grant
-	hd          *hold // cur's hold
+	hd          *hold     // cur's hold
 	events      *eventLog // the session's last events, for a failure's dump
 }
 
