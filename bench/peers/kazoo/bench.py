@@ -28,7 +28,7 @@ import urllib.request
 
 import kazoo
 from kazoo.client import KazooClient
-from kazoo.exceptions import CancelledError
+from kazoo.exceptions import CancelledError, ConnectionClosedError
 from kazoo.protocol.states import KazooState
 
 try:
@@ -817,13 +817,20 @@ class W9(Workload):
                     e.run(lead)
                 except CancelledError:
                     return  # stopped while it waited in line
+                except ConnectionClosedError:
+                    if stop.is_set():
+                        return  # its client stopped as it let go
+                    raise
 
         self.spawn("candidate-" + ident, body)
-        return {"client": c, "election": e, "stop": stop}
+        return {"client": c, "election": e, "stop": stop, "thread": self.threads[-1]}
 
     def stop_candidate(self, cand):
+        """A graceful stop: leadership given up (the function returns, the
+        lock released), then the client stopped."""
         cand["stop"].set()
         cand["election"].cancel()
+        cand["thread"].join(self.s.grace_s)
         cand["client"].stop()
 
     def await_in(self, c, n):
