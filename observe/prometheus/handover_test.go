@@ -37,10 +37,13 @@ func TestHandoverMetrics(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, l.HandOver(ctx, "b"))
 	require.NoError(t, <-won)
-	require.Equal(t, 1.0, metric(t, reg, "shepherd_handovers_total",
-		map[string]string{"path": path, "reason": "directed", "outcome": "handed_over"}))
-	require.Equal(t, 1.0, metric(t, reg, "shepherd_handovers_total",
-		map[string]string{"path": path, "reason": "directed", "outcome": "no_candidate"}))
-	require.Equal(t, 2.0, metric(t, reg, "shepherd_handover_seconds", map[string]string{"path": path}))
+	// The observer is told on a goroutine of its own: wait for it.
+	require.Eventually(t, func() bool {
+		return metric(t, reg, "shepherd_handovers_total",
+			map[string]string{"path": path, "reason": "directed", "outcome": "handed_over"}) == 1 &&
+			metric(t, reg, "shepherd_handovers_total",
+				map[string]string{"path": path, "reason": "directed", "outcome": "no_candidate"}) == 1 &&
+			metric(t, reg, "shepherd_handover_seconds", map[string]string{"path": path}) == 2
+	}, 10*time.Second, 5*time.Millisecond, "a handover made and one to no candidate, counted and timed")
 	require.NoError(t, b.Resign(context.Background()))
 }

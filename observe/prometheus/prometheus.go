@@ -28,6 +28,10 @@
 //	shepherd_hold_lost_after_pause_total{recipe}     paused holds lost instead of resumed
 //	shepherd_orphan_cleanups_total                   abandoned nodes found and removed
 //	shepherd_delete_retries_total                    releases retried in the background
+//	shepherd_handovers_total{path,reason,outcome}    handovers by this process's leaders: reason
+//	                                                 directed|yield|stop|operator, outcome
+//	                                                 handed_over|refused|not_taken|no_candidate|failed
+//	shepherd_handover_seconds{path}                  how long handovers took (the leader leading meanwhile)
 //
 // Labels are bounded: recipe is one of a handful of names; path appears only
 // on election metrics, one per election a process takes part in.
@@ -71,6 +75,7 @@ type Observer struct {
 	lostPaused   *prometheus.CounterVec
 	orphans      prometheus.Counter
 	deletes      prometheus.Counter
+	handovers    handoverMetrics // handover.go
 }
 
 var _ session.Observer = (*Observer)(nil)
@@ -123,10 +128,11 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Help: "Nodes of abandoned or answer-lost creates found and removed."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "delete_retries_total",
 			Help: "Releases that met a connection problem and were retried in the background."}),
+		handovers: newHandoverMetrics(ns, lat),
 	}
-	for _, c := range []prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
+	for _, c := range append([]prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
 		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.pauses, o.resumes,
-		o.pauseTime, o.lostPaused, o.orphans, o.deletes} {
+		o.pauseTime, o.lostPaused, o.orphans, o.deletes}, o.handovers.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -204,5 +210,7 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 		o.orphans.Inc()
 	case observe.DeleteRetry:
 		o.deletes.Inc()
+	case observe.HandedOver:
+		o.handovers.observe(ev)
 	}
 }
