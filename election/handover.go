@@ -63,8 +63,9 @@ func (l *Leadership) HandOver(ctx context.Context, id string) error {
 // HandOver hands the current leadership over to the candidate with id (the
 // best one for ""): see Leadership.HandOver. Under Run, OnElected's ctx is
 // cancelled once the way is clear, and HandOver returns when OnElected has
-// returned and the node is gone; the candidate goes back in line. It
-// returns ErrNotLeader when not leading.
+// returned and the node is gone; the candidate goes back in line. So, as
+// Resign, it is called from outside OnElected (within it, it waits until
+// ctx ends). It returns ErrNotLeader when not leading.
 func (e *Election) HandOver(ctx context.Context, id string) error {
 	e.mu.Lock()
 	l := e.leading
