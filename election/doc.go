@@ -45,7 +45,7 @@
 // `shepherd status` show them. Leadership moves where it is wanted with
 // Leadership.HandOver (or Election.HandOver under Run): the named candidate
 // (the best one for "") leads next, no other in between, with a term above
-// the old leader's and no gap beyond a resign's; HandOverOnStop hands over
+// the old leader's and a leaderless gap of a resign's; HandOverOnStop hands over
 // when Run's ctx ends; WithPreferredLeader yields to a candidate of higher
 // priority that has been in line for a window, at most once a window; and
 // Leadership.Proclaim changes the value followers see (Leader.Value)
