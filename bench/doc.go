@@ -76,6 +76,16 @@
 //     from zero); the subprocess drivers get a "start" command that begins
 //     the measured part before the runner restarts the servers.
 //
+//   - W9: rolling deploy (issue 38): Sessions election candidates of one
+//     version (each its own session); each of Cycles deploys replaces every
+//     one by a candidate of the next version, one at a time, the new one in
+//     line before the old one stops gracefully, oldest first. Measured per
+//     deploy: leadership changes, those to an old version, and the
+//     leaderless milliseconds. shepherd by line order and
+//     "shepherd-priority" (the version as priority, HandOverOnStop),
+//     Curator's LeaderLatch, Kazoo's Election; not the floor nor
+//     go-zookeeper's zk.Lock (no election API to stop gracefully by).
+//
 // Every load loop is bounded in count (Spec.Cycles) and time (Spec.Seconds);
 // whatever is already waiting when the bound is reached completes, and every
 // blocking call is bounded by a grace period beyond that.

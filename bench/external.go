@@ -180,6 +180,6 @@ func NewKazoo(ctx context.Context, logDir string) (*Subprocess, error) {
 // ClientCnxnSocketNIO.cleanup sleeps 100 ms while holding a lock shared by
 // every client of the JVM (the ZooKeeper$States monitor; seen with jstack).
 var (
-	curatorWorkloads = []string{W1, W2, W3, W4, W5, W6, W7s, W8}
-	kazooWorkloads   = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W8}
+	curatorWorkloads = []string{W1, W2, W3, W4, W5, W6, W7s, W8, W9}
+	kazooWorkloads   = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W8, W9}
 )

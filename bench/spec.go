@@ -41,10 +41,15 @@ const (
 	// started again, in turn, Cycles restarts in all. Measured: holds lost,
 	// leadership changes, sessions lost, and how long the work stood still.
 	W8 = "W8"
+	// W9: a rolling deploy (issue 38): Sessions candidates of one version,
+	// each replaced by one of the next (started, in line, then the old one
+	// stopped gracefully, oldest first), Cycles deploys. Measured: the
+	// leadership changes and leaderless milliseconds per deploy.
+	W9 = "W9"
 )
 
 // Workloads lists every workload in the order the runner runs them.
-var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W7x, W8}
+var Workloads = []string{W1, W2, W3, W4, W5, W6, W7s, W7l, W7x, W8, W9}
 
 // Title describes a workload in one line.
 func Title(w string) string {
@@ -65,6 +70,8 @@ func Title(w string) string {
 		return "scale: W5's chain of handoffs with a short and a long line of waiters"
 	case W8:
 		return "rolling restart of a 3-node ensemble: lock holders and election candidates ride through it"
+	case W9:
+		return "rolling deploy: each candidate replaced by a new version, one at a time; leadership changes and leaderless time"
 	}
 	return w
 }
@@ -151,7 +158,7 @@ func (s Spec) Validate() error {
 	}
 	switch s.Workload {
 	case W1:
-	case W2, W4, W5, W6, W7s, W7l, W7x, W8:
+	case W2, W4, W5, W6, W7s, W7l, W7x, W8, W9:
 		if s.Sessions < 2 {
 			return fmt.Errorf("bench: %s needs at least 2 sessions", s.Workload)
 		}
@@ -192,6 +199,7 @@ func Params(quick bool) map[string]Spec {
 			W8: with(func(s *Spec) {
 				s.Workload, s.Sessions, s.Cycles, s.Seconds, s.DownMS, s.SessionTimeoutMS = W8, 3, 3, 60, 1000, 10000
 			}),
+			W9: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W9, 3, 2, 60 }),
 		}
 	}
 	return map[string]Spec{
@@ -214,6 +222,7 @@ func Params(quick bool) map[string]Spec {
 		W8: with(func(s *Spec) {
 			s.Workload, s.Sessions, s.Cycles, s.Seconds, s.DownMS, s.SessionTimeoutMS = W8, 3, 6, 120, 1000, 10000
 		}),
+		W9: with(func(s *Spec) { s.Workload, s.Sessions, s.Cycles, s.Seconds = W9, 3, 5, 120 }),
 	}
 }
 
@@ -251,6 +260,13 @@ const (
 	MPausedS       = "paused_s"        // lock_paused_s + leader_paused_s
 	MLockPausedS   = "lock_paused_s"   // holders: sum of pauses, and of each loss to the next grant
 	MLeaderPausedS = "leader_paused_s" // the election: time with no leader free to act
+
+	// W9 (rolling deploy), per deploy: leader_changes (as W8's: a candidate
+	// told it leads, after the deploy's first leader), how many of those went
+	// to a candidate of the old version, and the leaderless time (from a
+	// leader being told its leadership ended to the next one told it leads).
+	MChangesToOld = "changes_to_old"
+	MLeaderlessMS = "leaderless_ms"
 )
 
 // metricInfo is how the summary table shows a metric.
@@ -276,6 +292,9 @@ func tableMetrics(w string) []metricInfo {
 	case W6:
 		return []metricInfo{{MLatencyP50, "time to new leader p50 µs"}, {MLatencyP99, "p99 µs"},
 			{MLossFirst, "old leader told first"}}
+	case W9:
+		return []metricInfo{{MLeaderChanges, "leadership changes/deploy"}, {MChangesToOld, "... to an old version"},
+			{MLeaderlessMS, "leaderless ms/deploy"}}
 	case W8:
 		return []metricInfo{{MHoldsLost, "holds lost"}, {MLeaderChanges, "leadership changes"},
 			{MLeaderMoves, "... to another candidate"}, {MLeaderLosses, "leader's loss signals"},

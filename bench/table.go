@@ -115,6 +115,9 @@ func describeSpec(s Spec) string {
 	case W8:
 		return fmt.Sprintf("%d lock holders and %d candidates (a session each), session timeout %dms; %d server restarts (followers, then the leader),\n"+
 			"    each down %gms; counted from the first restart until all hold and one leads again; ops = restarts", s.Sessions, s.Sessions, s.SessionTimeoutMS, s.Cycles, s.DownMS)
+	case W9:
+		return fmt.Sprintf("%d candidates of one version, each replaced by one of the next (started and in line, then the old one stopped,\n"+
+			"    oldest first), %d deploys; per deploy; leaderless: from the old leader told its leadership ended to the next told it leads", s.Sessions, s.Cycles)
 	case W5, W7s, W7l, W7x:
 		conns := ""
 		if s.Conns > 0 && s.Conns < s.Sessions+1 {

@@ -51,6 +51,7 @@ type clientRun struct {
 	doneRelease bool
 	mu          sync.Mutex
 	cur         *grant
+	hd          *hold     // cur's hold
 	events      *eventLog // the session's last events, for a failure's dump
 }
 
@@ -79,6 +80,22 @@ func (c *clientRun) set(g *grant) {
 	c.mu.Lock()
 	c.cur = g
 	c.mu.Unlock()
+}
+
+func (c *clientRun) setHold(hd *hold) {
+	c.mu.Lock()
+	c.hd = hd
+	c.mu.Unlock()
+}
+
+// hold is the client's current hold, nil when it holds none.
+func (c *clientRun) hold() *hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return nil
+	}
+	return c.hd
 }
 
 func (c *clientRun) holding() bool {
@@ -297,8 +314,13 @@ func (h *harness) loop(c *clientRun, cl client) {
 			}
 			continue
 		}
-		g := h.chk.granted(c.id, hd.writer, hd.lost)
+		acting := hd.lost
+		if hd.acts != nil {
+			acting = hd.acts
+		}
+		g := h.chk.granted(c.id, hd.writer, acting)
 		c.set(g)
+		c.setHold(hd)
 		h.fenceWrite(actx, c, hd, g)
 		h.keep(actx, c, hd, g)
 		h.chk.released(g)
@@ -388,6 +410,8 @@ func (h *harness) keep(stop context.Context, c *clientRun, hd *hold, g *grant) {
 			default: // the harness stops
 				return
 			}
+		case <-hd.handed: // handed over (the handover fault): released
+			return
 		case <-timer.C:
 			if h.linger.Load() {
 				timer.Reset(h.holdFor)
@@ -544,7 +568,11 @@ type fault struct {
 	// server expires its session: a grant beside it is a violation too
 	// (see checker.toldPaused).
 	toldPaused bool
-	inject     func(h *harness)
+	// elections: only for the elections (the handover); reps, when above
+	// 0, replaces -chaos.reps for the fault's cells.
+	elections bool
+	reps      int
+	inject    func(h *harness)
 }
 
 var faults = []fault{
@@ -768,12 +796,22 @@ func TestFaultMatrix(t *testing.T) {
 			continue
 		}
 		for _, spec := range recipes {
-			t.Run(f.name+"/"+spec.name, func(t *testing.T) { runCell(t, f, spec, stopAll, *reps) })
+			if f.elections && !strings.HasPrefix(spec.name, "election") {
+				continue
+			}
+			n := *reps
+			if f.reps > 0 {
+				n = f.reps
+			}
+			t.Run(f.name+"/"+spec.name, func(t *testing.T) { runCell(t, f, spec, stopAll, n) })
 		}
 	}
 	t.Run("pause", func(t *testing.T) {
 		for _, f := range faults {
 			for _, spec := range recipes {
+				if f.elections && !strings.HasPrefix(spec.name, "election") {
+					continue
+				}
 				n := *reps
 				switch *pauseCells {
 				case "all":

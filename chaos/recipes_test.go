@@ -30,6 +30,14 @@ type hold struct {
 	// (a znode holding the last token written), conditional on res's version
 	// too, and returns the token it replaced and its own.
 	fence func(ctx context.Context, s *session.Session, res string) (prev, tok int64, err error)
+	// Elections (the handover fault, handover_test.go): acts, if not nil,
+	// is closed when the holder stops acting for any reason (its
+	// Context's end: a loss, its release, a handover), which the checker
+	// judges by instead of lost; handed is closed once the hold was handed
+	// over; handOver hands it over to the client with id.
+	acts     <-chan struct{}
+	handed   <-chan struct{}
+	handOver func(ctx context.Context, id string) error
 }
 
 // client acquires a recipe's hold for one session.
@@ -183,5 +191,6 @@ func (c *electionClient) acquire(ctx context.Context) (*hold, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hold{lost: l.Lost(), paused: l.Paused, gate: l.Gate, writer: true, release: l.Resign}, nil
+	return &hold{lost: l.Lost(), paused: l.Paused, gate: l.Gate, writer: true, release: l.Resign,
+		acts: l.Context().Done(), handed: handedOver(l), handOver: l.HandOver}, nil
 }

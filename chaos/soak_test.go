@@ -16,7 +16,7 @@ import (
 // soakFaults are the faults the soak draws from (the client SIGKILL and the
 // standalone restart are the matrix's: they need a harness of their own).
 var soakFaults = []string{"leader-killed", "follower-killed", "stall-short", "stall-long", "requests-cut",
-	"release-answer-lost", "session-expired", "ensemble-restarted", "paused-node-revoked"}
+	"release-answer-lost", "session-expired", "ensemble-restarted", "paused-node-revoked", "handover"}
 
 func faultByName(name string) fault {
 	for _, f := range faults {
@@ -74,6 +74,9 @@ func TestChaosSoak(t *testing.T) {
 			continue // the heaviest fault, drawn less often
 		}
 		h := hs[rng.IntN(len(hs))]
+		if f := faultByName(name); f.elections && !strings.HasPrefix(h.spec.name, "election") {
+			continue
+		}
 		before := h.counts()
 		t.Logf("fault %d: %s on %s", i, name, h.spec.name)
 		faultByName(name).inject(h)

@@ -30,14 +30,14 @@ func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leaders
 
 // acquireReporting is acquire, without the hold's reports.
 func (e *Election) acquireReporting(ctx context.Context, onLeader func(Leader)) (*Leadership, error) {
-	var seen, seenTerm = "", Term(0) // the leadership last reported
+	var seen Leader // the leadership last reported
 	var report func(Leader)
 	if onLeader != nil {
 		report = func(l Leader) {
-			// By node and term: the non-fair race's node has one name for
-			// every leader.
-			if l.Node != seen || l.Term != seenTerm {
-				seen, seenTerm = l.Node, l.Term
+			// By node and term (the non-fair race's node has one name for
+			// every leader), and by what the leader says (Proclaim).
+			if l != seen {
+				seen = l
 				onLeader(l)
 			}
 		}
@@ -45,7 +45,7 @@ func (e *Election) acquireReporting(ctx context.Context, onLeader func(Leader)) 
 	if !e.fair {
 		return e.acquireNonFair(ctx, report)
 	}
-	return e.acquireFair(ctx, report)
+	return e.acquireLine(ctx, report)
 }
 
 // elected grants leadership for node n with hold h (bound to the epoch that
@@ -58,9 +58,11 @@ func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *L
 	e.mu.Unlock()
 	lctx, cancel := context.WithCancelCause(h.Context())
 	if report != nil {
-		report(Leader{ID: e.id, Term: Term(n.czxid), Node: n.path, SessionID: n.sid})
+		report(leaderOf(Leader{Term: Term(n.czxid), Node: n.path, SessionID: n.sid}, e.nodeData()))
 	}
-	return &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
+	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
+	e.watchLeadership(l)
+	return l
 }
 
 // electedFair grants leadership for our node in the line, within ep.
@@ -86,17 +88,17 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 	var onHead func(core.Name, []byte, *zk.Stat)
 	if report != nil {
 		onHead = func(h core.Name, data []byte, st *zk.Stat) {
-			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner})
+			report(leaderOf(Leader{Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner}, data))
 		}
 	}
 	return core.Acquire(ctx, e.line(), core.Driver[*Leadership]{
 		Kind: recipe.KindLatch,
-		Data: []byte(e.id),
+		Data: e.nodeData(),
 		// A leader that waited marks its node when the candidate after it
 		// is shepherd's (core.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: core.AwaitOptions{OnHead: onHead, MarkFor: core.Name.Shepherd},
+		Options: core.AwaitOptions{OnHead: onHead, MarkFor: core.Name.Shepherd, OnWatch: e.onWatch},
 		Node:    own,
 		Keep:    true,
 		Entered: func(ctx context.Context, ep *session.Epoch, own *core.Node) error {
@@ -136,10 +138,10 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 	var seen func([]byte, *zk.Stat)
 	if report != nil {
 		seen = func(data []byte, st *zk.Stat) {
-			report(Leader{ID: string(data), Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner})
+			report(leaderOf(Leader{Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner}, data))
 		}
 	}
-	h, err := e.single.Acquire(ctx, core.Attempt{GUID: guid, Data: []byte(e.id), Wait: true, Seen: seen})
+	h, err := e.race(ctx, guid, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +176,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 	e.report(observe.RecipeEvent{Kind: observe.Campaigning})
 	// Leaving when Run ends starts the delete and does not wait for its
 	// confirmation once ctx has ended (it goes on in the background).
-	defer e.leaveBounded(ctx)
+	defer e.quitBounded(ctx)
 	for {
 		l, err := e.acquire(ctx, cb.OnLeader)
 		if err != nil {
@@ -197,7 +199,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 // candidate goes back in line: at the back after OnElected returned or
 // Resign, with the node it has after a loss.
 func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool, error) {
-	stopAfter := context.AfterFunc(ctx, func() { l.cancel(context.Cause(ctx)) }) // a shutdown
+	stopAfter := e.onShutdown(ctx, l) // a shutdown
 	resign, left := e.setLeading(l)
 	done := make(chan struct{})
 	go func() {
@@ -218,7 +220,7 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 	<-pauses
 	stuck := e.endTerm(l, done, cb)
 	if stuck || ctx.Err() != nil {
-		e.leaveBounded(ctx)
+		e.leaveAtEnd(ctx)
 		close(left)
 		if stuck {
 			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)

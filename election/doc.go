@@ -38,6 +38,33 @@
 // The two modes never share a path (each would elect a leader the other
 // cannot see): the later one to come fails with ErrWrongKind.
 //
+// # Priorities and handovers
+//
+// A candidate may say how good a leader it would be (WithPriority, and
+// WithAttributes such as its version or zone): Participants, Observe and
+// `shepherd status` show them. Leadership moves where it is wanted with
+// Leadership.HandOver (or Election.HandOver under Run): the named candidate
+// (the best one for "") leads next, no other in between, with a term above
+// the old leader's and a leaderless gap of a resign's; HandOverOnStop hands over
+// when Run's ctx ends; WithPreferredLeader yields to a candidate of higher
+// priority that has been in line for a window, at most once a window; and
+// Leadership.Proclaim changes the value followers see (Leader.Value)
+// without re-election.
+//
+// A handover is announced by an ephemeral node, "handover", under the path.
+// In the fair layout the head still leads: the candidates between the
+// leader and its successor step aside themselves (they re-enter at the
+// back), then the leader deletes its node, and the successor, now the head,
+// is granted by that deletion. A Curator or Kazoo participant between them
+// cannot be asked to, and the handover is refused (ErrHandOverRefused,
+// leadership kept). In the non-fair layout the node reserves the race for the
+// successor, checked by the server in every racer's grant, and each
+// candidate also registers under "candidates" so that it can be named.
+// Every wait is bounded (WithHandOverTimeout): a successor that does not
+// take leadership leaves the election going on as after a resign, never
+// stalled beyond one session timeout, never with two leaders. The design,
+// and when to use which: docs/handover.md.
+//
 // # Guarantees
 //
 // Leadership is bound to a ZooKeeper session: OnElected's ctx is cancelled the

@@ -50,6 +50,9 @@ type Leader struct {
 	Term      Term
 	Node      string // the leader's node
 	SessionID int64  // the leader's ZooKeeper session
+	Priority  int    // the leader's priority (WithPriority)
+	Value     string // what the leader proclaimed (Leadership.Proclaim), "" before
+	attrs     string // its attributes (see Attributes), comparable
 }
 
 // Participant is one candidate in line.
@@ -59,6 +62,9 @@ type Participant struct {
 	Seq       int64
 	SessionID int64
 	Leader    bool
+	Priority  int       // the candidate's priority (WithPriority)
+	Joined    time.Time // when its node was created (ZooKeeper's clock)
+	attrs     string    // its attributes (see Attributes)
 }
 
 // Callbacks are what Run calls. Only OnElected is required.
@@ -97,7 +103,8 @@ type config struct {
 	onStuck      func(Term)
 	names        recipe.Naming
 	policy       session.DisconnectPolicy
-	err          error // the first invalid option
+	ext          extConfig // priorities and handovers (policy.go)
+	err          error     // the first invalid option
 }
 
 func (c *config) setErr(err error) {
@@ -175,6 +182,8 @@ type Election struct {
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	log          *slog.Logger
+	ext          extConfig  // priorities and handovers (policy.go)
+	ho           *handovers // their state (handover.go)
 
 	mu      sync.Mutex
 	mode    int
@@ -189,6 +198,7 @@ type Election struct {
 	leftCh     chan struct{}   // closed by Run once a leadership's end is dealt with
 	single     core.Race       // the non-fair race
 	layout     *core.PathCheck // the fair line's check of the path
+	nfLayout   *core.PathCheck // the non-fair registration's
 }
 
 // candidate is our node, bound to the session that created it.
@@ -226,12 +236,17 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
+	if err := checkData(id, c.ext); err != nil {
+		return nil, err
+	}
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
-		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger()}
+		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger(), ext: c.ext}
+	e.ho = newHandovers(e)
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = core.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		Layout: layout.NonFairElection, OnDisconnect: c.policy}
 	e.layout = core.NewPathCheck(layout.FairElection)
+	e.nfLayout = core.NewPathCheck(layout.NonFairElection)
 	return e, nil
 }
 

@@ -150,7 +150,7 @@ func (e *Election) Campaign(ctx context.Context) (*Leadership, error) {
 	}
 	l, err := e.acquire(ctx, nil)
 	if err != nil {
-		_ = e.leave(ctx) // ctx has ended, or the session is closed: no wait
+		_ = e.quit(ctx) // ctx has ended, or the session is closed: no wait
 		e.end()
 		return nil, err
 	}
@@ -189,13 +189,18 @@ func (e *Election) Resign(ctx context.Context) error { return e.resign(ctx, nil)
 
 // resign resigns the current leadership if it is want (any if want is nil).
 func (e *Election) resign(ctx context.Context, want *Leadership) error {
+	return e.resignWith(ctx, want, recipe.ErrReleased)
+}
+
+// resignWith is resign, ending the leadership's Context with cause.
+func (e *Election) resignWith(ctx context.Context, want *Leadership, cause error) error {
 	e.mu.Lock()
 	l, mode, left := e.leading, e.mode, e.leftCh
 	if l == nil || (want != nil && l != want) {
 		e.mu.Unlock()
 		return ErrNotLeader
 	}
-	l.cancel(recipe.ErrReleased)
+	l.cancel(cause)
 	if e.resignCh != nil {
 		close(e.resignCh)
 		e.resignCh = nil
@@ -205,7 +210,7 @@ func (e *Election) resign(ctx context.Context, want *Leadership) error {
 	}
 	e.mu.Unlock()
 	if mode == modeCampaign {
-		err := e.leave(ctx)
+		err := e.quit(ctx)
 		e.end()
 		return err
 	}

@@ -80,6 +80,7 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *core.Node)
 	}
 	e.mu.Lock()
 	e.node = c
+	e.ho.poked()
 	first := !e.checkedIDs
 	e.checkedIDs = true
 	e.mu.Unlock()
@@ -103,7 +104,7 @@ func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
 			continue
 		}
 		data, st, err := ep.Conn().Get(e.path + "/" + m.name)
-		if err == nil && string(core.StripRevoke(data)) == e.id {
+		if id, _ := parseCandidate(data); err == nil && id == e.id {
 			e.log.Warn("election: another candidate uses this id", "node", m.name,
 				"session", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		}

@@ -19,21 +19,16 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 }
 
 // Participants lists the candidates in line order (the leader first). In
-// non-fair mode only the leader is known.
+// non-fair mode: the leader, then the registered candidates (see
+// docs/handover.md), oldest first.
 func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 	var out []Participant
 	err := e.sess.Do(ctx, func(ep *session.Epoch) error {
 		out = out[:0]
 		if !e.fair {
-			l, err := readLeader(ep, e.path)
-			if errors.Is(err, ErrNoLeader) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			out = append(out, Participant{ID: l.ID, Node: l.Node, SessionID: l.SessionID, Leader: true})
-			return nil
+			var err error
+			out, err = e.nonFairParticipants(ep)
+			return err
 		}
 		ms, err := e.list(ep)
 		if err != nil {
@@ -50,8 +45,9 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, Participant{ID: string(core.StripRevoke(data)), Node: e.path + "/" + m.name, Seq: m.seq,
-				SessionID: st.EphemeralOwner, Leader: len(out) == 0})
+			p := participantOf(e.path+"/"+m.name, m.seq, st, data)
+			p.Leader = len(out) == 0
+			out = append(out, p)
 		}
 		return nil
 	})
@@ -90,22 +86,24 @@ func leaderAt(ctx context.Context, sess *session.Session, path string) (Leader, 
 
 // readLeader reads who leads at path, in either mode.
 func readLeader(ep *session.Epoch, path string) (Leader, error) {
-	return leaderAmong(ep, path, nil)
+	l, _, err := leaderAmong(ep, path, nil, false)
+	return l, err
 }
 
 // leaderAmong reads who leads at path, in either mode, looking first among
 // names when not nil (path's children as just listed), then listing again
-// while the head it finds keeps leaving.
-func leaderAmong(ep *session.Epoch, path string, names []string) (Leader, error) {
+// while the head it finds keeps leaving. With watch, the leader's node is
+// read with a watch (it fires when the leader proclaims, or goes).
+func leaderAmong(ep *session.Epoch, path string, names []string, watch bool) (Leader, <-chan zk.Event, error) {
 	for range 10 {
 		if names == nil {
 			var err error
 			names, _, err = ep.Conn().Children(path)
 			if errors.Is(err, zk.ErrNoNode) {
-				return Leader{}, ErrNoLeader
+				return Leader{}, nil, ErrNoLeader
 			}
 			if err != nil {
-				return Leader{}, err
+				return Leader{}, nil, err
 			}
 		}
 		head, best := "", int64(0)
@@ -119,19 +117,27 @@ func leaderAmong(ep *session.Epoch, path string, names []string) (Leader, error)
 			}
 		}
 		if head == "" {
-			return Leader{}, ErrNoLeader
+			return Leader{}, nil, ErrNoLeader
 		}
-		data, st, err := ep.Conn().Get(path + "/" + head)
+		var data []byte
+		var st *zk.Stat
+		var ch <-chan zk.Event
+		var err error
+		if watch {
+			data, st, ch, err = ep.Conn().GetW(path + "/" + head)
+		} else {
+			data, st, err = ep.Conn().Get(path + "/" + head)
+		}
 		if errors.Is(err, zk.ErrNoNode) {
 			names = nil
 			continue // it just left: look again
 		}
 		if err != nil {
-			return Leader{}, err
+			return Leader{}, nil, err
 		}
-		return Leader{ID: string(core.StripRevoke(data)), Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, nil
+		return leaderOf(Leader{Term: Term(st.Czxid), Node: path + "/" + head, SessionID: st.EphemeralOwner}, data), ch, nil
 	}
-	return Leader{}, fmt.Errorf("election: leader of %s keeps changing", path)
+	return Leader{}, nil, fmt.Errorf("election: leader of %s keeps changing", path)
 }
 
 // Observe reports the leader of the election at path (in either mode) each
@@ -160,7 +166,7 @@ func watchLeaders(ctx context.Context, sess *session.Session, full string, out c
 		if err != nil {
 			return
 		}
-		w, l, err := watchLeader(ctx, ep, full)
+		w, lw, l, err := watchLeader(ctx, ep, full)
 		if ctx.Err() != nil {
 			return
 		}
@@ -181,6 +187,7 @@ func watchLeaders(ctx context.Context, sess *session.Session, full string, out c
 		}
 		select {
 		case <-w:
+		case <-lw: // the leader proclaimed (or left)
 		case <-ep.Done():
 		case <-ctx.Done():
 			return
@@ -190,11 +197,12 @@ func watchLeaders(ctx context.Context, sess *session.Session, full string, out c
 
 // watchLeader reads the leader at full (ErrNoLeader when there is none)
 // and watches the children: every leader change changes them (while the
-// path is missing, it watches for its creation).
-func watchLeader(ctx context.Context, ep *session.Epoch, full string) (<-chan zk.Event, Leader, error) {
+// path is missing, it watches for its creation); and the leader's node
+// (lw), which a Proclaim changes.
+func watchLeader(ctx context.Context, ep *session.Epoch, full string) (w, lw <-chan zk.Event, l Leader, err error) {
 	type seen struct {
-		w <-chan zk.Event
-		l Leader
+		w, lw <-chan zk.Event
+		l     Leader
 	}
 	r, err := core.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
 		names, _, w, err := c.ChildrenW(full)
@@ -205,8 +213,8 @@ func watchLeader(ctx context.Context, ep *session.Epoch, full string) (<-chan zk
 		if err != nil {
 			return seen{}, err
 		}
-		l, err := leaderAmong(ep, full, names) // the watch's listing: no second one
-		return seen{w, l}, err
+		l, lw, err := leaderAmong(ep, full, names, true) // the watch's listing: no second one
+		return seen{w, lw, l}, err
 	}, nil)
-	return r.w, r.l, err
+	return r.w, r.lw, r.l, err
 }

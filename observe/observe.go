@@ -104,6 +104,9 @@ func (k RecipeEventKind) String() string {
 	case TickCaughtUp:
 		return "tick_caught_up"
 	}
+	if s, ok := handoverKindName(k); ok {
+		return s
+	}
 	return "unknown"
 }
 
@@ -120,13 +123,16 @@ type RecipeEvent struct {
 	// Paused: HoldResumed, and HoldLost of a paused hold: how long it was
 	// paused (0 for a hold lost while not paused).
 	Paused time.Duration
-	Took   time.Duration // Revoked: loss signal to callback return; TickFinished: the job's run
-	Term   int64         // Elected, Revoked, CallbackStuck, and the schedule's kinds
+	Took   time.Duration // Revoked: loss signal to callback return; TickFinished: the job's run; HandedOver: the handover's length
+	Term   int64         // Elected, Revoked, CallbackStuck, HandedOver, and the schedule's kinds
 
 	// The schedule's kinds (Recipe "schedule", Path the schedule's).
-	Tick      int64         // the tick's number
-	Attempt   int           // TickStarted, TickFinished: 1, or more for a rerun
-	Outcome   string        // TickFinished (and ScheduleTakeover): ok, error, timeout, cancelled, interrupted
+	Tick    int64 // the tick's number
+	Attempt int   // TickStarted, TickFinished: 1, or more for a rerun
+	// Outcome: TickFinished (and ScheduleTakeover): ok, error, timeout,
+	// cancelled, interrupted; HandedOver: handed_over, refused, not_taken,
+	// no_candidate or failed.
+	Outcome   string
 	Scheduled time.Time     // TickStarted, TickFinished: when the tick was due (server clock)
 	Started   time.Time     // TickStarted, TickFinished, ScheduleTakeover: when the (last) tick started (server clock)
 	Lag       time.Duration // TickStarted: from Scheduled to the start (server clock)
@@ -136,4 +142,8 @@ type RecipeEvent struct {
 	// ok was started (server clock), or the schedule's epoch (tick 0's due
 	// time) while none has.
 	LastOK time.Time
+
+	// Handovers (issue 38; see handover.go).
+	Successor string // HandedOver: the successor's candidate id
+	Reason    string // HandedOver: directed, yield, stop or operator
 }

@@ -18,8 +18,8 @@ func TestKindNames(t *testing.T) {
 		seen[k.String()] = k
 		last = k
 	}
-	if last != observe.TickCaughtUp {
-		t.Fatalf("the kinds end at %d (%v), want TickCaughtUp (%d)", last, last, observe.TickCaughtUp)
+	if last != observe.HandedOver {
+		t.Fatalf("the kinds end at %d (%v), want HandedOver (%d)", last, last, observe.HandedOver)
 	}
 	if s := observe.RecipeEventKind(0).String(); s != "unknown" {
 		t.Fatalf("the zero kind is named %q, want unknown", s)

@@ -24,7 +24,8 @@ func TestHelp(t *testing.T) {
 	flags := map[string][]string{
 		"lock":      append([]string{"nonfair"}, hold...),
 		"semaphore": append([]string{"n"}, hold...),
-		"elect":     append([]string{"once", "nonfair", "http"}, hold...),
+		"elect":     append([]string{"once", "nonfair", "http", "priority", "attr", "yield", "handover-wait"}, hold...),
+		"handover":  append([]string{"timeout"}, conn...),
 		"schedule":  append([]string{"every", "misfire", "catch-up", "min-spacing", "run-timeout", "drain", "cron", "tz"}, hold...),
 		"status":    append([]string{"json", "watch"}, conn...),
 		"dev":       {"port", "data", "tls", "servers"},

@@ -19,7 +19,8 @@ import (
 
 // docFiles are the documents whose shell commands are run by
 // TestDocCommands.
-var docFiles = []string{"../../README.md", "../../docs/operations.md", "../../docs/layouts.md", "../../examples/kubernetes/README.md"}
+var docFiles = []string{"../../README.md", "../../docs/operations.md", "../../docs/layouts.md",
+	"../../examples/kubernetes/README.md", "../../docs/handover.md"}
 
 // docCommands returns every `shepherd ...` line of the documents' sh blocks,
 // without its trailing comment or `&`.
@@ -117,7 +118,8 @@ func TestDocCommands(t *testing.T) {
 			default:
 				c := code(<-exited)
 				if strings.HasPrefix(line, "shepherd status ") || strings.HasPrefix(line, "shepherd ls ") ||
-					strings.HasPrefix(line, "shepherd revoke ") || strings.HasPrefix(line, "shepherd rm ") {
+					strings.HasPrefix(line, "shepherd revoke ") || strings.HasPrefix(line, "shepherd rm ") ||
+					strings.HasPrefix(line, "shepherd handover ") {
 					// 7: nothing there now (the server removes a recipe's
 					// empty container nodes within moments of the release;
 					// a document's rm after another's finds it removed).

@@ -26,7 +26,13 @@ func (c *cli) cmdElect(ctx context.Context, o *options, args []string) error {
 Take part in the leader election at PATH and run CMD while this process is
 the leader. When leadership is lost, CMD's processes are stopped and shepherd
 rejoins the election (with -once it exits 5 instead); when CMD exits, shepherd
-exits with its status. SIGINT or SIGTERM hands leadership over at once.
+exits with its status. SIGINT or SIGTERM hands leadership over at once: to
+the candidate of highest -priority (then the first in line), the others in
+line stepping aside (docs/handover.md); with -handover-wait D the leader
+first waits up to D, leading, for a candidate of higher priority than its own
+(a rolling deploy's new version). -yield D moves leadership to a candidate of
+higher priority by itself, at most once every D. 'shepherd handover' moves it
+on an operator's word.
 
 With -http ADDR, shepherd also serves, for a service that is not written in
 Go (a Kubernetes sidecar, a load balancer's health check):
@@ -48,7 +54,8 @@ environment, the exit statuses and what happens to CMD's processes: see
 'shepherd help'.`,
 		`shepherd elect -id "$(hostname)" /services/cron/leader -- ./scheduler`,
 		`shepherd elect -http 0.0.0.0:8080 -id "$POD_NAME" /services/web/leader`,
-		`shepherd elect -once -timeout 10s /jobs/migrate/leader -- ./migrate.sh`)
+		`shepherd elect -once -timeout 10s /jobs/migrate/leader -- ./migrate.sh`,
+		`shepherd elect -priority 20401 -attr version=2.4.1 -handover-wait 20s /services/web/leader -- ./web`)
 	o.registerConn(s.fs)
 	o.registerHold(s.fs)
 	id := s.fs.String("id", defaultID(), "candidate `ID` shown to others (status, /readyz; SHEPHERD_ID)")
@@ -58,6 +65,7 @@ environment, the exit statuses and what happens to CMD's processes: see
 		"its data version fences the terms (see the README). 'shepherd ls' shows\n"+
 		"it idle; shepherd never deletes it: zkCli.sh delete PATH, once no process uses it")
 	httpAddr := s.fs.String("http", "", "serve /readyz, /healthz, /livez and /metrics on `ADDR` (e.g. 127.0.0.1:8080)")
+	cand := registerCandidate(s.fs)
 	pos, argv, err := s.parse(args, c.stdout)
 	if err != nil {
 		return err
@@ -111,6 +119,11 @@ environment, the exit statuses and what happens to CMD's processes: see
 	// OnElected must have stopped CMD's processes before the election
 	// reports it stuck: -grace, then the backstop.
 	opts := []election.Option{election.WithStopDeadline(o.grace + 2*backstop)}
+	copts, err := cand.options()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, copts...)
 	if *nonFair {
 		opts = append(opts, election.NonFair())
 	}

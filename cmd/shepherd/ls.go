@@ -102,6 +102,8 @@ type listed struct {
 	// Idle: a recipe's trace that no one holds or waits on (a non-fair
 	// recipe's persistent path, a schedule's record, a semaphore's limit).
 	Idle bool `json:"idle,omitempty"`
+	// HandOver: an election's pending handover (its successor's id).
+	HandOver string `json:"handover,omitempty"`
 }
 
 type lsJSON struct {
@@ -130,6 +132,9 @@ func printListing(w io.Writer, found []listed) {
 		}
 		if l.Idle {
 			note = "\tidle (no one holds or waits: 'shepherd rm' removes it)"
+		}
+		if l.HandOver != "" {
+			note = "\thandover pending to " + l.HandOver
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d%s\n", l.Path, l.Kind, mode, names, holders, l.Waiters, note)
 	}
@@ -274,5 +279,10 @@ func (w *walk) inspect(ctx context.Context, p string, n node) (listed, bool, err
 	if l.Kind == "semaphore" {
 		l.Names = "curator" // InterProcessSemaphoreV2's layout, the only one
 	}
+	if ho := electionExtras(ctx, w.sess, snap, strings.TrimPrefix(p, w.sess.Namespace())); ho != nil {
+		l.HandOver = ho.ID
+	}
+	l.Waiters = len(snap.Waiters) // with a non-fair election's registered candidates
+	l.Idle = l.Idle && l.Waiters == 0
 	return l, true, nil
 }

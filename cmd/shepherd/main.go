@@ -58,6 +58,7 @@ Usage:
   shepherd status    [flags] PATH                       show holders, waiters, leader, tokens
   shepherd ls        [flags] PREFIX                     list the recipes under PREFIX ("/": all)
   shepherd revoke    [flags] [-ask] PATH [NODE]         an operator's force-release (or request)
+  shepherd handover  [flags] PATH [ID]                  move leadership to ID (or the best candidate)
   shepherd rm        [flags] PATH                       remove what an idle recipe left at PATH
   shepherd version                                      shepherd's version (also --version)
   shepherd help      [SUBCOMMAND]                       this text, or a subcommand's flags
@@ -326,6 +327,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		err = c.cmdLs(ctx, &o, rest)
 	case "revoke":
 		err = c.cmdRevoke(ctx, &o, rest)
+	case "handover":
+		err = c.cmdHandover(ctx, &o, rest)
 	case "rm":
 		err = c.cmdRm(ctx, &o, rest)
 	case "dev":
@@ -333,7 +336,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	case "version":
 		err = c.cmdVersion(ctx, rest)
 	default:
-		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls, revoke, rm or version)", name)
+		err = usagef("unknown subcommand %q (want dev, lock, semaphore, elect, schedule, status, ls, revoke, handover, rm or version)", name)
 	}
 	return c.report(err)
 }

@@ -278,7 +278,7 @@ func TestKubernetesExample(t *testing.T) {
 		require.NotNil(t, c, "%s: a shepherd container", d.Metadata.Name)
 		args := c.shepherdArgs()
 		require.Equal(t, "elect", args[0])
-		httpPort, grace := "", 10*time.Second
+		httpPort, grace, wait, priority := "", 10*time.Second, time.Duration(0), false
 		for _, a := range args[1:] {
 			if a == "--" {
 				break
@@ -295,11 +295,17 @@ func TestKubernetesExample(t *testing.T) {
 			case "grace":
 				grace, err = time.ParseDuration(val)
 				require.NoError(t, err)
+			case "handover-wait":
+				wait, err = time.ParseDuration(val)
+				require.NoError(t, err)
+			case "priority":
+				priority = true
 			}
 		}
 		require.NotEmpty(t, httpPort, "%s: -http", d.Metadata.Name)
-		require.Greater(t, time.Duration(d.Spec.Template.Spec.TerminationGracePeriodSeconds)*time.Second, grace,
-			"%s: terminationGracePeriodSeconds above -grace", d.Metadata.Name)
+		require.Greater(t, time.Duration(d.Spec.Template.Spec.TerminationGracePeriodSeconds)*time.Second, grace+wait,
+			"%s: terminationGracePeriodSeconds above -grace and -handover-wait", d.Metadata.Name)
+		require.True(t, priority, "%s: -priority (a rollout moves leadership to the new version)", d.Metadata.Name)
 		portOf := func(p *k8sProbe, what string) string {
 			require.NotNil(t, p, "%s: %s", d.Metadata.Name, what)
 			if name, ok := p.HTTPGet.Port.(string); ok {

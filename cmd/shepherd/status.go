@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
 	"github.com/shepherdzk/shepherd/session"
@@ -89,12 +90,17 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 				return nil
 			}
 		}
+		ho := electionExtras(qctx, sess, snap, path) // issue 38: candidates, a pending handover
+		snap.Idle = snap.Idle && len(snap.Waiters) == 0
 		asGiven(sess, snap, path)
 		if *asJSON {
-			b, _ := json.Marshal(jsonSnapshot(snap))
+			j := jsonSnapshot(snap)
+			j.HandOver = ho
+			b, _ := json.Marshal(j)
 			fmt.Fprintln(c.stdout, string(b))
 		} else {
 			printSnapshot(c.stdout, snap, time.Now())
+			printHandOver(c.stdout, ho)
 		}
 		if snap.Kind == "empty" {
 			return exitCode{exitEmpty, nothingAt(ctx, sess, path)}
@@ -255,6 +261,8 @@ type snapshotJSON struct {
 	*recipe.Snapshot
 	Holders []entryJSON `json:"holders"`
 	Waiters []entryJSON `json:"waiters"`
+	// HandOver is an election's pending handover (issue 38), if any.
+	HandOver *election.HandOverRequest `json:"handover,omitempty"`
 }
 
 type entryJSON struct {
@@ -349,7 +357,7 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 }
 
 func row(w io.Writer, role string, e recipe.Entry, now time.Time, slots bool) {
-	id := e.Data
+	id := candidateID(e.Data) // an election candidate's priority and attributes too
 	if id == "" {
 		id = "-"
 	}

@@ -84,7 +84,12 @@ func aclRecipes() []aclRecipe {
 				snap, err := core.Inspect(testutil.Ctx(t, 10*time.Second), s, path)
 				require.NoError(t, err)
 				require.Len(t, snap.Holders, 1, "%+v", snap)
-				return []string{snap.Holders[0].Node}, func() { _ = l.Resign(context.Background()) }
+				nodes := []string{snap.Holders[0].Node}
+				// A non-fair candidate's registration (docs/handover.md).
+				for _, c := range testutil.Children(t, s, path+"/candidates") {
+					nodes = append(nodes, path+"/candidates/"+c)
+				}
+				return nodes, func() { _ = l.Resign(context.Background()) }
 			},
 			join: func(ctx context.Context, s *session.Session, path string) error {
 				e, err := election.New(s, path, "bob", opts...)
@@ -102,6 +107,7 @@ func aclRecipes() []aclRecipe {
 	}
 	elect, electNonFair := campaign(), campaign(election.NonFair())
 	elect.name, electNonFair.name = "election", "election-nonfair"
+	electNonFair.keep = func(p string) []string { return []string{p, p + "/candidates"} }
 	sem := aclRecipe{
 		name: "semaphore",
 		take: func(t *testing.T, s *session.Session, path string) ([]string, func()) {

@@ -80,6 +80,12 @@ type AwaitOptions struct {
 	// in the multi-op that deletes it) sends that write with Node.Consume,
 	// which adds the mark.
 	MarkOnRelease bool
+	// OnWatch, when set, is told each time the waiter has set its watches
+	// at its place in line (line as it looked, i its index, w the index
+	// of the node it watches), before it sleeps, on the caller's
+	// goroutine: it must not block. The election's handover successor
+	// says it is ready then (it watches the leader).
+	OnWatch func(line []Name, i, w int)
 }
 
 // Await waits in line until turn grants own, within epoch ep. The first
@@ -130,6 +136,9 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 		}
 		if ws.nodeVersion > 0 && afterMark {
 			delGrants = true
+		}
+		if opt.OnWatch != nil {
+			opt.OnWatch(line, i, w)
 		}
 		s := sleeper{line: line, w: w, ws: ws, delGrants: delGrants, afterMark: afterMark}
 		grant, err := l.sleep(ctx, ep, own, opt, &s)
@@ -205,7 +214,7 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 		case ev := <-s.ws.gone:
 			w = s.onGone(ep, ev)
 		case ev := <-s.ws.head:
-			w, err = l.onHead(ctx, ep, s, ev)
+			w, err = l.onHead(ctx, ep, opt, s, ev)
 		case <-ep.Done():
 			return false, errEpochEnded
 		case <-ctx.Done():
@@ -272,19 +281,21 @@ func (s *sleeper) onGone(ep *session.Epoch, ev zk.Event) wake {
 	return s.grantedBy(ep, ev)
 }
 
-// onHead is a notification of the watch on the line's head (OnHead): a mark
-// of it is no change of the head, which is watched again; anything else is
-// looked at.
-func (l *Line) onHead(ctx context.Context, ep *session.Epoch, s *sleeper, ev zk.Event) (wake, error) {
+// onHead is a notification of the watch on the line's head (OnHead): a
+// change of its data (a mark, or what its holder says of itself: the
+// election's Proclaim) is no change of the head, which is watched again
+// and told to OnHead; anything else is looked at.
+func (l *Line) onHead(ctx context.Context, ep *session.Epoch, opt AwaitOptions, s *sleeper, ev zk.Event) (wake, error) {
 	if ev.Type != zk.EventNodeDataChanged {
 		return lookAgain, nil
 	}
-	// The head marked its node: it is still the head. Watch it again rather
+	// The head's data changed: it is still the head. Watch it again rather
 	// than list the line.
-	ch, err := l.rewatch(ctx, ep, s.line[0])
+	ch, data, st, err := l.rewatchData(ctx, ep, s.line[0])
 	switch {
 	case err == nil:
 		s.ws.head = ch
+		opt.OnHead(s.line[0], StripRevoke(data), st)
 		return sleepOn, nil
 	case errors.Is(err, zk.ErrNoNode):
 		return lookAgain, nil
@@ -300,10 +311,22 @@ func (l *Line) listCtx(ctx context.Context, ep *session.Epoch) ([]Name, error) {
 
 // rewatch watches n again (GetW), once its data has changed.
 func (l *Line) rewatch(ctx context.Context, ep *session.Epoch, n Name) (<-chan zk.Event, error) {
-	return Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
-		_, _, ch, err := c.GetW(l.Path + "/" + n.Name)
-		return ch, err
+	ch, _, _, err := l.rewatchData(ctx, ep, n)
+	return ch, err
+}
+
+// rewatchData is rewatch, also returning the data and Stat read.
+func (l *Line) rewatchData(ctx context.Context, ep *session.Epoch, n Name) (<-chan zk.Event, []byte, *zk.Stat, error) {
+	type read struct {
+		ch   <-chan zk.Event
+		data []byte
+		st   *zk.Stat
+	}
+	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
+		data, st, ch, err := c.GetW(l.Path + "/" + n.Name)
+		return read{ch, data, st}, err
 	}, nil)
+	return r.ch, r.data, r.st, err
 }
 
 // watches is what a waiter waits on: the node its turn names, and the head

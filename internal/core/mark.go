@@ -21,7 +21,7 @@ import (
 // deletion, which now grants the waiter: it reports true when the node is
 // gone already (marked, then deleted).
 func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
-	ch, err := l.rewatch(ctx, ep, s.line[s.w])
+	ch, data, st, err := l.rewatchData(ctx, ep, s.line[s.w])
 	if errors.Is(err, zk.ErrNoNode) {
 		if ep.Context().Err() != nil {
 			return false, errEpochEnded
@@ -31,6 +31,11 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 		return false, err
 	}
 	s.ws.node, s.delGrants = ch, true
+	if s.w == 0 && opt.OnHead != nil {
+		// The node watched is the head: what changed may be what it says
+		// of itself (the election's Proclaim).
+		opt.OnHead(s.line[0], StripRevoke(data), st)
+	}
 	l.learnNext(ctx, ep, own, opt)
 	return false, nil
 }

@@ -76,7 +76,23 @@ type Attempt struct {
 	// contender (its data and Stat). It runs on Acquire's goroutine and must
 	// not block.
 	Seen func(data []byte, st *zk.Stat)
+	// Check, if not nil, is called before each create: the ops it returns
+	// are added to the grant's multi-op, after the node's create and the
+	// fence's write, so that the server grants only while they hold (the
+	// election's handover reservation). When the multi-op fails at one of
+	// them, Acquire returns an error matching ErrCheckFailed (and the op's
+	// own error) instead of racing on.
+	Check func() []any
+	// Eager, if not nil, is asked when the node changes while the attempt
+	// waits: true makes it race at once, without the jittered wait that
+	// spreads a crowd of waiters (the election's handover successor, for
+	// which the server holds every other racer back).
+	Eager func() bool
 }
+
+// ErrCheckFailed: a race's grant was refused by one of its Attempt's Check
+// ops.
+var ErrCheckFailed = NewError("recipe: the grant's check failed")
 
 // node is the race's node.
 func (s *Race) node() string { return s.Path + "/" + s.Name }
@@ -111,6 +127,9 @@ func (s *Race) create(ctx context.Context, ep *session.Epoch, a Attempt, version
 	ops := []any{
 		&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
 		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: version},
+	}
+	if a.Check != nil {
+		ops = append(ops, a.Check()...)
 	}
 	r, err := ctxcall.Value(ctx, func() (multi, error) {
 		res, err := ep.Conn().Multi(ops...)

@@ -6,6 +6,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -107,6 +108,9 @@ func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*Hold
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if cerr := checkFailed(res); cerr != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCheckFailed, r.s.node(), cerr)
 	}
 	if !errors.Is(err, zk.ErrNoNode) {
 		r.noNode = 0
@@ -223,6 +227,9 @@ func (r *race) wait(ctx context.Context, ep *session.Epoch, ch <-chan zk.Event) 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if r.a.Eager != nil && r.a.Eager() {
+		return errAgain
+	}
 	// Jittered backoff, so a crowd of waiters does not hit the server
 	// in one burst on every release.
 	if r.delay == 0 {
@@ -238,4 +245,20 @@ func (r *race) wait(ctx context.Context, ep *session.Epoch, ch <-chan zk.Event) 
 		return ctx.Err()
 	}
 	return errAgain
+}
+
+// checkFailed returns the error of the op of an Attempt's Check that made
+// a grant's multi-op fail (res: its answers; the node's create and the
+// fence's write come first), or nil when the multi-op failed elsewhere or
+// not at all. The ops before the one that failed answer without an error.
+func checkFailed(res []zk.MultiResponse) error {
+	for i, r := range res {
+		if r.Error != nil {
+			if i < 2 {
+				return nil
+			}
+			return r.Error
+		}
+	}
+	return nil
 }

@@ -55,6 +55,19 @@ const (
 	ScheduleState  = "state"
 )
 
+// An election's priorities and handovers (issue 38, election's
+// candidate.go and handover.go): a candidate's node data is its id,
+// followed, when it has a priority, attributes or a proclaimed value, by
+// CandidateMark and JSON. A pending handover is the ephemeral node
+// ElectionHandOver under the election's path (JSON naming the successor).
+// A non-fair election's candidates register as ephemeral children
+// "c-<guid>" of ElectionCandidates (a container under the path).
+const (
+	CandidateMark      = "\x00shepherd:candidate="
+	ElectionHandOver   = "handover"
+	ElectionCandidates = "candidates"
+)
+
 // Contender node kinds (the name's kind, as recipe.ParseName reads it).
 const (
 	lockKind      = "lock-"
@@ -118,10 +131,13 @@ var (
 		{Name: SemaphoreSlots, What: "the slot claims, a container"}},
 		Idle: "the path's data (maxLeases) until the server removes the empty containers"}
 	FairElection = &Kind{Name: "election", Fair: true, Contenders: []string{latchKind, kazooLockKind},
-		Idle: "nothing (an empty container, removed by the server)"}
+		Nodes: []Node{{Name: ElectionHandOver, Ephemeral: true, What: "a pending handover's record"}},
+		Idle:  "nothing (an empty container, removed by the server)"}
 	NonFairElection = &Kind{Name: "election", Mark: NonFairLeaderMark,
-		Nodes: []Node{{Name: NonFairLeaderNode, Ephemeral: true, Marks: true, What: "the leader's node"}},
-		Idle:  "the path, persistent, its data the mark (its version fences the grants)"}
+		Nodes: []Node{{Name: NonFairLeaderNode, Ephemeral: true, Marks: true, What: "the leader's node"},
+			{Name: ElectionCandidates, Marks: true, What: "the candidates' registrations, a container"},
+			{Name: ElectionHandOver, Ephemeral: true, What: "a pending handover's record"}},
+		Idle: "the path, persistent, its data the mark (its version fences the grants)"}
 	Schedule = &Kind{Name: "schedule", Fair: true, Mark: ScheduleMark, Nodes: []Node{
 		{Name: ScheduleLeader, What: "its election's path"},
 		{Name: ScheduleState, What: "its record, persistent"}},

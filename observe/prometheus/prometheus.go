@@ -37,6 +37,10 @@
 //	shepherd_schedule_skipped_ticks_total{path}      missed ticks skipped by the catch-up policy
 //	shepherd_schedule_caught_up_ticks_total{path}    ticks run late by the catch-up policy
 //	shepherd_schedule_takeovers_total{path}          leaderships of this process that took the schedule over
+//	shepherd_handovers_total{path,reason,outcome}    handovers by this process's leaders: reason
+//	                                                 directed|yield|stop|operator, outcome
+//	                                                 handed_over|refused|not_taken|no_candidate|failed
+//	shepherd_handover_seconds{path}                  how long handovers took (the leader leading meanwhile)
 //
 // Labels are bounded: recipe is one of a handful of names; path appears only
 // on election and schedule metrics, one per election or schedule a process
@@ -82,7 +86,8 @@ type Observer struct {
 	orphans      prometheus.Counter
 	deletes      prometheus.Counter
 	sched        *scheduleMetrics
-	byPath       bool // the hold metrics have a path label
+	byPath       bool            // the hold metrics have a path label
+	handovers    handoverMetrics // handover.go
 }
 
 // Option configures an Observer.
@@ -162,12 +167,13 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 			Help: "Nodes of abandoned or answer-lost creates found and removed."}),
 		deletes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "delete_retries_total",
 			Help: "Releases that met a connection problem and were retried in the background."}),
-		sched:  newScheduleMetrics(ns),
-		byPath: probe.byPath,
+		sched:     newScheduleMetrics(ns),
+		byPath:    probe.byPath,
+		handovers: newHandoverMetrics(ns, lat),
 	}
-	for _, c := range []prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
+	for _, c := range append([]prometheus.Collector{o.state, o.transitions, o.suspended, o.epochs, o.wait, o.position,
 		o.holds, o.holdDuration, o.holdLost, o.leader, o.term, o.changes, o.stop, o.stuck, o.pauses, o.resumes,
-		o.pauseTime, o.lostPaused, o.orphans, o.deletes} {
+		o.pauseTime, o.lostPaused, o.orphans, o.deletes}, o.handovers.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -248,5 +254,7 @@ func (o *Observer) RecipeEvent(ev observe.RecipeEvent) {
 		o.deletes.Inc()
 	case observe.ScheduleTakeover, observe.TickStarted, observe.TickFinished, observe.TicksSkipped, observe.TickCaughtUp:
 		o.sched.event(ev)
+	case observe.HandedOver:
+		o.handovers.observe(ev)
 	}
 }

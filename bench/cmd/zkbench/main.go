@@ -59,6 +59,7 @@ func goLibraries() []gopeers.Library {
 		gopeers.ShepherdRun(),
 		gopeers.ShepherdReturn(),
 		gopeers.ShepherdPause(),
+		gopeers.ShepherdPriority(),
 		gopeers.Raw(),
 		gopeers.GoZookeeper(),
 	}
@@ -84,7 +85,7 @@ func run(ctx context.Context) error {
 	disk := flag.Bool("disk", false, "keep ZooKeeper's data on disk (a directory under $TMPDIR) instead of tmpfs")
 	repeat := flag.Int("repeat", 0, "repetitions (default 3, or 1 with -quick)")
 	jsonOut := flag.String("json", "", "write one JSON line per run to this file")
-	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5,W6,W7-10,W7-1000,W7-10000,W8)")
+	only := flag.String("only", "", "comma-separated workloads to run (default all: W1,W2,W3,W4,W5,W6,W7-10,W7-1000,W7-10000,W8,W9)")
 	peerList := flag.String("peers", "", "comma-separated peers to run (default all available)")
 	withTLS := flag.Bool("tls", false, "run the workloads (W8 aside) again on a TLS-only server, Go peers only, and compare")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the runner (the Go peers run in it) to this file")

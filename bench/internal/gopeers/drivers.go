@@ -96,6 +96,9 @@ type Library struct {
 	// Roll opens one session for W8 (a rolling restart), its loss signals
 	// reported to st; nil if the library does not run W8.
 	Roll func(ctx context.Context, spec bench.Spec, st *RollStats) (RollClient, error)
+	// Deploy makes a candidate of W9 (a rolling deploy) on c, of version;
+	// nil if the library does not run W9 (see w9.go).
+	Deploy func(c Client, path, id string, version int) (Deployed, error)
 }
 
 // Peer turns a Library into a bench.Peer that runs in-process.
@@ -156,6 +159,8 @@ func (p *peer) Prepare(ctx context.Context, spec bench.Spec) (bench.Run, error) 
 		err = r.prepareW6(pctx, p.lib)
 	case bench.W8:
 		err = r.prepareW8(pctx, p.lib)
+	case bench.W9:
+		err = r.prepareW9(pctx, p.lib)
 	default:
 		err = fmt.Errorf("gopeers: unknown workload %q", spec.Workload)
 	}

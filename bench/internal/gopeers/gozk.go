@@ -113,8 +113,8 @@ func Raw() Library {
 	}
 }
 
-// rawWorkloads is every workload but W8.
-var rawWorkloads = slices.DeleteFunc(slices.Clone(bench.Workloads), func(w string) bool { return w == bench.W8 })
+// rawWorkloads is every workload but W8 and W9 (no loss handling, no election API to deploy).
+var rawWorkloads = slices.DeleteFunc(slices.Clone(bench.Workloads), func(w string) bool { return w == bench.W8 || w == bench.W9 })
 
 type rawClient struct{ *zkClient }
 

@@ -27,8 +27,18 @@ func Shepherd() Library {
 			}
 			return shepherdClient{s}, nil
 		},
-		Roll: shepherdRoll(session.StopOnDisconnect),
+		Roll:   shepherdRoll(session.StopOnDisconnect),
+		Deploy: shepherdDeploy(false),
 	}
+}
+
+// ShepherdPriority is shepherd's election for W9 only, with the version as
+// each candidate's priority and a leader that hands over to the best
+// candidate when it stops (HandOverOnStop): a deploy's new version.
+func ShepherdPriority() Library {
+	lib := Shepherd()
+	lib.Name, lib.Workloads, lib.Deploy = "shepherd-priority", []string{bench.W9}, shepherdDeploy(true)
+	return lib
 }
 
 type shepherdClient struct{ s *session.Session }

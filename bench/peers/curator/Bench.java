@@ -309,6 +309,8 @@ public final class Bench {
                     return new W6(s);
                 case "W8":
                     return new W8(s);
+                case "W9":
+                    return new W9(s);
                 case "W5":
                 case "W7-10":
                     // W7 is W5's chain with a short line (see external.go
@@ -888,6 +890,169 @@ public final class Bench {
             r.metrics.put("violations", (double) violations.get());
             r.latencies(lat);
             return r;
+        }
+    }
+
+    /**
+     * W9: a rolling deploy. `sessions` LeaderLatch candidates of version 1
+     * (a session each); each deploy replaces every one of them by one of the
+     * next version, one at a time, oldest first: the new latch is started
+     * and in line (its node among the path's children) before the old one is
+     * closed (a graceful stop) with its client. Measured per deploy:
+     * leadership changes (isLeader after the deploy's first leader), those
+     * to an old version, and the leaderless time (from the leader's
+     * notLeader, at its close, to the next isLeader).
+     */
+    static final class W9 extends Workload {
+        final Object mon = new Object();
+        String leader = "";
+        long endedAt;
+        int changes, toOld, version;
+        long gapNs;
+
+        W9(Spec s) {
+            super(s);
+        }
+
+        final class Cand {
+            final CuratorFramework c;
+            final LeaderLatch l;
+
+            Cand(int ver, int i) throws Exception {
+                c = connect(1).get(0);
+                String id = "v" + ver + "-" + i;
+                l = new LeaderLatch(c, s.path, id);
+                l.addListener(new LeaderLatchListener() {
+                    @Override
+                    public void isLeader() {
+                        long now = System.nanoTime();
+                        synchronized (mon) {
+                            if (!leader.isEmpty() || changes > 0 || endedAt != 0) {
+                                changes++;
+                                if (ver < version) {
+                                    toOld++;
+                                }
+                                if (endedAt != 0) {
+                                    gapNs += now - endedAt;
+                                }
+                            }
+                            leader = id;
+                            mon.notifyAll();
+                        }
+                    }
+
+                    @Override
+                    public void notLeader() {
+                        // The end is timed at the close (stop), the moment the
+                        // leader is told: this listener may run after the next
+                        // leader's isLeader.
+                    }
+                });
+                l.start();
+            }
+
+            /** Closes the latch (a graceful stop): the leader is told at once. */
+            void stop() throws Exception {
+                synchronized (mon) {
+                    if (l.hasLeadership()) {
+                        endedAt = System.nanoTime();
+                    }
+                }
+                l.close();
+                c.close();
+            }
+        }
+
+        List<Cand> old = new ArrayList<>();
+
+        void awaitIn(CuratorFramework c, int n) throws Exception {
+            long until = System.nanoTime() + s.graceMs() * 1_000_000;
+            while (c.getChildren().forPath(s.path).size() < n) {
+                if (System.nanoTime() > until) {
+                    throw new IllegalStateException(n + " candidates never in line");
+                }
+                Thread.sleep(2);
+            }
+        }
+
+        void prepare() throws Exception {
+            version = 1;
+            for (int i = 0; i < s.sessions; i++) {
+                Cand c = new Cand(1, i);
+                old.add(c);
+                awaitIn(c.c, i + 1);
+            }
+            synchronized (mon) {
+                long until = System.nanoTime() + s.graceMs() * 1_000_000;
+                while (leader.isEmpty()) {
+                    long left = (until - System.nanoTime()) / 1_000_000;
+                    if (left <= 0) {
+                        throw new IllegalStateException("no first leader");
+                    }
+                    mon.wait(left);
+                }
+                changes = 0;
+                gapNs = 0;
+                endedAt = 0;
+            }
+        }
+
+        Result run() throws Exception {
+            long start = System.nanoTime();
+            long deadline = s.deadlineNanos(start);
+            int deploys = 0;
+            double changesSum = 0, toOldSum = 0, gapMs = 0;
+            for (int v = 2; deploys < s.cycles && System.nanoTime() < deadline; v++) {
+                synchronized (mon) {
+                    version = v;
+                    changes = 0;
+                    toOld = 0;
+                    gapNs = 0;
+                }
+                List<Cand> next = new ArrayList<>();
+                for (int i = 0; i < old.size(); i++) {
+                    Cand n = new Cand(v, i);
+                    awaitIn(n.c, s.sessions + 1);
+                    old.get(i).stop();
+                    next.add(n);
+                }
+                String prefix = "v" + v + "-";
+                synchronized (mon) {
+                    long until = System.nanoTime() + s.graceMs() * 1_000_000;
+                    while (!leader.startsWith(prefix)) {
+                        long left = (until - System.nanoTime()) / 1_000_000;
+                        if (left <= 0) {
+                            throw new IllegalStateException("no leader of version " + v);
+                        }
+                        mon.wait(left);
+                    }
+                    changesSum += changes;
+                    toOldSum += toOld;
+                    gapMs += gapNs / 1e6;
+                }
+                old = next;
+                deploys++;
+            }
+            Result r = new Result();
+            r.ops = deploys;
+            r.elapsedS = (System.nanoTime() - start) / 1e9;
+            double n = Math.max(deploys, 1);
+            r.metrics.put("leader_changes", changesSum / n);
+            r.metrics.put("changes_to_old", toOldSum / n);
+            r.metrics.put("leaderless_ms", gapMs / n);
+            return r;
+        }
+
+        @Override
+        void close() {
+            for (Cand c : old) {
+                try {
+                    c.stop();
+                } catch (Throwable ignored) {
+                    // closing anyway
+                }
+            }
+            super.close();
         }
     }
 

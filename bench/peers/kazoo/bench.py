@@ -28,6 +28,7 @@ import urllib.request
 
 import kazoo
 from kazoo.client import KazooClient
+from kazoo.exceptions import CancelledError, ConnectionClosedError
 from kazoo.protocol.states import KazooState
 
 try:
@@ -760,8 +761,127 @@ class W8(Workload):
             t.join(5)
 
 # W7 is W5's chain with a short and a long line.
+class W9(Workload):
+    """A rolling deploy: `sessions` Election candidates of version 1 (a
+    session each); each deploy replaces every one of them by one of the next
+    version, one at a time, oldest first: the new candidate runs and is in
+    line (its node among the path's children) before the old one is stopped
+    gracefully (its leadership function returns, its election is cancelled,
+    its client stopped). Measured per deploy: leadership changes (a
+    candidate's function called after the deploy's first leader), those to
+    an old version, and the leaderless time (from the leader being told to
+    stop to the next function call)."""
+
+    def prepare(self):
+        self.cond = threading.Condition()
+        self.leader = ""
+        self.ended_at = 0
+        self.changes = self.to_old = 0
+        self.gap_ns = 0
+        self.version = 1
+        self.counting = False
+        self.old = []
+        for i in range(self.s.sessions):
+            self.old.append(self.candidate(1, i))
+            self.await_in(self.old[-1]["client"], i + 1)
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.leader != "" or self.failure is not None, self.s.grace_s):
+                raise RuntimeError("no first leader")
+        self.check()
+        self.counting = True
+
+    def candidate(self, ver, i):
+        c = self.connect(1)[0]
+        ident = "v%d-%d" % (ver, i)
+        stop = threading.Event()
+        e = c.Election(self.s.path, ident)
+
+        def lead():
+            t = now()
+            with self.cond:
+                if self.counting:
+                    self.changes += 1
+                    if ver < self.version:
+                        self.to_old += 1
+                    if self.ended_at:
+                        self.gap_ns += t - self.ended_at
+                self.leader = ident
+                self.cond.notify_all()
+            stop.wait(self.s.seconds + 3 * self.s.grace_s)
+            with self.cond:
+                self.ended_at = now()
+
+        def body():
+            while not stop.is_set():
+                try:
+                    e.run(lead)
+                except CancelledError:
+                    return  # stopped while it waited in line
+                except ConnectionClosedError:
+                    if stop.is_set():
+                        return  # its client stopped as it let go
+                    raise
+
+        self.spawn("candidate-" + ident, body)
+        return {"client": c, "election": e, "stop": stop, "thread": self.threads[-1]}
+
+    def stop_candidate(self, cand):
+        """A graceful stop: leadership given up (the function returns, the
+        lock released), then the client stopped."""
+        cand["stop"].set()
+        cand["election"].cancel()
+        cand["thread"].join(self.s.grace_s)
+        cand["client"].stop()
+
+    def await_in(self, c, n):
+        until = time.monotonic() + self.s.grace_s
+        while len(c.get_children(self.s.path)) < n:
+            if time.monotonic() > until:
+                raise RuntimeError("%d candidates never in line" % n)
+            time.sleep(0.002)
+
+    def run(self):
+        start = now()
+        deadline = self.s.deadline(start)
+        deploys = 0
+        changes = to_old = gap_ms = 0.0
+        v = 2
+        while deploys < self.s.cycles and now() < deadline:
+            with self.cond:
+                self.version = v
+                self.changes = self.to_old = 0
+                self.gap_ns = 0
+            nxt = []
+            for i, o in enumerate(self.old):
+                n = self.candidate(v, i)
+                self.await_in(n["client"], self.s.sessions + 1)
+                self.stop_candidate(o)
+                nxt.append(n)
+            prefix = "v%d-" % v
+            with self.cond:
+                if not self.cond.wait_for(lambda: self.leader.startswith(prefix) or self.failure is not None,
+                                          self.s.grace_s):
+                    raise RuntimeError("no leader of version %d" % v)
+                changes += self.changes
+                to_old += self.to_old
+                gap_ms += self.gap_ns / 1e6
+            self.check()
+            self.old = nxt
+            deploys += 1
+            v += 1
+        el = (now() - start) / 1e9
+        n = max(deploys, 1)
+        return result(deploys, el, {"leader_changes": changes / n, "changes_to_old": to_old / n,
+                                    "leaderless_ms": gap_ms / n})
+
+    def stop_workers(self):
+        for o in getattr(self, "old", []):
+            o["stop"].set()
+            o["election"].cancel()
+
+
 WORKLOADS = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W5": W5, "W6": W6, "W7-10": W5, "W7-1000": W5,
-             "W8": W8}
+             "W8": W8, "W9": W9}
 
 
 def create(spec):

@@ -1,0 +1,108 @@
+package election
+
+// What a leader watches while it leads (issue 38): the election's record,
+// for an operator's request (shepherd handover) or a finished handover to
+// it, and, with WithPreferredLeader, the other candidates (yield.go).
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/core"
+)
+
+// watchLeadership starts l's watches; they end with l.
+func (e *Election) watchLeadership(l *Leadership) {
+	go e.watchRecord(l)
+	if e.ext.yieldWindow > 0 {
+		go e.yieldLoop(l)
+	}
+}
+
+// watchRecord acts on the election's record while l leads.
+func (e *Election) watchRecord(l *Leadership) {
+	for {
+		rec, changed, err := e.ho.records.look(l.ctx)
+		if err != nil {
+			return // l ended (or the session is closed)
+		}
+		if rec != nil {
+			e.onRecord(l, rec)
+		}
+		select {
+		case <-changed:
+		case <-l.ctx.Done():
+			return
+		}
+	}
+}
+
+// ownName is the name the records use for this candidate, relative to the
+// path: its line node, or its registration (non-fair).
+func (e *Election) ownName(l *Leadership) string {
+	if e.fair {
+		return l.node.name
+	}
+	e.ho.mu.Lock()
+	defer e.ho.mu.Unlock()
+	if e.ho.reg == nil {
+		return ""
+	}
+	return e.ho.reg.name
+}
+
+// onRecord acts on rec, seen while l leads: a record naming this leader
+// is one whose handover is done (an operator's is removed); one of
+// another session naming another candidate is an operator's request, which
+// l carries out as a handover (once per record).
+func (e *Election) onRecord(l *Leadership, rec *record) {
+	if rec.To == e.ownName(l) {
+		if rec.owner != l.hold.SessionID() {
+			e.removeRecord(l, rec)
+		}
+		return
+	}
+	if rec.owner == l.hold.SessionID() {
+		return // this session's own handover, under way
+	}
+	e.ho.mu.Lock()
+	tried := e.ho.tried == rec.czxid
+	e.ho.tried = rec.czxid
+	e.ho.mu.Unlock()
+	if tried {
+		return
+	}
+	// An operator's request: the handover is bounded as any (its waits by
+	// the handover timeout), not by l.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e.handOverTimeout())
+	defer cancel()
+	_ = e.handOver(ctx, l, target{node: rec.To, record: rec}, reasonOperator)
+}
+
+// removeRecord removes rec, whose handover is done, if it is still that
+// record (its version; best effort).
+func (e *Election) removeRecord(l *Leadership, rec *record) {
+	ctx, cancel := context.WithTimeout(l.ctx, e.sess.Timeout())
+	defer cancel()
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return
+	}
+	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+		ok, st, err := c.Exists(recordPath(e.path))
+		if err != nil || !ok || st.Czxid != rec.czxid {
+			return err
+		}
+		return c.Delete(recordPath(e.path), st.Version)
+	})
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

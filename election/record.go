@@ -1,0 +1,252 @@
+package election
+
+// The handover record (issue 38): the ephemeral node "handover" under an
+// election's path that announces a handover, and each candidate's watch
+// of it (see docs/handover.md).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// The reasons of a handover, as records and events say them.
+const (
+	reasonDirected = "directed"
+	reasonYield    = "yield"
+	reasonStop     = "stop"
+	reasonOperator = "operator"
+)
+
+// byOperator is the "by" of a record an operator made.
+const byOperator = "operator"
+
+// recordJSON is the record's data.
+type recordJSON struct {
+	// To is the successor's node, relative to the election's path: a line
+	// node's name, or "candidates/c-<guid>" (non-fair).
+	To     string `json:"to"`
+	ID     string `json:"id"`     // the successor's id
+	By     string `json:"by"`     // the leader's id, or "operator"
+	Reason string `json:"reason"` // directed, yield, stop, operator
+	// Ready: the successor watches the leader's node, right behind it (see
+	// Election.onWatch).
+	Ready bool `json:"ready,omitempty"`
+}
+
+// record is a record as read: its data, and its node's version, owner and
+// creation.
+type record struct {
+	recordJSON
+	version int32
+	owner   int64
+	ctime   int64 // ms, ZooKeeper's clock
+	czxid   int64
+}
+
+// HandOverRequest is a pending handover at an election's path (see
+// PendingHandOver).
+type HandOverRequest struct {
+	To        string    `json:"to"`         // the successor's node (full path)
+	ID        string    `json:"id"`         // the successor's id
+	By        string    `json:"by"`         // who asked: the leader's id, or "operator"
+	Reason    string    `json:"reason"`     // directed, yield, stop or operator
+	SessionID int64     `json:"session_id"` // the session that made it: it goes with it
+	Created   time.Time `json:"created"`    // ZooKeeper's clock
+}
+
+// recordPath is the record's path under the election at path.
+func recordPath(path string) string { return path + "/" + layout.ElectionHandOver }
+
+// parseRecord reads a record's data (nil when it is not one).
+func parseRecord(data []byte, st *zk.Stat) *record {
+	var j recordJSON
+	if json.Unmarshal(data, &j) != nil || j.To == "" {
+		return nil
+	}
+	return &record{recordJSON: j, version: st.Version, owner: st.EphemeralOwner, ctime: st.Ctime, czxid: st.Czxid}
+}
+
+// encodeRecord is a record's data.
+func encodeRecord(j recordJSON) []byte {
+	b, _ := json.Marshal(j) // strings only: it cannot fail
+	return b
+}
+
+// toSeq is the sequence number of the line node the record names (fair
+// layout), or -1.
+func (r *record) toSeq() int64 {
+	n, ok := core.ParseName(r.To)
+	if !ok {
+		return -1
+	}
+	return n.Seq
+}
+
+// request is r as a HandOverRequest of the election at path.
+func (r *record) request(path string) *HandOverRequest {
+	return &HandOverRequest{To: path + "/" + r.To, ID: r.ID, By: r.By, Reason: r.Reason, SessionID: r.owner,
+		Created: time.UnixMilli(r.ctime)}
+}
+
+// readRecord reads the record at p in ep, watching it (an exists watch:
+// it fires when a record is created, changed or deleted): nil when there
+// is none (or it is not one).
+func readRecord(ctx context.Context, ep *session.Epoch, p string) (*record, <-chan zk.Event, error) {
+	type read struct {
+		rec *record
+		ch  <-chan zk.Event
+	}
+	r, err := core.Call(ctx, ep, func(c *zk.Conn) (read, error) {
+		ok, _, ch, err := c.ExistsW(p)
+		if err != nil || !ok {
+			return read{nil, ch}, err
+		}
+		data, st, err := c.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return read{nil, ch}, nil // gone meanwhile: the watch fires
+		}
+		if err != nil {
+			return read{}, err
+		}
+		return read{parseRecord(data, st), ch}, nil
+	}, nil)
+	return r.rec, r.ch, err
+}
+
+// PendingHandOver returns the handover pending at the election at path
+// (nil when none): a leader handing over, or an operator's request
+// (`shepherd handover`), not yet taken.
+func PendingHandOver(ctx context.Context, sess *session.Session, path string) (*HandOverRequest, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
+	}
+	full := sess.Path(path)
+	var req *HandOverRequest
+	err := sess.Do(ctx, func(ep *session.Epoch) error {
+		data, st, err := ep.Conn().Get(recordPath(full))
+		if errors.Is(err, zk.ErrNoNode) {
+			req = nil
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		req = nil
+		if r := parseRecord(data, st); r != nil {
+			req = r.request(strings.TrimPrefix(full, sess.Namespace()))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err // op may still run: do not read req
+	}
+	return req, nil
+}
+
+// recordWatch is a candidate's watch of its election's record: one exists
+// watch per connection (epoch), shared by whatever of the candidate looks
+// (its wait in line, its leadership), and set again only once it has fired.
+// While the candidate takes no part, the watch is parked: its goroutine
+// stops, but the watch itself stays set, to be used again (go-zookeeper
+// keeps every watch channel until its event, so a watch set anew at each
+// campaign would pile up).
+type recordWatch struct {
+	sess *session.Session
+	path string // the record's full path
+
+	mu      sync.Mutex
+	ep      *session.Epoch  // the epoch zch was set in
+	zch     <-chan zk.Event // the exists watch (nil: none set, or fired)
+	rec     *record         // the record as read when zch was set
+	changed chan struct{}   // closed when zch fires, ep ends, or the watch is parked
+	park    chan struct{}   // closed to park the watch
+}
+
+// look returns the record (nil: none) as read in the session's current
+// epoch, and a channel closed when it may have changed. It reads it, with a
+// watch, when it is not known in that epoch or has changed since.
+func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error) {
+	ep, err := w.sess.Wait(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.mu.Lock()
+	if w.ep == ep && w.zch != nil {
+		if isClosed(w.changed) {
+			w.startLocked() // parked: the watch is still set
+		}
+		rec, ch := w.rec, w.changed
+		w.mu.Unlock()
+		return rec, ch, nil
+	}
+	w.mu.Unlock()
+	rec, zch, err := readRecord(ctx, ep, w.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed != nil && !isClosed(w.changed) {
+		close(w.park) // another look's watch: this one replaces it
+	}
+	w.ep, w.zch, w.rec = ep, zch, rec
+	w.startLocked()
+	return rec, w.changed, nil
+}
+
+// cached is the record as last read (nil: none, or not read).
+func (w *recordWatch) cached() *record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rec
+}
+
+// startLocked starts the goroutine that closes changed when the watch
+// fires, its epoch ends or it is parked.
+func (w *recordWatch) startLocked() {
+	changed, park, zch, ep := make(chan struct{}), make(chan struct{}), w.zch, w.ep
+	w.changed, w.park = changed, park
+	go func() {
+		select {
+		case <-zch:
+			w.mu.Lock()
+			if w.zch == zch {
+				w.zch = nil // fired: read again
+			}
+			w.mu.Unlock()
+		case <-ep.Done(): // read again in the next epoch
+		case <-park: // the watch stays set (an event meanwhile waits in zch)
+		}
+		close(changed)
+	}()
+}
+
+// stop parks the watch (the candidate takes no part any more).
+func (w *recordWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed != nil && !isClosed(w.park) {
+		close(w.park)
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

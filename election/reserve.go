@@ -1,0 +1,271 @@
+package election
+
+// Handovers in the non-fair layout (issue 38): the reservation of the race
+// for a successor, which the server checks in every racer's grant (see
+// docs/handover.md, "Non-fair layout"; the registry: registry.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// prepareNonFair prepares a handover of l in the non-fair layout: the
+// successor among the registered candidates, and the record reserving the
+// race for it, made (unless it is an operator's) in one fenced write with
+// a rewrite of the leader's node naming the successor, which every racer
+// watches (see candidateData.HandOverTo).
+func (e *Election) prepareNonFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
+	cs, err := e.registeredCands(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j := e.pick(cs, t)
+	if j < 0 {
+		return nil, noCandidate(t)
+	}
+	p := &plan{reason: reason, succ: cs[j], began: time.Now()}
+	e.ho.mu.Lock()
+	value := e.ho.value
+	e.ho.mu.Unlock()
+	hint := fence.Raw(&zk.SetDataRequest{Path: l.node.path, Version: -1, Data: encodeCandidate(e.id,
+		candidateData{Priority: e.ext.priority, Attributes: e.ext.attrs, Value: value, HandOverTo: p.succ.name})})
+	if t.record != nil {
+		_, err = l.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
+		return p, err
+	}
+	if err := e.makeRecord(ctx, l, p, hint); err != nil {
+		return nil, err
+	}
+	e.awaitReady(ctx, l, p)
+	return p, nil
+}
+
+// awaitReady waits, for at most a tenth of the handover timeout, until the
+// successor says it knows the race is reserved for it (it writes the
+// record: see ackReservation), so that it races at once, with the
+// reservation's delete, when the leader's node goes. A successor that does
+// not say so (slow, gone, or not allowed to write the record) learns it
+// when its grant is refused by the record.
+func (e *Election) awaitReady(ctx context.Context, l *Leadership, p *plan) {
+	ctx, cancel := context.WithTimeout(ctx, e.handOverTimeout()/10)
+	defer cancel()
+	for {
+		rec, ch, err := e.ho.records.look(ctx)
+		// No record may be the watch not caught up yet with the one just
+		// made (its event is handled on another goroutine): wait for it,
+		// bounded as the rest.
+		if err != nil || (rec != nil && (rec.Ready || rec.To != p.succ.name)) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-l.ctx.Done():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ackReservation writes the record that reserves the race for this
+// candidate (created at version 0) again, ready, and keeps its new version
+// for the grant's delete.
+func (e *Election) ackReservation() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
+	defer cancel()
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return
+	}
+	p := recordPath(e.path)
+	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+		data, st, err := c.Get(p)
+		if err != nil || st.Version != 0 {
+			return err
+		}
+		rec := parseRecord(data, st)
+		if rec == nil {
+			return nil
+		}
+		rec.Ready = true
+		st, err = c.Set(p, encodeRecord(rec.recordJSON), 0)
+		if err == nil {
+			e.ho.mu.Lock()
+			if e.ho.mine == 0 {
+				e.ho.mine = st.Version
+			}
+			e.ho.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// awaitTaken waits, once the leader's node is gone, until the successor
+// has taken the reservation (the record is gone: its grant deleted it),
+// bounded by the handover timeout; then it drops the reservation itself
+// and returns ErrNotTaken (the others race, as after a resign).
+func (e *Election) awaitTaken(ctx context.Context, p *plan) error {
+	tctx, cancel := context.WithTimeout(ctx, e.handOverTimeout())
+	defer cancel()
+	for {
+		ep, err := e.sess.Wait(tctx)
+		if err != nil {
+			break
+		}
+		rec, ch, err := readRecord(tctx, ep, p.rec)
+		if err == nil && (rec == nil || rec.owner != ep.SessionID()) {
+			return nil // taken (or gone with our session: the others race)
+		}
+		if err != nil && !session.OutcomeUnknown(err) {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ep.Done():
+		case <-tctx.Done():
+		}
+		if tctx.Err() != nil {
+			break
+		}
+	}
+	e.dropRecord(p)
+	return fmt.Errorf("%w: %q within %v: the others race for it", ErrNotTaken, p.succ.ID, e.handOverTimeout())
+}
+
+// race is the non-fair race for leadership (see acquireNonFair), with the
+// candidate registered, and held back while a record reserves the race
+// for another candidate.
+func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.Stat)) (*recipe.Hold, error) {
+	if err := e.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// It races all the same (a refusal of the race itself, by an ACL,
+		// is the race's to report), but cannot be named by a handover.
+		e.log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
+	}
+	// The race goes on across sessions: register again in each new one.
+	rctx, stop := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		e.keepRegistered(rctx)
+	}()
+	defer func() { stop(); <-kept }()
+	a := core.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check, Eager: e.ho.reserved,
+		Seen: func(data []byte, st *zk.Stat) {
+			e.ho.sawLeader(data, st)
+			if seen != nil {
+				seen(data, st)
+			}
+		}}
+	for {
+		h, err := e.single.Acquire(ctx, a)
+		if !errors.Is(err, core.ErrCheckFailed) {
+			if h != nil {
+				e.ho.setMine(-1, 0)
+			}
+			return h, err
+		}
+		if err := e.awaitReservation(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// check is the ops every grant of this racer carries (core.Attempt.Check):
+// the record's delete at its version when it reserves the race for this
+// candidate (the grant takes the reservation), else a probe that fails
+// while any record is there (its create, then its delete).
+func (h *handovers) check() []any {
+	p := recordPath(h.e.path)
+	h.mu.Lock()
+	v := h.mine
+	h.mu.Unlock()
+	if v >= 0 {
+		return []any{&zk.DeleteRequest{Path: p, Version: v}}
+	}
+	return []any{&zk.CreateRequest{Path: p, Acl: h.e.sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
+}
+
+// reserved reports whether a record reserves the race for this candidate
+// (see core.Attempt.Eager).
+func (h *handovers) reserved() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mine >= 0
+}
+
+// setMine records the version of a record reserving the race for this
+// candidate (-1: none), as learnt under the leader whose node was created
+// at term.
+func (h *handovers) setMine(version int32, term int64) {
+	h.mu.Lock()
+	h.mine, h.mineTerm = version, term
+	h.mu.Unlock()
+}
+
+// sawLeader reads the leader's node as a racer sees it: a leader handing
+// over to this candidate names its registration (HandOverTo), and the
+// record it made with it is new (version 0, never written again). A later
+// leader's node without it makes what an earlier one said stale.
+func (h *handovers) sawLeader(data []byte, st *zk.Stat) {
+	_, d := parseCandidate(data)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.reg != nil && d.HandOverTo == h.reg.name:
+		if h.mineTerm != st.Czxid {
+			h.mine, h.mineTerm = 0, st.Czxid
+			go h.e.ackReservation()
+		}
+	case h.mine >= 0 && h.mineTerm != 0 && h.mineTerm != st.Czxid:
+		h.mine, h.mineTerm = -1, 0
+	}
+}
+
+// awaitReservation is what a racer refused by a record does: it reads the
+// record (with a watch); if it names this candidate, the next grant takes
+// it; if it names another, it waits until it changes.
+func (e *Election) awaitReservation(ctx context.Context) error {
+	ep, err := e.sess.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	rec, ch, err := readRecord(ctx, ep, recordPath(e.path))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var pace core.Pacer
+		return pace.Wait(ctx, ep)
+	}
+	e.ho.mu.Lock()
+	mine := rec != nil && e.ho.reg != nil && rec.To == e.ho.reg.name
+	e.ho.mu.Unlock()
+	switch {
+	case rec == nil:
+		e.ho.setMine(-1, 0)
+		return nil
+	case mine:
+		e.ho.setMine(rec.version, 0)
+		return nil
+	}
+	e.ho.setMine(-1, 0)
+	select {
+	case <-ch:
+	case <-ep.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
