@@ -122,7 +122,7 @@ chaos: setup
 ## fuzz: the name parser and path validation, briefly. A count, not a
 ## duration: Go 1.26's fuzz coordinator can fail a duration-bounded run with a
 ## spurious "context deadline exceeded" (golang/go#75804).
-FUZZTIME ?= 500000x
+FUZZTIME ?= 200000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./internal/core
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/zkpath
