@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	shold "github.com/shepherdzk/shepherd/hold"
+
 	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
@@ -107,7 +109,7 @@ func (c *mutexClient) acquire(ctx context.Context) (*hold, error) {
 // fenceWith writes the hold's token to res, guarded by the hold: ZooKeeper
 // applies "tok after prev" atomically, so a stale holder's write would show
 // as tok < prev.
-func fenceWith(h *recipe.Hold) func(context.Context, *session.Session, string) (int64, int64, error) {
+func fenceWith(h *shold.Hold) func(context.Context, *session.Session, string) (int64, int64, error) {
 	return func(ctx context.Context, s *session.Session, res string) (int64, int64, error) {
 		tok, err := h.Token(ctx)
 		if err != nil {

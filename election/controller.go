@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
@@ -52,7 +54,7 @@ func (e *Election) acquireReporting(ctx context.Context, onLeader func(Leader)) 
 // granted it): the leadership's context derives from the hold's, so it is
 // cancelled synchronously when the connection is lost. h replaces n's
 // earlier grant, if any (the same node, granted again after a reconnect).
-func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *Leadership {
+func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Leadership {
 	e.mu.Lock()
 	n.hold = h
 	e.mu.Unlock()
@@ -67,7 +69,7 @@ func (e *Election) elected(n *candidate, h *recipe.Hold, report func(Leader)) *L
 
 // electedFair grants leadership for our node in the line, within ep.
 func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *Leadership {
-	return e.elected(n, e.line().NewHold(ep, recipe.Token(n.czxid), n.path), report)
+	return e.elected(n, e.line().NewHold(ep, hold.Token(n.czxid), n.path), report)
 }
 
 // acquireFair waits in the line through the contender loop (see

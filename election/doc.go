@@ -73,7 +73,7 @@
 // deletes the node together; another candidate learns of it milliseconds
 // later). It is also cancelled on Resign, when Run's ctx ends, and when Run
 // learns the node is gone. A Leadership is a hold (Resign is its release):
-// see recipe.Hold for the hold contract. Its Context() is OnElected's ctx;
+// see hold.Hold for the hold contract. Its Context() is OnElected's ctx;
 // its Lost() is not closed when OnElected returns or Run's ctx ends either.
 // When the same session reconnects with its node still at the head,
 // leadership is granted again at once with the same Term: a ZooKeeper

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
@@ -39,10 +41,10 @@ var (
 const MaxIDLen = 1024
 
 // Term identifies one leadership: the creation zxid of the leader's node,
-// the leadership's fencing token. It is recipe.Token (the election's name
+// the leadership's fencing token. It is hold.Token (the election's name
 // for it): terms grow strictly from one leadership to the next, and print in
 // decimal, as the CLI's SHEPHERD_TOKEN and `shepherd status` do.
-type Term = recipe.Token
+type Term = hold.Token
 
 // Leader describes the current leader.
 type Leader struct {
@@ -141,7 +143,7 @@ func WithStuckHandler(f func(term Term)) Option { return func(c *config) { c.onS
 // at once, same term). With session.PauseOnDisconnect it is paused
 // instead: OnElected keeps running with its ctx live, Callbacks.OnPaused
 // and OnResumed are called, and Leadership.Gate blocks until the same
-// session is back (see recipe.Hold). The term never changes across a pause.
+// session is back (see hold.Hold). The term never changes across a pause.
 func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
 	return func(c *config) {
 		if !p.Valid() {
@@ -211,7 +213,7 @@ type candidate struct {
 	czxid int64
 	// hold is the node's last grant of leadership (nil before the first):
 	// releasing it deletes the node (guarded in the non-fair race).
-	hold *recipe.Hold
+	hold *hold.Hold
 	// guid is the non-fair race's attempt that won the node.
 	guid string
 	// node is the line's node of a fair candidate (with the line as listed

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
@@ -13,7 +15,7 @@ import (
 
 // Leadership is one held leadership: what Campaign returns, and what
 // Election.Leadership reports while Run's OnElected runs. It is a hold
-// (Resign is its release): see recipe.Hold for the hold contract. Its
+// (Resign is its release): see hold.Hold for the hold contract. Its
 // Context() is the ctx Run passes to OnElected: under Run it ends also when
 // OnElected returns or Run's ctx ends. Its context.Cause tells the ends
 // apart: an error matching ErrLost for a loss, recipe.ErrReleased for
@@ -25,7 +27,7 @@ type Leadership struct {
 	e      *Election
 	term   Term
 	node   *candidate
-	hold   *recipe.Hold // this grant of the node
+	hold   *hold.Hold // this grant of the node
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
@@ -40,22 +42,22 @@ func (l *Leadership) Term() Term { return l.term }
 // Resign does not close it.
 func (l *Leadership) Lost() <-chan struct{} { return l.hold.Lost() }
 
-// Hold is the underlying hold (see recipe.Hold): its node, its session.
-func (l *Leadership) Hold() *recipe.Hold { return l.hold }
+// Hold is the underlying hold (see hold.Hold): its node, its session.
+func (l *Leadership) Hold() *hold.Hold { return l.hold }
 
 // RevokeRequested is closed when an operator asks for the leadership
 // (shepherd revoke -ask, recipe.AskRevoke): resign (return from OnElected)
-// when the work allows (see recipe.Hold.RevokeRequested).
+// when the work allows (see hold.Hold.RevokeRequested).
 func (l *Leadership) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
 
 // Paused returns the leadership's pause signal (PauseOnDisconnect): a
 // channel closed when leadership pauses, renewed at each resume (see
-// recipe.Hold). The term does not change across a pause.
+// hold.Hold). The term does not change across a pause.
 func (l *Leadership) Paused() <-chan struct{} { return l.hold.Paused() }
 
 // Gate returns nil while leadership holds and is not paused; while it is
 // paused, it waits until it resumes (nil), is lost (ErrLost) or ctx ends (see
-// recipe.Hold.Gate).
+// hold.Hold.Gate).
 func (l *Leadership) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
 
 // Context ends when the leadership ends for any reason: a loss or Resign
@@ -106,7 +108,7 @@ func (l *Leadership) Validate(ctx context.Context) error {
 // holds on the server; a write after it has ended fails with an error
 // matching ErrLost. The check prepended to ops: in a fair election, that the
 // leader's node exists; in a non-fair one, also that no leader was granted
-// since (see recipe.Hold.Fenced). ops are fence.Set, fence.Create and
+// since (see hold.Hold.Fenced). ops are fence.Set, fence.Create and
 // fence.Delete (paths in the session's namespace), or fence.Raw's
 // go-zookeeper requests; it returns one response per op (a Set's Stat.Version is the
 // node's new version).

@@ -10,11 +10,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/core"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -144,7 +145,7 @@ func (e *Election) awaitTaken(ctx context.Context, p *plan) error {
 // race is the non-fair race for leadership (see acquireNonFair), with the
 // candidate registered, and held back while a record reserves the race
 // for another candidate.
-func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.Stat)) (*recipe.Hold, error) {
+func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.Stat)) (*hold.Hold, error) {
 	if err := e.register(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
@@ -137,7 +139,7 @@ func (e *Election) prepareFair(ctx context.Context, l *Leadership, t target, rea
 		return nil, err
 	}
 	if p.rec != "" {
-		if err := core.Attach(l.hold, core.Attached{Path: p.rec, Data: p.recData}); err != nil {
+		if err := l.hold.Attach(hold.Attached{Path: p.rec, Data: p.recData}); err != nil {
 			e.dropRecord(p)
 			return nil, l.ended()
 		}

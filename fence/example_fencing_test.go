@@ -12,10 +12,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/fence/httpfence"
 	"github.com/shepherdzk/shepherd/fence/sqlfence"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -59,7 +60,7 @@ func Example_database() {
 		log.Fatal(err)
 	}
 	// The write the lock protects, in one transaction with the guard.
-	charge := func(tok recipe.Token) error {
+	charge := func(tok hold.Token) error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -78,7 +79,7 @@ func Example_database() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var tokens []recipe.Token
+	var tokens []hold.Token
 	for range 2 { // two holders in turn
 		if err := m.Lock(ctx); err != nil {
 			log.Fatal(err)
@@ -127,7 +128,7 @@ func Example_service() {
 	defer srv.Close()
 
 	// The holder: a client whose requests carry the lock's path and token.
-	call := func(tok recipe.Token) string {
+	call := func(tok hold.Token) string {
 		client := &http.Client{Transport: httpfence.NewTransport(nil, "/jobs/billing/lock", tok)}
 		resp, err := client.Post(srv.URL+"/charge", "text/plain", nil)
 		if err != nil {
@@ -140,7 +141,7 @@ func Example_service() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var tokens []recipe.Token
+	var tokens []hold.Token
 	for range 2 { // two holders in turn
 		if err := m.Lock(ctx); err != nil {
 			log.Fatal(err)

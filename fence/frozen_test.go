@@ -19,13 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/fence/httpfence"
 	"github.com/shepherdzk/shepherd/fence/sqlfence"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -64,7 +65,7 @@ func (tg target) open() (*sql.DB, error) {
 // transaction or request alone) or "fenced" (with the guard: sqlfence.Check
 // first in the transaction; the request through httpfence's middleware).
 // A stale write's error matches sqlfence.ErrStale or httpfence.ErrStale.
-func (tg target) write(ctx context.Context, db *sql.DB, route, resource string, tok recipe.Token, owner string) error {
+func (tg target) write(ctx context.Context, db *sql.DB, route, resource string, tok hold.Token, owner string) error {
 	if db == nil {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.URL+"/"+route, strings.NewReader(owner))
 		if err != nil {
@@ -139,7 +140,7 @@ func runHolder() int {
 	return 0
 }
 
-func holdAndOpen(ctx context.Context, spec holderSpec) (recipe.Token, *sql.DB, error) {
+func holdAndOpen(ctx context.Context, spec holderSpec) (hold.Token, *sql.DB, error) {
 	s, err := session.Open(ctx, spec.Servers, session.WithSessionTimeout(spec.Timeout))
 	if err != nil {
 		return 0, nil, err
@@ -253,7 +254,7 @@ func TestFrozenHolder(t *testing.T) {
 			path := testutil.UniquePath(t, "fence-frozen")
 			ctx := testutil.Ctx(t, 60*time.Second)
 			h := startHolder(t, holderSpec{Servers: zk.Servers(), Path: path, Timeout: time.Second, Target: tg})
-			var old recipe.Token
+			var old hold.Token
 			_, err := fmt.Sscanf(h.line(t), "HELD %d", &old)
 			require.NoError(t, err)
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
@@ -23,13 +25,13 @@ import (
 type holdKind struct {
 	name    string
 	limit   int
-	acquire func(ctx context.Context, s *session.Session, path, id string) (*recipe.Hold, error)
+	acquire func(ctx context.Context, s *session.Session, path, id string) (*hold.Hold, error)
 }
 
 var holdKinds = []holdKind{
 	{"mutex-fair", 1, lockHold()},
 	{"mutex-nonfair", 1, lockHold(mutex.NonFair())},
-	{"rw-writer", 1, func(ctx context.Context, s *session.Session, path, _ string) (*recipe.Hold, error) {
+	{"rw-writer", 1, func(ctx context.Context, s *session.Session, path, _ string) (*hold.Hold, error) {
 		rw, err := mutex.NewRW(s, path)
 		if err != nil {
 			return nil, err
@@ -45,8 +47,8 @@ var holdKinds = []holdKind{
 	{"semaphore-3", 3, leaseHold(3)},
 }
 
-func lockHold(opts ...mutex.Option) func(context.Context, *session.Session, string, string) (*recipe.Hold, error) {
-	return func(ctx context.Context, s *session.Session, path, _ string) (*recipe.Hold, error) {
+func lockHold(opts ...mutex.Option) func(context.Context, *session.Session, string, string) (*hold.Hold, error) {
+	return func(ctx context.Context, s *session.Session, path, _ string) (*hold.Hold, error) {
 		m, err := mutex.New(s, path, opts...)
 		if err != nil {
 			return nil, err
@@ -58,8 +60,8 @@ func lockHold(opts ...mutex.Option) func(context.Context, *session.Session, stri
 	}
 }
 
-func leadHold(opts ...election.Option) func(context.Context, *session.Session, string, string) (*recipe.Hold, error) {
-	return func(ctx context.Context, s *session.Session, path, id string) (*recipe.Hold, error) {
+func leadHold(opts ...election.Option) func(context.Context, *session.Session, string, string) (*hold.Hold, error) {
+	return func(ctx context.Context, s *session.Session, path, id string) (*hold.Hold, error) {
 		e, err := election.New(s, path, id, opts...)
 		if err != nil {
 			return nil, err
@@ -72,8 +74,8 @@ func leadHold(opts ...election.Option) func(context.Context, *session.Session, s
 	}
 }
 
-func leaseHold(max int) func(context.Context, *session.Session, string, string) (*recipe.Hold, error) {
-	return func(ctx context.Context, s *session.Session, path, _ string) (*recipe.Hold, error) {
+func leaseHold(max int) func(context.Context, *session.Session, string, string) (*hold.Hold, error) {
+	return func(ctx context.Context, s *session.Session, path, _ string) (*hold.Hold, error) {
 		sem, err := semaphore.New(s, path, max)
 		if err != nil {
 			return nil, err
@@ -88,8 +90,8 @@ func leaseHold(max int) func(context.Context, *session.Session, string, string) 
 
 // grant is one hold taken in TestTokensGrow.
 type grant struct {
-	hold  *recipe.Hold
-	token recipe.Token
+	hold  *hold.Hold
+	token hold.Token
 }
 
 // TestTokensGrow: for every kind of hold, a holder granted after another
@@ -171,8 +173,8 @@ func TestTokensGrow(t *testing.T) {
 	}
 }
 
-func tokens(gs []grant) []recipe.Token {
-	out := make([]recipe.Token, len(gs))
+func tokens(gs []grant) []hold.Token {
+	out := make([]hold.Token, len(gs))
 	for i, g := range gs {
 		out[i] = g.token
 	}

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence/sqlfence"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -25,11 +26,11 @@ import (
 // take it and read its token.
 type exclusive struct {
 	name    string
-	acquire func(ctx context.Context, s *session.Session, path, id string) (recipe.Token, error)
+	acquire func(ctx context.Context, s *session.Session, path, id string) (hold.Token, error)
 }
 
-func lockWith(opts ...mutex.Option) func(context.Context, *session.Session, string, string) (recipe.Token, error) {
-	return func(ctx context.Context, s *session.Session, path, _ string) (recipe.Token, error) {
+func lockWith(opts ...mutex.Option) func(context.Context, *session.Session, string, string) (hold.Token, error) {
+	return func(ctx context.Context, s *session.Session, path, _ string) (hold.Token, error) {
 		m, err := mutex.New(s, path, opts...)
 		if err != nil {
 			return 0, err
@@ -41,8 +42,8 @@ func lockWith(opts ...mutex.Option) func(context.Context, *session.Session, stri
 	}
 }
 
-func leadWith(opts ...election.Option) func(context.Context, *session.Session, string, string) (recipe.Token, error) {
-	return func(ctx context.Context, s *session.Session, path, id string) (recipe.Token, error) {
+func leadWith(opts ...election.Option) func(context.Context, *session.Session, string, string) (hold.Token, error) {
+	return func(ctx context.Context, s *session.Session, path, id string) (hold.Token, error) {
 		e, err := election.New(s, path, id, opts...)
 		if err != nil {
 			return 0, err
@@ -88,7 +89,7 @@ func turnsSchema(t *testing.T, driver, dsn, serial string) *sql.DB {
 
 // turn is what one holder did.
 type turn struct {
-	token   recipe.Token
+	token   hold.Token
 	writes  int
 	refused bool  // a write was refused as stale (then it stopped)
 	late    int   // the writes that landed after its successor's first
@@ -230,7 +231,7 @@ func holdAndWrite(ctx context.Context, kind exclusive, s *session.Session, path 
 }
 
 // logWrite is a holder's guarded write: a row of the log.
-func logWrite(ctx context.Context, db *sql.DB, resource string, tok recipe.Token, holder int) error {
+func logWrite(ctx context.Context, db *sql.DB, resource string, tok hold.Token, holder int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

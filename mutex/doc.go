@@ -4,7 +4,7 @@
 // *Mutex value: Lock on a value that holds the lock increments a hold count,
 // and Unlock releases at zero.
 //
-// A held lock is a hold (Unlock is its release): see recipe.Hold for the
+// A held lock is a hold (Unlock is its release): see hold.Hold for the
 // hold contract.
 //
 // A lost hold is over: Unlock reports ErrLost and the node is removed once
@@ -32,7 +32,7 @@
 // costs: nothing. A non-fair lock learns it with the grant. A fair lock (and
 // each side of a read-write lock) does not, since a create's answer carries
 // no Stat: the hold's watch on its own node (every hold has one, see
-// recipe.Hold) reads the node right after the grant, and Token waits for
+// hold.Hold) reads the node right after the grant, and Token waits for
 // that read. Fenced writes (Fenced, with the ops of package fence) land
 // only while the lock is held.
 package mutex

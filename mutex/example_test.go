@@ -6,9 +6,10 @@ import (
 	"log"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -100,7 +101,7 @@ func ExampleMutex_TryLock() {
 
 // backup stands for the work the lock guards: it stops when ctx ends and
 // hands token to what it writes, so a stale holder's writes can be refused.
-func backup(ctx context.Context, token recipe.Token) error {
+func backup(ctx context.Context, token hold.Token) error {
 	if token <= 0 {
 		return fmt.Errorf("no fencing token")
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -14,14 +16,14 @@ import (
 // core.Acquire). An exclusive holder that waited marks its node in its
 // release (core.AwaitOptions.MarkOnRelease; a reader never: readers before
 // it may still hold). TryLock's "not now" is a nil hold.
-func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*hold.Hold, error) {
 	start := time.Now()
-	h, err := core.Acquire(ctx, &m.line, core.Driver[*recipe.Hold]{
+	h, err := core.Acquire(ctx, &m.line, core.Driver[*hold.Hold]{
 		Kind:    m.kind,
 		Data:    m.data,
 		Turn:    m.turnFor(),
 		Options: core.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *core.Node) (*recipe.Hold, error) {
+		Grant: func(ctx context.Context, ep *session.Epoch, own *core.Node) (*hold.Hold, error) {
 			h := m.line.HoldOf(ep, own)
 			if h.Context().Err() != nil {
 				_ = h.Release(ctx) // lost at once: it returns without waiting

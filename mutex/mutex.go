@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
@@ -48,7 +50,7 @@ type Mutex struct {
 	turn chan struct{} // serialises acquisitions on this value
 
 	mu    sync.Mutex
-	hold  *recipe.Hold
+	hold  *hold.Hold
 	count int
 }
 
@@ -85,7 +87,7 @@ func (m *Mutex) Session() *session.Session { return m.sess }
 
 // Hold is the current hold (nil when not held): a handle that stays valid for
 // fenced writes and checks after the Mutex has moved on.
-func (m *Mutex) Hold() *recipe.Hold {
+func (m *Mutex) Hold() *hold.Hold {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.hold
@@ -135,7 +137,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	if stale != nil {
 		_ = stale.Release(ctx) // lost before: end it (guaranteed delete)
 	}
-	var h *recipe.Hold
+	var h *hold.Hold
 	var err error
 	if m.fair {
 		h, err = m.acquireFair(ctx, wait)
@@ -202,7 +204,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Lost returns the held lock's loss signal, a channel closed when the hold
-// is, or may be, lost, never by Unlock (see recipe.Hold for the hold
+// is, or may be, lost, never by Unlock (see hold.Hold for the hold
 // contract): take it after Lock. Called when the value holds no lock, it
 // returns a closed channel (there is no hold to keep).
 func (m *Mutex) Lost() <-chan struct{} {
@@ -215,7 +217,7 @@ func (m *Mutex) Lost() <-chan struct{} {
 }
 
 // Paused returns the held lock's pause signal (PauseOnDisconnect): a channel
-// closed when the hold pauses, renewed at each resume (see recipe.Hold).
+// closed when the hold pauses, renewed at each resume (see hold.Hold).
 // Called when the value holds no lock, it returns a closed channel.
 func (m *Mutex) Paused() <-chan struct{} {
 	m.mu.Lock()
@@ -229,7 +231,7 @@ func (m *Mutex) Paused() <-chan struct{} {
 
 // RevokeRequested is closed when an operator asks for the held lock
 // (shepherd revoke -ask, recipe.AskRevoke): unlock when the work allows (see
-// recipe.Hold.RevokeRequested). Called when the value holds no lock, it
+// hold.Hold.RevokeRequested). Called when the value holds no lock, it
 // returns nil, a channel that never fires.
 func (m *Mutex) RevokeRequested() <-chan struct{} {
 	m.mu.Lock()
@@ -243,7 +245,7 @@ func (m *Mutex) RevokeRequested() <-chan struct{} {
 
 // Gate returns nil while the lock is held and not paused; while it is
 // paused, it waits until the hold resumes (nil), is lost (ErrLost) or ctx
-// ends (see recipe.Hold.Gate). It returns ErrNotHeld when the value holds no
+// ends (see hold.Hold.Gate). It returns ErrNotHeld when the value holds no
 // lock.
 func (m *Mutex) Gate(ctx context.Context) error {
 	h, err := m.held()
@@ -276,7 +278,7 @@ func (m *Mutex) IsHeld() bool {
 	return m.hold != nil && m.hold.Valid()
 }
 
-func (m *Mutex) held() (*recipe.Hold, error) {
+func (m *Mutex) held() (*hold.Hold, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hold == nil {
@@ -291,7 +293,7 @@ func (m *Mutex) held() (*recipe.Hold, error) {
 // one request (an Exists of the hold's node), and the token is kept: later
 // calls on that hold cost nothing, and a hold whose Token is never called
 // never pays for it. It returns ErrNotHeld when the value holds no lock.
-func (m *Mutex) Token(ctx context.Context) (recipe.Token, error) {
+func (m *Mutex) Token(ctx context.Context) (hold.Token, error) {
 	h, err := m.held()
 	if err != nil {
 		return 0, err
@@ -311,7 +313,7 @@ func (m *Mutex) Node() string {
 // Fenced runs ops as one multi-op that lands only while the lock is held; a
 // write after the hold is gone fails with an error matching ErrLost. ops are
 // fence.Set, fence.Create and fence.Delete (paths in the session's
-// namespace), or fence.Raw's go-zookeeper requests (see recipe.Hold.Fenced);
+// namespace), or fence.Raw's go-zookeeper requests (see hold.Hold.Fenced);
 // it returns one response per op (a Set's Stat.Version is the node's new
 // version). The check prepended to ops: for a fair lock (and each
 // side of a read-write lock), that the hold's node exists; for a non-fair

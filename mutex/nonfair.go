@@ -4,9 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/recipe"
 )
 
 // NonFairNode is the name of the single node of a non-fair lock.
@@ -16,7 +17,7 @@ const NonFairNode = layout.NonFairLockNode
 // grant, followed by the grant attempt's guid (see core.Race).
 const nonFairMark = layout.NonFairLockMark
 
-func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*recipe.Hold, error) {
+func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*hold.Hold, error) {
 	start := time.Now()
 	// One guid for the whole call: a create whose answer was lost is
 	// recognised on any later attempt of this call, never left behind.

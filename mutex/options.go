@@ -54,7 +54,7 @@ func WithData(data []byte) Option {
 // WithDisconnectPolicy sets what a lost connection does to this lock's
 // holds (default: the session's, see session.WithDisconnectPolicy): end
 // them (session.StopOnDisconnect), or pause them until the same session is
-// back (session.PauseOnDisconnect; see recipe.Hold, Paused and Gate).
+// back (session.PauseOnDisconnect; see hold.Hold, Paused and Gate).
 func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
 	return func(c *config) {
 		if !p.Valid() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -120,7 +122,7 @@ func (rw *RWMutex) share(to, from *Mutex) bool {
 
 // sharedBy reports whether the other side than m still holds h (called by
 // m's Unlock, under rw.mu, after m let h go).
-func (rw *RWMutex) sharedBy(m *Mutex, h *recipe.Hold) bool {
+func (rw *RWMutex) sharedBy(m *Mutex, h *hold.Hold) bool {
 	other := rw.r
 	if m == rw.r {
 		other = rw.w

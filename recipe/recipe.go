@@ -57,58 +57,21 @@ import (
 	"context"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Hold is one granted lock, lease or leadership. Every recipe's hold (a
-// Mutex's, a semaphore's Lease, an election's Leadership) is one of these and
-// keeps this contract; the recipes' docs refer to it.
+// Hold is one granted lock, lease or leadership: see package hold, where
+// its contract and its methods are documented.
 //
-// A hold is held, paused or lost, until its holder releases it:
-//
-//   - Held: granted, and bound to the connected stretch of its session
-//     (session.Epoch) in which it was granted or last resumed.
-//   - Paused (only under session.PauseOnDisconnect): the connection was lost
-//     (Suspended) while the session may still live. The hold may still be
-//     valid, but its holder cannot know: it must not act on it. Paused()
-//     is closed, Gate blocks, Fenced waits at the gate; Context is NOT
-//     cancelled, so no work is torn down. It resumes at Reconnected of the
-//     same session (which proves the session, and so the hold's ephemeral
-//     node, lived through the disconnect) once one read confirms the node
-//     is still this hold's.
-//   - Lost: Lost() is closed and Context() ends: under StopOnDisconnect
-//     (the default) at the connection's loss, before any other client can
-//     be granted the hold; under either policy at the session's loss
-//     (silence for the session timeout on the local clock, see session,
-//     again before any other grant; or an expiry heard on reconnect), at
-//     the manager's Close, at an operator's forced revocation (cause
-//     ErrRevoked: the holder is told, then deletes its node; see Revoke),
-//     or when the hold's node is deleted by someone else (every hold
-//     watches its own nodes: it is told within a notification, though a
-//     waiter may hear of the same deletion first). A paused hold whose session the server ends early (an
-//     operator's kill) or whose node is deleted while it is disconnected
-//     learns of it only when it reaches a server again, after others may
-//     have been granted the hold: it is paused meanwhile, and must not act.
-//     A lost hold never resumes.
-//
-// An operator may also ask for the hold (AskRevoke): RevokeRequested is
-// closed, and the hold lasts until its holder releases it.
-//
-// Release ends the hold without closing Lost: a select on Lost tells a loss
-// from a release, and Context() ends on either. Pass Context() to the work
-// the hold protects; use Fenced for the writes that must land only while the
-// hold is valid (the only writes that are safe across a session expiry: an
-// effect already in flight when a connection drops may land after).
-//
-// Its methods: Context, Lost, Paused, IsPaused, Gate, RevokeRequested,
-// Release, Fenced, Validate, Valid, Token, Node, Nodes, SessionID, Granted,
-// Policy and Observe (go doc github.com/shepherdzk/shepherd/internal/core
-// Hold lists them with their docs).
-type Hold = core.Hold
+// Deprecated: use hold.Hold (the same type).
+type Hold = hold.Hold
 
 // Token is a hold's fencing token: the creation zxid of the holder's node.
-type Token = core.Token
+//
+// Deprecated: use hold.Token (the same type).
+type Token = hold.Token
 
 // Errors returned by every recipe, matched with errors.Is.
 var (

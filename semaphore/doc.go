@@ -54,7 +54,7 @@
 //
 // # Loss
 //
-// A Lease is a hold (Release is its release): see recipe.Hold for the hold
+// A Lease is a hold (Release is its release): see hold.Hold for the hold
 // contract. A lost lease is over; Release removes its node (in the
 // background if the connection is down). A waiter keeps its place in line
 // through a disconnect its session survives and re-enters the line on a new

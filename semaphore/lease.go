@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -19,7 +20,7 @@ func (s *Semaphore) grant(ep *session.Epoch, paths []string) *Lease {
 // Lease is one or more held leases.
 type Lease struct {
 	s     *Semaphore
-	hold  *recipe.Hold
+	hold  *hold.Hold
 	slots []int // WithSlots: one per lease node, in order
 	once  sync.Once
 	err   error
@@ -71,21 +72,21 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // Lost is closed when the lease is, or may be, lost, never by Release (see
-// recipe.Hold for the hold contract).
+// hold.Hold for the hold contract).
 func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
 // Paused returns the lease's pause signal (PauseOnDisconnect): a channel
-// closed when the lease pauses, renewed at each resume (see recipe.Hold).
+// closed when the lease pauses, renewed at each resume (see hold.Hold).
 func (l *Lease) Paused() <-chan struct{} { return l.hold.Paused() }
 
 // RevokeRequested is closed when an operator asks for the lease (shepherd
 // revoke -ask, recipe.AskRevoke, on any of its nodes): release it when the
-// work allows (see recipe.Hold.RevokeRequested).
+// work allows (see hold.Hold.RevokeRequested).
 func (l *Lease) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
 
 // Gate returns nil while the lease is held and not paused; while it is
 // paused, it waits until the lease resumes (nil), is lost (ErrLost) or ctx
-// ends (see recipe.Hold.Gate).
+// ends (see hold.Hold.Gate).
 func (l *Lease) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
 
 // Context ends when the lease ends for any reason: a loss (as Lost) or
@@ -96,14 +97,14 @@ func (l *Lease) Context() context.Context { return l.hold.Context() }
 // The grant does not reveal it (the multi-op that creates the leases answers
 // with their paths only): the lease's watch on its own node reads it right
 // after the grant, and Token waits for that read (no request of its own).
-func (l *Lease) Token(ctx context.Context) (recipe.Token, error) { return l.hold.Token(ctx) }
+func (l *Lease) Token(ctx context.Context) (hold.Token, error) { return l.hold.Token(ctx) }
 
 // Fenced runs ops as one multi-op that lands only while the lease is held
 // (its first node exists: the nodes of one lease are created and deleted
 // together); a write after the lease is gone fails with an error matching
 // ErrLost. ops are fence.Set, fence.Create and fence.Delete (paths in the
 // session's namespace), or fence.Raw's go-zookeeper requests (see
-// recipe.Hold.Fenced); it returns one response per op (a Set's Stat.Version is the node's new
+// hold.Hold.Fenced); it returns one response per op (a Set's Stat.Version is the node's new
 // version).
 func (l *Lease) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
 	return l.hold.Fenced(ctx, ops...)
@@ -121,5 +122,5 @@ func (l *Lease) Nodes() []string { return l.hold.Nodes() }
 func (l *Lease) Count() int { return len(l.hold.Nodes()) }
 
 // Hold is the underlying hold. A lease's fence checks that its first node
-// exists (see recipe.Hold.Fenced).
-func (l *Lease) Hold() *recipe.Hold { return l.hold }
+// exists (see hold.Hold.Fenced).
+func (l *Lease) Hold() *hold.Hold { return l.hold }

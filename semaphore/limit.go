@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
@@ -105,7 +107,7 @@ func (s *Semaphore) fresh() bool {
 }
 
 // pin records a lease granted in the life of the path whose limit was read.
-func (s *Semaphore) pin(h *recipe.Hold) {
+func (s *Semaphore) pin(h *hold.Hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pins = append(s.pins, h)

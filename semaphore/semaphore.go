@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
@@ -77,7 +79,7 @@ func WithData(data []byte) Option {
 // semaphore's leases (default: the session's, see
 // session.WithDisconnectPolicy): end them (session.StopOnDisconnect), or
 // pause them until the same session is back (session.PauseOnDisconnect; see
-// recipe.Hold, Lease.Paused and Lease.Gate).
+// hold.Hold, Lease.Paused and Lease.Gate).
 func WithDisconnectPolicy(p session.DisconnectPolicy) Option {
 	return func(c *config) {
 		if !p.Valid() {
@@ -105,7 +107,7 @@ type Semaphore struct {
 	known   bool
 	// pins are leases granted by this client: while one of them is valid,
 	// the path cannot have been removed (see fresh).
-	pins []*recipe.Hold
+	pins []*hold.Hold
 }
 
 // New returns a client of the semaphore at path with the given limit. It

@@ -10,13 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/observe"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -26,7 +27,7 @@ import (
 // a create of a slot that is taken fails with NodeExists, whoever (which
 // session, which Semaphore value) took it. Why a slot is always free: a
 // claim is created after its lease node and deleted with it (in the
-// release's multi-op, see core.Attach), at the lease's loss while its
+// release's multi-op, see hold.Hold.Attach), at the lease's loss while its
 // session lives, or with its session, so at any moment every claim belongs
 // to a lease node that is there, one claim each. A head is granted
 // n leases only when at most max−n are held, so at most max−n claims exist:
@@ -64,12 +65,12 @@ func WithSlots() Option {
 func (s *Semaphore) claimSlots(ctx context.Context, ep *session.Epoch, l *Lease) error {
 	r, err := s.claim(ctx, ep, l.hold, s.MaxLeases())
 	if err == nil {
-		attached := make([]core.Attached, len(r.claims))
+		attached := make([]hold.Attached, len(r.claims))
 		for i, c := range r.claims {
 			// A claim's data names the lease node it numbers.
-			attached[i] = core.Attached{Path: c, Data: []byte(path.Base(l.hold.Nodes()[i]))}
+			attached[i] = hold.Attached{Path: c, Data: []byte(path.Base(l.hold.Nodes()[i]))}
 		}
-		err = core.Attach(l.hold, attached...)
+		err = l.hold.Attach(attached...)
 	}
 	if err != nil {
 		// Given back at once: nothing waits for the server.
@@ -103,7 +104,7 @@ type claimResult struct {
 // whose answer is lost is looked up (after the session is back: the same
 // session, or ErrLost) and adopted only if it is ours: our session owns it
 // and its data names our lease node. Never a second slot for one node.
-func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold, max int) (claimResult, error) {
+func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *hold.Hold, max int) (claimResult, error) {
 	r := claimResult{ep: ep}
 	dir := s.path + "/" + slotsChild
 	taken := map[int]bool{}
@@ -143,7 +144,7 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *recipe.Hold
 }
 
 // listSlots marks in taken the slots claimed now (the claims in dir).
-func (s *Semaphore) listSlots(ctx context.Context, r *claimResult, h *recipe.Hold, dir string, taken map[int]bool) error {
+func (s *Semaphore) listSlots(ctx context.Context, r *claimResult, h *hold.Hold, dir string, taken map[int]bool) error {
 	if err := s.ready(ctx, r, h); err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (s *Semaphore) listSlots(ctx context.Context, r *claimResult, h *recipe.Hol
 // createClaim creates the claim of slot k with data, in r.ep (moved on to
 // the session's next epoch when a lost answer is looked up): true if the
 // slot is ours now, false if it is taken.
-func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *recipe.Hold, dir string, k int, data []byte) (bool, error) {
+func (s *Semaphore) createClaim(ctx context.Context, r *claimResult, h *hold.Hold, dir string, k int, data []byte) (bool, error) {
 	p := dir + "/" + strconv.Itoa(k)
 	noNode := 0
 	for try := 0; ; try++ {
@@ -244,7 +245,7 @@ const (
 // it), whether the claim p landed and is ours: our session owns it and its
 // data is data. A lookup whose own answer is lost is claimAgain (the caller's
 // claimTries bound it).
-func (s *Semaphore) lookClaim(ctx context.Context, r *claimResult, h *recipe.Hold, dir, p string, data []byte) (claimSeen, error) {
+func (s *Semaphore) lookClaim(ctx context.Context, r *claimResult, h *hold.Hold, dir, p string, data []byte) (claimSeen, error) {
 	if err := s.ready(ctx, r, h); err != nil {
 		return claimAgain, err
 	}
@@ -285,7 +286,7 @@ func (s *Semaphore) lookClaim(ctx context.Context, r *claimResult, h *recipe.Hol
 // (waiting for the same session, see sameSession), and checks that the
 // lease is still held: one lost meanwhile (a lost connection ends a lease
 // under StopOnDisconnect) is given back and the acquire starts again.
-func (s *Semaphore) ready(ctx context.Context, r *claimResult, h *recipe.Hold) error {
+func (s *Semaphore) ready(ctx context.Context, r *claimResult, h *hold.Hold) error {
 	if r.ep.Context().Err() != nil {
 		cur, err := s.sameSession(ctx, r.ep)
 		if err != nil {

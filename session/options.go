@@ -189,7 +189,7 @@ func defaultBackoff() backoff.BackOff {
 
 // DisconnectPolicy says what a lost connection does to the holds (locks,
 // leases, leaderships) of a session's recipes, while the session itself may
-// still be alive (Suspended). See recipe.Hold for the states of a hold.
+// still be alive (Suspended). See hold.Hold for the states of a hold.
 type DisconnectPolicy int
 
 const (

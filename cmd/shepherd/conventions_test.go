@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	shold "github.com/shepherdzk/shepherd/hold"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/recipe"
@@ -160,7 +162,7 @@ func TestEnvironment(t *testing.T) {
 		require.NoError(t, err, "%s: 0x-hex session", sub)
 		// status shows the same token, in decimal, and the same session.
 		s := waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
-		require.Equal(t, recipe.Token(tok), s.Holders[0].Token, sub)
+		require.Equal(t, shold.Token(tok), s.Holders[0].Token, sub)
 		require.Equal(t, sid, s.Holders[0].SessionID, sub)
 		require.Equal(t, env["SHEPHERD_NODE"], s.Holders[0].Node, sub)
 		r := shepherd(t, nil, "status", path)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	shold "github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
@@ -189,8 +191,8 @@ func (h hold) env() []string {
 }
 
 // holdOf describes a granted hold; token reads its fencing token.
-func holdOf(sess *session.Session, path, id string, rh *recipe.Hold,
-	token func(context.Context) (recipe.Token, error)) (hold, error) {
+func holdOf(sess *session.Session, path, id string, rh *shold.Hold,
+	token func(context.Context) (shold.Token, error)) (hold, error) {
 	if rh == nil {
 		return hold{}, recipe.ErrLost
 	}
@@ -212,7 +214,7 @@ func holdOf(sess *session.Session, path, id string, rh *recipe.Hold,
 // left. While the hold is paused (-on-disconnect=pause), CMD's processes
 // are frozen; CMD does not start on a paused hold.
 func (c *cli) supervise(ctx context.Context, o *options, sess *session.Session, argv []string, h hold,
-	rh *recipe.Hold, what string, lostG time.Duration) error {
+	rh *shold.Hold, what string, lostG time.Duration) error {
 	if err := rh.Gate(ctx); err != nil {
 		if ctx.Err() != nil {
 			return interruptedWaiting(ctx, "paused, before CMD started")

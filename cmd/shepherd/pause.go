@@ -12,7 +12,7 @@ import (
 )
 
 // pausable is a hold that may pause (-on-disconnect=pause): a lock's or a
-// lease's recipe.Hold, an election's Leadership.
+// lease's hold.Hold, an election's Leadership.
 type pausable interface {
 	Paused() <-chan struct{}
 	Gate(ctx context.Context) error

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	shold "github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/recipe"
@@ -137,7 +139,7 @@ func revokeTarget(ctx context.Context, sess *session.Session, path, name string)
 		// A schedule's path: its leader holds it.
 		if st, ok, err := schedule.Inspect(ctx, sess, path); err == nil && ok && st.Leader.Node != "" {
 			holders = []recipe.Entry{{Node: st.Leader.Node, Data: st.Leader.ID, SessionID: st.Leader.SessionID,
-				Token: recipe.Token(st.Leader.Term)}}
+				Token: shold.Token(st.Leader.Term)}}
 		}
 	}
 	if name != "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/recipe"
@@ -19,7 +21,7 @@ import (
 // until n members have entered, and no one gets past Leave until every
 // member has left.
 //
-// Each member's place is a recipe.Hold: its Lost channel closes the moment
+// Each member's place is a hold.Hold: its Lost channel closes the moment
 // the member's connection or session is lost, as a lock's does. The barrier
 // opens once per path: members that arrive after it opened pass at once (use
 // a new path per round).
@@ -56,7 +58,7 @@ func NewBarrier(sess *session.Session, path string, n int) (*Barrier, error) {
 type Member struct {
 	b    *Barrier
 	node *recipe.Node
-	hold *recipe.Hold
+	hold *hold.Hold
 }
 
 // Lost is closed when the member's place may be lost (its connection or

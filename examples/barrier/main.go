@@ -8,7 +8,7 @@
 //	go run ./examples/barrier -id c -n 3
 //
 // The recipe is in barrier.go: a waiting line (recipe.Line) for the
-// members, a hold (recipe.Hold) for each member's place, one watch per
+// members, a hold (hold.Hold) for each member's place, one watch per
 // waiter.
 package main
 

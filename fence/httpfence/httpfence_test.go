@@ -19,7 +19,7 @@ import (
 // The Transport sends the two headers on a copy of each request (the
 // caller's is untouched); a bad resource or token sends nothing.
 func TestTransport(t *testing.T) {
-	type token int64 // as recipe.Token is declared
+	type token int64 // as hold.Token is declared
 	var hits atomic.Int64
 	var got http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -78,10 +78,10 @@ func TestCheckInvalid(t *testing.T) {
 	require.EqualValues(t, -1, stored(t, b.db, "/r"), "nothing written")
 }
 
-// Check takes a holder's token type as it is (recipe.Token, election.Term
+// Check takes a holder's token type as it is (hold.Token, election.Term
 // are int64 at heart) or an int64.
 func TestCheckTokenTypes(t *testing.T) {
-	type token int64 // as recipe.Token is declared
+	type token int64 // as hold.Token is declared
 	b := sqlite(t)
 	ctx := ctxT(t, 10*time.Second)
 	tx, err := b.db.BeginTx(ctx, nil)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/core"
@@ -31,21 +33,21 @@ func TestAcquireLeavesTheLineWhenNotGranted(t *testing.T) {
 	path := testutil.UniquePath(t, "recipe-test")
 	s := testutil.Open(t, zk.Servers())
 	l := &core.Line{Sess: s, Recipe: "test", Path: s.Path(path)}
-	hold := func(ctx context.Context, ep *session.Epoch, own *core.Node) (*core.Hold, error) {
-		return l.NewHold(ep, core.Token(own.Czxid), own.Path), nil
+	grant := func(ctx context.Context, ep *session.Epoch, own *core.Node) (*hold.Hold, error) {
+		return l.NewHold(ep, hold.Token(own.Czxid), own.Path), nil
 	}
 	ctx := testutil.Ctx(t, 10*time.Second)
-	h, err := core.Acquire(ctx, l, core.Driver[*core.Hold]{Kind: core.KindLock, Grant: hold})
+	h, err := core.Acquire(ctx, l, core.Driver[*hold.Hold]{Kind: core.KindLock, Grant: grant})
 	require.NoError(t, err)
 	defer func() { _ = h.Release(ctx) }()
 
-	_, err = core.Acquire(ctx, l, core.Driver[*core.Hold]{Kind: core.KindLock, Grant: hold,
+	_, err = core.Acquire(ctx, l, core.Driver[*hold.Hold]{Kind: core.KindLock, Grant: grant,
 		Options: core.AwaitOptions{NoWait: true}})
 	require.True(t, errors.Is(err, core.ErrWouldWait), "got %v", err)
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = core.Acquire(short, l, core.Driver[*core.Hold]{Kind: core.KindLock, Grant: hold})
+	_, err = core.Acquire(short, l, core.Driver[*hold.Hold]{Kind: core.KindLock, Grant: grant})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	ep, err := s.Wait(ctx)

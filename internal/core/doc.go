@@ -1,11 +1,11 @@
 // Package core is the machinery shepherd's recipes (mutex, semaphore,
 // election) are built on: the waiting line of EPHEMERAL_SEQUENTIAL nodes,
-// names in Apache Curator's protected format, protected create, guaranteed
-// delete, holds bound to a session epoch, fencing tokens and fenced writes,
-// the one contender loop, the single-node race, and the sentinel errors every
-// recipe returns. It is internal: package recipe exports what users and
-// writers of their own recipes need of it (Hold, Token, the errors,
-// Inspect, Revoke, and the Line toolkit), as aliases of what is here.
+// names in Apache Curator's protected format, protected create, the one
+// contender loop, the single-node race, the refusal of another kind's path,
+// an operator's tools (Inspect, Revoke, RemoveIdle), and the sentinel errors
+// every recipe returns. Its grants are holds of package hold. It is
+// internal: package recipe exports what users and writers of their own
+// recipes need of it (the errors, Inspect, Revoke, and the Line toolkit).
 //
 // # Writing a recipe
 //
@@ -114,28 +114,11 @@
 //
 // # Holds
 //
-// A Hold is one granted lock, lease or leadership. It is bound to the session
-// epoch that granted it: when that epoch ends (the connection is lost, the
-// session is lost, or the session manager is closed) its Context() ends,
-// synchronously on go-zookeeper's event path, and Lost() closes — before
-// another client can be granted the hold's place. Lost() means a loss only:
-// the holder's own Release ends Context() and leaves Lost() open. See package
-// session for what that does and does not guarantee.
-//
-// A Hold's Token is the creation zxid of its node: it grows with every grant
-// on the whole ensemble, also when the recipe's path is deleted and recreated.
-// Fenced runs a multi-op only while the hold is valid on the server (its node
-// exists; for the single-node race, also no grant since); Validate syncs and
-// checks the node is still this session's.
-//
-// Release always lets go, whatever its ctx: the hold ends locally at once and
-// the delete of its nodes starts; ctx only bounds how long Release waits for
-// the server's confirmation. The delete is guaranteed: it goes on in the
-// background until the nodes are gone or their session is (lost, or the
-// session manager closed; the server then removes them) — it follows the
-// session, never a clock. A node whose name is reused (the single-node race)
-// is deleted under a guard, so a retried delete never removes a later
-// holder's node.
+// A grant is a hold.Hold (package hold: the one public hold type, its
+// contract, its own-node watch, its pause, its fenced writes), made by
+// Line.NewHold, Line.HoldOf and the race's grant; its release deletes its
+// nodes with the guaranteed delete of package zkdelete (a node whose name is
+// reused, the single-node race's, under a guard).
 //
 // # The single-node race
 //

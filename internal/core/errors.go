@@ -1,7 +1,9 @@
 package core
 
 import (
+	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/errs"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -15,17 +17,14 @@ var (
 	// session.ErrInvalidArgument too, which every invalid argument to
 	// shepherd matches (fence's and the session's included).
 	ErrInvalidArgument = construct.ErrInvalidArgument
-	// ErrNotHeld: Unlock or Release of something not held.
-	ErrNotHeld = NewError("not held")
+	// ErrNotHeld: Unlock or Release of something not held (hold's).
+	ErrNotHeld = hold.ErrNotHeld
 	// ErrLost: the hold, or the session it lived in, was lost.
 	ErrLost = session.ErrLost
-	// ErrReleased is the cause (context.Cause) of a hold's Context ending at
-	// its holder's release; a loss's cause matches ErrLost.
-	ErrReleased = NewError("released by its holder")
-	// ErrPaused: the hold was paused (PauseOnDisconnect) while an operation
-	// on it was in flight: the connection was lost, and the operation's
-	// outcome is unknown. The hold is not lost: wait at its Gate.
-	ErrPaused = NewError("hold paused: the connection was lost")
+	// ErrReleased, ErrPaused, ErrRevoked: the hold's (see package hold).
+	ErrReleased = hold.ErrReleased
+	ErrPaused   = hold.ErrPaused
+	ErrRevoked  = hold.ErrRevoked
 	// ErrClosed: the session manager is closed.
 	ErrClosed = session.ErrClosed
 	// ErrMaxLeasesMismatch: the semaphore's path records a different maxLeases.
@@ -67,16 +66,8 @@ var (
 type PermissionError = session.PermissionError
 
 // NewError returns a sentinel error that is an answer, not a connection
-// problem: session.OutcomeUnknown reports false for it (and for errors that
-// wrap it), so it is never retried.
-func NewError(msg string) error { return &knownError{msg} }
-
-type knownError struct{ msg string }
-
-func (e *knownError) Error() string { return e.msg }
-
-// OutcomeKnown marks the error as an answer (see session.OutcomeUnknown).
-func (e *knownError) OutcomeKnown() bool { return true }
+// problem (see errs.New): never retried.
+func NewError(msg string) error { return errs.New(msg) }
 
 // MaxDataLen bounds the data a recipe stores in a node (ZooKeeper's own limit
 // is about 1 MiB per request; holders' data is meant to be an id).

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/layout"
@@ -16,13 +18,13 @@ import (
 
 // Entry is one node of a recipe: a holder or a waiter.
 type Entry struct {
-	Node      string    `json:"node"`
-	Kind      string    `json:"kind"` // the name's kind ("lock-", "lease-", ...)
-	Seq       int64     `json:"seq"`
-	Data      string    `json:"data,omitempty"` // the holder's id or data
-	SessionID int64     `json:"session_id"`     // the owning session
-	Created   time.Time `json:"created"`
-	Token     Token     `json:"token"` // the creation zxid: the fencing token
+	Node      string     `json:"node"`
+	Kind      string     `json:"kind"` // the name's kind ("lock-", "lease-", ...)
+	Seq       int64      `json:"seq"`
+	Data      string     `json:"data,omitempty"` // the holder's id or data
+	SessionID int64      `json:"session_id"`     // the owning session
+	Created   time.Time  `json:"created"`
+	Token     hold.Token `json:"token"` // the creation zxid: the fencing token
 	// Library names the library and recipe whose naming the node uses
 	// (Library(Kind)): "kazoo __lock__ (Lock, WriteLock, Election)", ...; a
 	// semaphore's waiters, named lock- as a mutex's nodes are, are
@@ -397,9 +399,9 @@ func entry(c *zk.Conn, p string, n Name) (Entry, bool, error) {
 	} else if err != nil {
 		return Entry{}, false, err
 	}
-	data, revoke := revokeRequest(data)
+	data, revoke := layout.RevokeRequest(data)
 	return Entry{Node: p, Kind: n.Kind, Seq: n.Seq, Data: string(data), SessionID: st.EphemeralOwner,
-		Created: time.UnixMilli(st.Ctime), Token: Token(st.Czxid), Library: Library(n.Kind), Revoke: revoke}, true, nil
+		Created: time.UnixMilli(st.Ctime), Token: hold.Token(st.Czxid), Library: Library(n.Kind), Revoke: revoke}, true, nil
 }
 
 // merge returns a channel that fires when any of chs does.

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/zkdelete"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -143,6 +146,41 @@ func (l *Line) foreign(names []string) error {
 		}
 	}
 	return nil
+}
+
+// Delete removes nodes of this line's session, in one multi-op, with a
+// guaranteed delete (see package zkdelete): at once if it can, else in the
+// background until they are gone or their session is. paths are nodes ep's
+// session created (any epoch of that session will do), under the line's
+// path or not (the semaphore's leases). The returned channel is closed
+// when the delete is over.
+func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
+	return zkdelete.Start(true, l.Sess, l.Recipe, ep, nil, paths, nil, nil).Done()
+}
+
+// NewHold grants a hold on nodes (created by ep's session, in this line or
+// beside it) within ep, under the line's disconnect policy (OnDisconnect, or
+// the session's). token is the creation zxid of nodes[0] if known, else 0
+// (then read once, when first asked). Its fence is the existence of
+// nodes[0]; its release deletes nodes unguarded (their names are never
+// reused: sequential nodes). Its events carry the line's Recipe.
+func (l *Line) NewHold(ep *session.Epoch, token hold.Token, nodes ...string) *hold.Hold {
+	h, _ := hold.New(hold.Config{Sess: l.Sess, Recipe: l.Recipe, Policy: l.OnDisconnect, Epoch: ep, Token: token,
+		Nodes: nodes}) // never invalid: callers grant nodes they made
+	return h
+}
+
+// HoldOf grants a hold on own's node, fenced by its creation's zxid (as
+// NewHold with own.Czxid). If own waited with AwaitOptions.MarkOnRelease,
+// the hold's release marks the node in the multi that deletes it.
+func (l *Line) HoldOf(ep *session.Epoch, own *Node) *hold.Hold {
+	var mark []byte
+	if own.markDue {
+		mark = own.markData()
+	}
+	h, _ := hold.New(hold.Config{Sess: l.Sess, Recipe: l.Recipe, Policy: l.OnDisconnect, Epoch: ep, Token: hold.Token(own.Czxid),
+		Mark: mark, Nodes: []string{own.Path}}) // never invalid: a node of ep's session
+	return h
 }
 
 // leaveWait bounds how long a waiter that gives up waits for the delete of

@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/wiretap"
+	"github.com/shepherdzk/shepherd/internal/zkdelete"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -104,36 +105,15 @@ func (own *Node) markData() []byte {
 // granted by the deletion without listing the line. It returns the ops sent
 // and the answers; the removal's ops are the last, the first of them on
 // own's path whether it marks or not (an ErrNoNode there: own is gone). A
-// mark the server refuses is dropped (see removeMarked), for good.
+// mark the server refuses is dropped (see zkdelete.Marked), for good.
 func (own *Node) Consume(c *zk.Conn, ops ...any) ([]any, []zk.MultiResponse, error) {
 	var mark []byte
 	if own.markDue {
 		mark = own.markData()
 	}
-	sent, res, refused, err := removeMarked(c, ops, own.Path, mark)
+	sent, res, refused, err := zkdelete.Marked(c, ops, own.Path, mark)
 	if refused {
 		own.markDue, own.markRefused = false, true
 	}
 	return sent, res, err
-}
-
-// removeMarked sends ops, then a mark of path (a write of mark, when not
-// nil) and its delete, as one multi-op on c: the one way a node is marked
-// as it goes (a release's, Consume's). A mark the server refuses (ErrNoAuth
-// on it: an ACL without WRITE for us, which the delete does not need) is
-// dropped, refused is set, and the multi-op is sent again without it: the
-// waiter behind lists the line. Any other answer is returned as it is.
-func removeMarked(c *zk.Conn, ops []any, path string, mark []byte) (sent []any, res []zk.MultiResponse, refused bool, err error) {
-	del := &zk.DeleteRequest{Path: path, Version: -1}
-	if mark != nil {
-		sent = append(ops[:len(ops):len(ops)], &zk.SetDataRequest{Path: path, Data: mark, Version: -1}, del)
-		res, err = c.Multi(sent...)
-		if err == nil || len(res) <= len(ops) || !errors.Is(res[len(ops)].Error, zk.ErrNoAuth) {
-			return sent, res, false, err
-		}
-		refused = true
-	}
-	sent = append(ops[:len(ops):len(ops)], del)
-	res, err = c.Multi(sent...)
-	return sent, res, refused, err
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/shepherdzk/shepherd/hold"
+	"github.com/shepherdzk/shepherd/internal/zkdelete"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
@@ -102,7 +105,7 @@ func (s *Race) node() string { return s.Path + "/" + s.Name }
 // error when ctx ends. It waits for the session to be usable, and creates
 // Path on demand. When it returns without a hold, a node this attempt may
 // have created unseen (its answer lost) is deleted, guarded.
-func (s *Race) Acquire(ctx context.Context, a Attempt) (*Hold, error) {
+func (s *Race) Acquire(ctx context.Context, a Attempt) (*hold.Hold, error) {
 	r := &race{s: s, a: a}
 	defer r.undo()
 	for {
@@ -179,9 +182,10 @@ func (s *Race) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.St
 // hold is the grant of the node in ep at Path's version: its token is the
 // node's creation zxid; its fence checks Path's version and the node; its
 // release deletes the node only while Path's version is unchanged.
-func (s *Race) hold(ep *session.Epoch, czxid int64, version int32) *Hold {
-	node := s.node()
-	return newHold(s.Sess, s.Recipe, s.OnDisconnect, ep, Token(czxid), &zk.CheckVersionRequest{Path: s.Path, Version: version}, node)
+func (s *Race) hold(ep *session.Epoch, czxid int64, version int32) *hold.Hold {
+	h, _ := hold.New(hold.Config{Sess: s.Sess, Recipe: s.Recipe, Policy: s.OnDisconnect, Epoch: ep, Token: hold.Token(czxid),
+		Guard: &zk.CheckVersionRequest{Path: s.Path, Version: version}, Nodes: []string{s.node()}}) // never invalid here
+	return h
 }
 
 // removeIfOurs deletes the node if the attempt with guid holds it (a grant
@@ -203,6 +207,6 @@ func (s *Race) removeIfOurs(ep *session.Epoch, guid string) {
 		return nil
 	})
 	if err == nil && ours {
-		deleteGuarded(s.Sess, s.Recipe, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, s.node())
+		zkdelete.Start(true, s.Sess, s.Recipe, cur, &zk.CheckVersionRequest{Path: s.Path, Version: version}, []string{s.node()}, nil, nil)
 	}
 }

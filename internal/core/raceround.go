@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
@@ -43,7 +45,7 @@ func (r *race) undo() {
 // round is one round of the race in ep: create the node, or read and watch
 // it held and wait for it to change. It returns the hold; errAgain to race
 // again; or what Acquire returns.
-func (r *race) round(ctx context.Context, ep *session.Epoch) (*Hold, error) {
+func (r *race) round(ctx context.Context, ep *session.Epoch) (*hold.Hold, error) {
 	version, err := r.fence(ctx, ep)
 	if err != nil {
 		return nil, err
@@ -99,7 +101,7 @@ func (r *race) fence(ctx context.Context, ep *session.Epoch) (int32, error) {
 // try is one attempt's create (at Path's version), and the classification
 // of its outcome: the hold; (nil, nil) when the node is held (perhaps by
 // this attempt: read it and watch it); errAgain; or a final error.
-func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*Hold, error) {
+func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*hold.Hold, error) {
 	res, err := r.s.create(ctx, ep, r.a, version)
 	if err == nil {
 		r.s.checked.Store(true)
@@ -174,7 +176,7 @@ func (r *race) watch(ctx context.Context, ep *session.Epoch) (watched, error) {
 // adopt grants the held node (its Stat st) to this attempt if it is this
 // attempt's grant: the hold; (nil, nil) when it is not ours; errAgain; or a
 // final error.
-func (r *race) adopt(ctx context.Context, ep *session.Epoch, st *zk.Stat) (*Hold, error) {
+func (r *race) adopt(ctx context.Context, ep *session.Epoch, st *zk.Stat) (*hold.Hold, error) {
 	if st.EphemeralOwner != ep.SessionID() {
 		return nil, nil
 	}
@@ -202,7 +204,7 @@ func (r *race) adopt(ctx context.Context, ep *session.Epoch, st *zk.Stat) (*Hold
 // connection dropped as it was granted: adopted on the next round if the
 // session is back, deleted if the call ends first; or a fair line
 // appeared beside it and took its place), or a final error.
-func (r *race) grant(ctx context.Context, ep *session.Epoch, token int64, version int32) (*Hold, error) {
+func (r *race) grant(ctx context.Context, ep *session.Epoch, token int64, version int32) (*hold.Hold, error) {
 	h := r.s.hold(ep, token, version)
 	if h.Context().Err() != nil {
 		r.unknown = ep

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shepherdzk/shepherd/hold"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
@@ -23,7 +25,7 @@ import (
 // contenders of different kinds, the later one always sees the earlier. If
 // Path is refused, or the check cannot be made, h is released (its delete
 // guarded) and the error returned.
-func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *Hold) error {
+func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *hold.Hold) error {
 	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
 		names, _, err := c.Children(s.Path)
 		return names, aclerr.Map("getChildren", s.Path, err)

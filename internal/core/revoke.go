@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path"
 	"strings"
 	"time"
+
+	"github.com/shepherdzk/shepherd/hold"
+	"github.com/shepherdzk/shepherd/internal/layout"
 
 	"github.com/go-zookeeper/zk"
 
@@ -20,7 +22,7 @@ import (
 // An operator's revocation of a hold (shepherd revoke), in one place.
 //
 // The request travels in the hold's own node: its data, with a suffix the
-// holder recognises (revokeSuffix and the mode). Every hold watches its own
+// holder recognises (layout.RevokeSuffix and the mode). Every hold watches its own
 // node (ownwatch.go), so the holder hears it with the notification of
 // that write, and no other request or watch is needed on either side:
 //
@@ -45,38 +47,10 @@ import (
 // (its own watch tells it; no one is granted before the readers ahead of
 // it are gone).
 
-// ErrRevoked is the cause (context.Cause) of a hold's end when an operator
-// revoked it (Revoke); it matches ErrLost.
-var ErrRevoked = fmt.Errorf("%w: revoked by an operator", ErrLost)
-
-// revokeSuffix starts the request appended to a node's data: a NUL, which
-// no id has, so that no holder's own data is taken for a request.
-const revokeSuffix = "\x00shepherd:revoke="
-
-// Revocation modes, as written after revokeSuffix.
-const (
-	revokeAsk   = "ask"
-	revokeForce = "force"
-)
-
-// revokeRequest returns a node's data without the request, and the
-// request's mode ("" when none).
-func revokeRequest(data []byte) (holder []byte, mode string) {
-	i := bytes.LastIndex(data, []byte(revokeSuffix))
-	if i < 0 {
-		return data, ""
-	}
-	switch m := string(data[i+len(revokeSuffix):]); m {
-	case revokeAsk, revokeForce:
-		return data[:i], m
-	}
-	return data, ""
-}
-
 // StripRevoke returns a node's data as its holder wrote it (without an
 // operator's revocation request).
 func StripRevoke(data []byte) []byte {
-	d, _ := revokeRequest(data)
+	d, _ := layout.RevokeRequest(data)
 	return d
 }
 
@@ -86,47 +60,10 @@ func CheckData(data []byte) error {
 	if len(data) > MaxDataLen {
 		return fmt.Errorf("%w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), MaxDataLen)
 	}
-	if bytes.Contains(data, []byte(revokeSuffix)) {
-		return fmt.Errorf("%w: data contains %q, which marks an operator's revocation request", ErrInvalidArgument, revokeSuffix)
+	if bytes.Contains(data, []byte(layout.RevokeSuffix)) {
+		return fmt.Errorf("%w: data contains %q, which marks an operator's revocation request", ErrInvalidArgument, layout.RevokeSuffix)
 	}
 	return nil
-}
-
-// RevokeRequested is closed when an operator asks the holder to let go
-// (AskRevoke, shepherd revoke -ask): release when the work allows. The hold
-// stays held until then (an operator may force it later, see Revoke).
-func (h *Hold) RevokeRequested() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return chanLocked(&h.revoke)
-}
-
-// sawData acts on the data of the hold's node, as its own watch read it.
-// It reports whether the hold has ended.
-func (h *Hold) sawData(node string, data []byte) bool {
-	switch _, mode := revokeRequest(data); mode {
-	case revokeAsk:
-		h.mu.Lock()
-		first := !h.asked
-		if first {
-			h.asked = true
-			signalLocked(&h.revoke)
-		}
-		h.mu.Unlock()
-		if first {
-			h.log(slog.LevelInfo, "revocation requested by an operator", "revoked_node", node)
-		}
-	case revokeForce:
-		h.lose(fmt.Errorf("%w: hold on %s", ErrRevoked, node))
-		h.mu.Lock()
-		ep, recipe, attached := h.ep, h.recipe, h.attached
-		h.mu.Unlock()
-		// Told first (above, synchronously), then the nodes go: whoever
-		// is granted at their deletion is granted after.
-		startDelete(false, h.sess, recipe, ep, h.guard, h.nodes, attached, nil)
-		return true
-	}
-	return false
 }
 
 // ErrNotHead: a revocation request (AskRevoke) was made to a node that does
@@ -143,7 +80,7 @@ var ErrNotHead = NewError("the node does not head its line: only a holder at the
 // Entry.Grant is the grant Inspect saw.
 type Grant struct {
 	Node      string
-	Token     Token
+	Token     hold.Token
 	SessionID int64
 }
 
@@ -168,7 +105,7 @@ func (g *Grant) stat(c *zk.Conn) (*zk.Stat, error) {
 	case !ok || !g.matches(st):
 		return nil, errGrantGone
 	}
-	g.Token, g.SessionID = Token(st.Czxid), st.EphemeralOwner
+	g.Token, g.SessionID = hold.Token(st.Czxid), st.EphemeralOwner
 	return st, nil
 }
 
@@ -182,7 +119,7 @@ func AskRevoke(ctx context.Context, sess *session.Session, g Grant) error {
 	if err := construct.Check("revoke", sess, g.Node); err != nil {
 		return err
 	}
-	if _, err := requestRevoke(ctx, sess, &g, revokeAsk); err != nil {
+	if _, err := requestRevoke(ctx, sess, &g, layout.RevokeAsk); err != nil {
 		if errors.Is(err, errGrantGone) {
 			return nil
 		}
@@ -206,7 +143,7 @@ func Revoke(ctx context.Context, sess *session.Session, g Grant, grace time.Dura
 	if err := construct.Check("revoke", sess, g.Node); err != nil {
 		return false, err
 	}
-	if asked, err := requestRevoke(ctx, sess, &g, revokeForce); err != nil {
+	if asked, err := requestRevoke(ctx, sess, &g, layout.RevokeForce); err != nil {
 		switch {
 		case errors.Is(err, errGrantGone):
 			return asked, nil // gone: after the request (its holder let go), or before
@@ -289,16 +226,16 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 				case !g.matches(st):
 					return errGrantGone
 				}
-				g.Token, g.SessionID = Token(st.Czxid), st.EphemeralOwner
+				g.Token, g.SessionID = hold.Token(st.Czxid), st.EphemeralOwner
 				if err := headsLine(c, g.Node); err != nil {
 					return err
 				}
-				holder, had := revokeRequest(data)
-				if had == mode || had == revokeForce {
+				holder, had := layout.RevokeRequest(data)
+				if had == mode || had == layout.RevokeForce {
 					asked = true
 					return nil
 				}
-				req := append(append(append([]byte(nil), holder...), revokeSuffix...), mode...)
+				req := append(append(append([]byte(nil), holder...), layout.RevokeSuffix...), mode...)
 				asked = true // from here on the holder may hear it
 				_, err = c.Set(g.Node, req, st.Version)
 				if errors.Is(err, zk.ErrNoNode) {

@@ -1,4 +1,13 @@
-package core
+// Package zkdelete is shepherd's guaranteed delete: nodes of one session,
+// deleted at once when it can, else in the background with a context of its
+// own, until they are gone or their session is (lost, or the session
+// manager closed: the server then removes them). It follows the session,
+// not a clock. A node with a fixed name is deleted under a guard (a version
+// check), so that a retried delete never removes a later grant's node; a
+// node a hold attached is deleted only while it is still the hold's (its
+// owner and data). Holds, waiting lines and the single-node race all delete
+// through it.
+package zkdelete
 
 import (
 	"bytes"
@@ -12,32 +21,8 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Delete removes nodes of this line's session, in one multi-op: at once if
-// it can, else in the background with a context of its own, until they are
-// gone or their session is (lost, or the session manager closed: the server
-// then removes them). It follows the session, not a clock: however long the
-// connection is down, the delete is made when the same session is back. It
-// never touches another session's node: paths are nodes ep's session created
-// (any epoch of that session will do), under the line's path or not (the
-// semaphore's leases). The returned channel is closed when the delete is over
-// (done, or the session is gone). A delete that has to be retried is reported
-// to the session's observer (observe.DeleteRetry, with the line's Recipe).
-func (l *Line) Delete(ep *session.Epoch, paths ...string) <-chan struct{} {
-	return deleteGuarded(l.Sess, l.Recipe, ep, nil, paths...)
-}
-
-// deleteGuarded is a guaranteed delete of paths, made only while guard (a
-// version check, if not nil) holds: for nodes with a fixed name, which
-// someone may have re-created since (a later grant of the same name), a
-// retried delete must not remove the new one. A failed guard ends the delete
-// (the nodes are someone else's business now). recipe names the recipe in
-// the events reported to the observer.
-func deleteGuarded(sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest, paths ...string) <-chan struct{} {
-	return startDelete(true, sess, recipe, ep, guard, paths, nil, nil).done
-}
-
-// deletion is one guaranteed delete.
-type deletion struct {
+// Deletion is one guaranteed delete.
+type Deletion struct {
 	sess   *session.Session
 	recipe string         // for the observer
 	ep     *session.Epoch // an epoch of the nodes' session
@@ -46,7 +31,7 @@ type deletion struct {
 	// attached are nodes with fixed names that go with paths (see
 	// Attach): deleted in the same multi-op, or, if some node is gone
 	// already, each while it is still the hold's (deleteAttached).
-	attached []Attached
+	attached []Node
 	// mark, when not nil, is written to paths[0] in the multi that
 	// deletes it (see AwaitOptions.MarkOnRelease), when paths[0] is the
 	// only node; a refusal of the write drops it, never the delete.
@@ -55,14 +40,34 @@ type deletion struct {
 	err  error // an answer that ended it other than success (read after done)
 }
 
-// startDelete starts deleting paths. With inline, the first try runs on the
-// caller's goroutine (when connected); the rest, or everything without
-// inline, runs in the background until the nodes are gone or their session
-// is. attached go with paths (see Attach); mark, if not nil, is
-// written to paths[0] as it goes (see deletion.mark).
-func startDelete(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest,
-	paths []string, attached []Attached, mark []byte) *deletion {
-	d := &deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, mark: mark, done: make(chan struct{})}
+// Node is a node attached to a hold (see hold.Hold.Attach): its path, and
+// the data it was created with, which with its owner (the deletion's
+// session) is its identity.
+type Node struct {
+	Path string
+	Data []byte
+}
+
+// Done is closed when the delete is over: done, or the session gone.
+func (d *Deletion) Done() <-chan struct{} { return d.done }
+
+// Err is an answer that ended the delete other than success (no
+// permission, ...), read once Done is closed.
+func (d *Deletion) Err() error { return d.err }
+
+// Start starts deleting paths, nodes of ep's session (any epoch of that
+// session will do). With inline, the first try runs on the caller's
+// goroutine (when connected); the rest, or everything without inline, runs
+// in the background until the nodes are gone or their session is. guard,
+// if not nil, is a check the delete is made under (a failed guard ends
+// it: the nodes are someone else's business now). attached go with paths
+// (in the same multi-op, or each while it is still the hold's); mark, if
+// not nil, is written to paths[0] as it goes (see Marked). A delete that has
+// to be retried is reported to the session's observer (observe.DeleteRetry,
+// with recipe).
+func Start(inline bool, sess *session.Session, recipe string, ep *session.Epoch, guard *zk.CheckVersionRequest,
+	paths []string, attached []Node, mark []byte) *Deletion {
+	d := &Deletion{sess: sess, recipe: recipe, ep: ep, guard: guard, paths: paths, attached: attached, mark: mark, done: make(chan struct{})}
 	if len(paths) == 0 && len(attached) == 0 {
 		close(d.done)
 		return d
@@ -90,7 +95,7 @@ func startDelete(inline bool, sess *session.Session, recipe string, ep *session.
 	return d
 }
 
-func (d *deletion) retrying() {
+func (d *Deletion) retrying() {
 	p := ""
 	if len(d.paths) > 0 {
 		p = d.paths[0]
@@ -102,7 +107,7 @@ func (d *deletion) retrying() {
 
 // run tries until the delete is over: it waits for the session to be usable
 // (as long as it lives), tries, and backs off between failed tries.
-func (d *deletion) run(tried bool) {
+func (d *Deletion) run(tried bool) {
 	defer close(d.done)
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 50 * time.Millisecond
@@ -143,7 +148,7 @@ func (d *deletion) run(tried bool) {
 
 // try makes one attempt in ep. It reports whether the delete is over, and an
 // answer other than success that ended it.
-func (d *deletion) try(ep *session.Epoch) (bool, error) {
+func (d *Deletion) try(ep *session.Epoch) (bool, error) {
 	if ep.Context().Err() != nil {
 		return false, nil // not connected: a request would only queue
 	}
@@ -161,7 +166,7 @@ func (d *deletion) try(ep *session.Epoch) (bool, error) {
 
 // send sends the delete in the shape it has: guarded, with attached nodes,
 // marked, one node, or several. NoNode means the nodes are gone.
-func (d *deletion) send(conn *zk.Conn) error {
+func (d *Deletion) send(conn *zk.Conn) error {
 	switch {
 	case d.guard != nil:
 		ops := []any{d.guard}
@@ -201,10 +206,10 @@ func (d *deletion) send(conn *zk.Conn) error {
 }
 
 // tryMarked marks paths[0] and deletes it in one multi-op (see
-// AwaitOptions.MarkOnRelease and removeMarked): a mark the server refuses
+// core.AwaitOptions.MarkOnRelease and Marked): a mark the server refuses
 // is dropped, never the delete.
-func (d *deletion) tryMarked(conn *zk.Conn) error {
-	_, _, refused, err := removeMarked(conn, nil, d.paths[0], d.mark)
+func (d *Deletion) tryMarked(conn *zk.Conn) error {
+	_, _, refused, err := Marked(conn, nil, d.paths[0], d.mark)
 	if refused {
 		d.mark = nil
 	}
@@ -216,7 +221,7 @@ func (d *deletion) tryMarked(conn *zk.Conn) error {
 // earlier try whose answer was lost, a loss that deleted the attached
 // nodes), each attached node is deleted while it is still the hold's
 // (deleteAttached), then paths one by one.
-func (d *deletion) tryAttached(conn *zk.Conn) error {
+func (d *Deletion) tryAttached(conn *zk.Conn) error {
 	if len(d.paths) > 0 {
 		ops := make([]any, 0, len(d.paths)+len(d.attached))
 		for _, p := range d.paths {
@@ -242,13 +247,13 @@ func (d *deletion) tryAttached(conn *zk.Conn) error {
 	return nil
 }
 
-// deleteAttached deletes a if it is still the attached node (see
-// Attached): owned by session sid, with a's data. Its delete is made at the
+// deleteAttached deletes a if it is still the attached node (see Node):
+// owned by session sid, with a's data. Its delete is made at the
 // version read with that check: a node made again meanwhile under the same
 // name (another holder's, after someone deleted ours) is read again and
 // left alone. A node whose name was reused and whose new data and owner
 // match ours is ours by definition: the same session attached it.
-func deleteAttached(conn *zk.Conn, sid int64, a Attached) error {
+func deleteAttached(conn *zk.Conn, sid int64, a Node) error {
 	for range 8 {
 		data, st, err := conn.Get(a.Path)
 		switch {
@@ -265,4 +270,25 @@ func deleteAttached(conn *zk.Conn, sid int64, a Attached) error {
 		}
 	}
 	return nil
+}
+
+// Marked sends ops, then a mark of path (a write of mark, when not nil) and
+// its delete, as one multi-op on c: the one way a node is marked as it goes
+// (a release's, a line's Consume). A mark the server refuses (ErrNoAuth on
+// it: an ACL without WRITE for us, which the delete does not need) is
+// dropped, refused is set, and the multi-op is sent again without it: the
+// waiter behind lists the line. Any other answer is returned as it is.
+func Marked(c *zk.Conn, ops []any, path string, mark []byte) (sent []any, res []zk.MultiResponse, refused bool, err error) {
+	del := &zk.DeleteRequest{Path: path, Version: -1}
+	if mark != nil {
+		sent = append(ops[:len(ops):len(ops)], &zk.SetDataRequest{Path: path, Data: mark, Version: -1}, del)
+		res, err = c.Multi(sent...)
+		if err == nil || len(res) <= len(ops) || !errors.Is(res[len(ops)].Error, zk.ErrNoAuth) {
+			return sent, res, false, err
+		}
+		refused = true
+	}
+	sent = append(ops[:len(ops):len(ops)], del)
+	res, err = c.Multi(sent...)
+	return sent, res, refused, err
 }

@@ -1,4 +1,4 @@
-package core
+package hold
 
 // A hold's watch on its own nodes: an outside deletion (an operator, another
 // principal) or an operator's revocation reaches the holder within one
@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shepherdzk/shepherd/internal/epcall"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -89,7 +91,7 @@ func (h *Hold) readOwn(node string, first bool) {
 			data []byte
 			st   *zk.Stat
 		}
-		r, err := Call(sctx, ep, func(c *zk.Conn) (read, error) {
+		r, err := epcall.Call(sctx, ep, func(c *zk.Conn) (read, error) {
 			data, st, _, err := c.GetW(node) // its event comes through ownEvent
 			return read{data, st}, err
 		}, nil)

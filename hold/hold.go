@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/zkdelete"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -21,8 +22,9 @@ type Token int64
 // status` print it.
 func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 
-// Hold is one granted lock, lease or leadership: recipe.Hold, whose doc
-// states the contract every recipe's hold keeps (held, paused or lost).
+// Hold is one granted lock, lease or leadership (see the package doc for
+// its contract: held, paused or lost). Its methods are safe for concurrent
+// use.
 type Hold struct {
 	sess    *session.Session
 	policy  session.DisconnectPolicy
@@ -60,14 +62,14 @@ type Hold struct {
 	ep        *session.Epoch // the epoch the hold is valid in (while paused: the one that ended)
 	state     holdState
 	released  bool
-	stopHooks []func() bool // unhook the loss and pause signals (at the release)
-	paused    chan struct{} // closed when the current (or next) pause begins (made when asked: Paused)
-	resumed   chan struct{} // closed when the current pause ends (resume, loss, release)
-	pausedAt  time.Time     // when the current pause began
-	pausedFor time.Duration // how long the last pause lasted
-	onLost    []func()      // run (on a goroutine) at a loss
-	unwatch   []func()      // end the own-node watch's registrations (ownwatch.go)
-	attached  []Attached    // deleted with the hold's nodes, or at its loss (see Attach)
+	stopHooks []func() bool   // unhook the loss and pause signals (at the release)
+	paused    chan struct{}   // closed when the current (or next) pause begins (made when asked: Paused)
+	resumed   chan struct{}   // closed when the current pause ends (resume, loss, release)
+	pausedAt  time.Time       // when the current pause began
+	pausedFor time.Duration   // how long the last pause lasted
+	onLost    []func()        // run (on a goroutine) at a loss
+	unwatch   []func()        // end the own-node watch's registrations (ownwatch.go)
+	attached  []zkdelete.Node // deleted with the hold's nodes, or at its loss (see Attach)
 	// mark, when set, is the data its release writes to nodes[0] in the
 	// multi that deletes it (see AwaitOptions.MarkOnRelease).
 	mark     []byte
@@ -85,26 +87,45 @@ const (
 	lost
 )
 
-// NewHold grants a hold on nodes (created by ep's session, in this line or
-// beside it) within ep, under the line's disconnect policy (OnDisconnect, or
-// the session's). token is the creation zxid of nodes[0] if known, else 0
-// (then read once, when first asked). Its fence is the existence of
-// nodes[0]; its release deletes nodes unguarded (their names are never
-// reused: sequential nodes). Its events carry the line's Recipe.
-func (l *Line) NewHold(ep *session.Epoch, token Token, nodes ...string) *Hold {
-	return newHold(l.Sess, l.Recipe, l.OnDisconnect, ep, token, nil, nodes...)
+// Config is a grant to make a Hold of (see New).
+type Config struct {
+	Sess *session.Session
+	// Recipe names the recipe ("mutex", "semaphore", ...) in the events the
+	// hold reports to the session's observer.
+	Recipe string
+	// Policy is what a lost connection does to the hold (0: the session's
+	// DisconnectPolicy).
+	Policy session.DisconnectPolicy
+	// Epoch is the epoch the hold is granted in: the hold is valid while
+	// it lasts (and, under PauseOnDisconnect, pauses when it ends).
+	Epoch *session.Epoch
+	// Token is the creation zxid of Nodes[0] if known, else 0 (then read
+	// once, when first asked).
+	Token Token
+	// Guard, if not nil, is a check the hold's fence and release are made
+	// under: for a node whose name is reused (the single-node race), the
+	// version of its parent at the grant.
+	Guard *zk.CheckVersionRequest
+	// Mark, if not nil, is written to Nodes[0] in the multi-op that
+	// deletes it at the release (see core.AwaitOptions.MarkOnRelease).
+	Mark []byte
+	// Nodes are the hold's nodes, created by Epoch's session; the first is
+	// the one the token is read from and the fence checks. Their names are
+	// never reused unless Guard is set.
+	Nodes []string
 }
 
-// HoldOf grants a hold on own's node, fenced by its creation's zxid (as
-// NewHold with Token(own.Czxid)). If own waited with
-// AwaitOptions.MarkOnRelease, the hold's release marks the node in the
-// multi that deletes it.
-func (l *Line) HoldOf(ep *session.Epoch, own *Node) *Hold {
-	h := l.NewHold(ep, Token(own.Czxid), own.Path)
-	if own.markDue {
-		h.mark = own.markData()
+// New grants a hold (for a recipe of one's own: shepherd's recipes and the
+// toolkit's lines make theirs through it). Its fence is the existence of
+// Nodes[0] (and Guard); its release deletes Nodes (under Guard). A Config
+// without a session, an epoch or a node is session.ErrInvalidArgument.
+func New(c Config) (*Hold, error) {
+	if c.Sess == nil || c.Epoch == nil || len(c.Nodes) == 0 {
+		return nil, fmt.Errorf("hold: %w: a hold needs a session, an epoch and a node", session.ErrInvalidArgument)
 	}
-	return h
+	h := newHold(c.Sess, c.Recipe, c.Policy, c.Epoch, c.Token, c.Guard, c.Nodes...)
+	h.mark = c.Mark
+	return h, nil
 }
 
 // newHold grants a hold; guard, if not nil, is checked by its fence and its
@@ -240,7 +261,7 @@ func (h *Hold) loseLocked(cause error) []func() {
 		// attached ones may not.
 		attached, ep, recipe := h.attached, h.ep, h.recipe
 		h.attached = nil
-		fns = append(fns, func() { startDelete(false, h.sess, recipe, ep, nil, nil, attached, nil) })
+		fns = append(fns, func() { zkdelete.Start(false, h.sess, recipe, ep, nil, nil, attached, nil) })
 	}
 	if unwatch := h.unwatch; len(unwatch) > 0 {
 		h.unwatch = nil
@@ -354,14 +375,14 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	h.cancel(ErrReleased)
 	// Without a bound on the wait, the first try may as well run here.
-	d := startDelete(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached, h.mark)
+	d := zkdelete.Start(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached, h.mark)
 	if wasLost {
 		return fmt.Errorf("%w: hold on %s was lost before release", ErrLost, h.nodes[0])
 	}
 	select {
-	case <-d.done:
-		if d.err != nil {
-			return fmt.Errorf("releasing %s: %w", h.nodes[0], d.err)
+	case <-d.Done():
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("releasing %s: %w", h.nodes[0], err)
 		}
 		return nil
 	case <-ctx.Done():
@@ -389,12 +410,14 @@ type Attached struct {
 // and neither the fence nor the token looks at them. Attach returns
 // ErrNotHeld once the hold is released or lost (the caller deletes them
 // itself).
-func Attach(h *Hold, nodes ...Attached) error {
+func (h *Hold) Attach(nodes ...Attached) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released || h.state == lost {
 		return fmt.Errorf("%w: hold on %s has ended", ErrNotHeld, h.nodes[0])
 	}
-	h.attached = append(h.attached, nodes...)
+	for _, n := range nodes {
+		h.attached = append(h.attached, zkdelete.Node{Path: n.Path, Data: n.Data})
+	}
 	return nil
 }

@@ -1,9 +1,11 @@
-package core
+package hold
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/shepherdzk/shepherd/internal/epcall"
 
 	"github.com/go-zookeeper/zk"
 
@@ -117,7 +119,7 @@ func (h *Hold) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse,
 	}
 	// A write the caller gave up on may still land (while the hold is
 	// valid): it cannot be undone, as it is the caller's.
-	m, err := Call(ctx, ep, func(c *zk.Conn) (multi, error) {
+	m, err := epcall.Call(ctx, ep, func(c *zk.Conn) (multi, error) {
 		res, err := c.Multi(all...)
 		return multi{res, err}, nil
 	}, nil)
@@ -181,7 +183,7 @@ func (h *Hold) Validate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+	st, err := epcall.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
 		if _, err := c.Sync(h.nodes[0]); err != nil {
 			return nil, err
 		}
@@ -222,7 +224,7 @@ func (h *Hold) lostOr(err error, what string) error {
 
 // stat reads the Stat of the hold's node in ep (nil: there is none).
 func (h *Hold) stat(ctx context.Context, ep *session.Epoch) (*zk.Stat, error) {
-	return Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+	return epcall.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
 		ok, st, err := c.Exists(h.nodes[0])
 		if err == nil && !ok {
 			st = nil

@@ -1,0 +1,34 @@
+// Package epcall runs ZooKeeper calls on a session epoch's connection,
+// bounded by the caller's ctx (go-zookeeper's requests have no deadline of
+// their own). The hold, the line and the race all call through it.
+package epcall
+
+import (
+	"context"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/session"
+)
+
+// Call runs fn on ep's connection and returns its result, or ctx.Err() as
+// soon as ctx ends: go-zookeeper's requests have no deadline of their own (a
+// stalled connection answers only when its read timeout, 2/3 of the session
+// timeout, fails it). Every ZooKeeper call a recipe makes on behalf of a
+// caller goes through Call (fn may make several).
+//
+// If Call gives up with fn still running, undo (when not nil) is called with
+// fn's result once fn finishes: to undo what a request the caller gave up on
+// did after all (a create that landed). Reads need no undo. A ctx that can
+// never end costs nothing: fn then runs on the caller's goroutine (see
+// internal/ctxcall).
+func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
+	return ctxcall.Value(ctx, func() (T, error) { return fn(ep.Conn()) }, undo)
+}
+
+// Exec is Call for calls with no result to return or undo.
+func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
+	_, err := ctxcall.Value(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
+	return err
+}
