@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
@@ -123,8 +125,8 @@ func newHarness(t *testing.T, spec recipeSpec, cluster *zktest.Cluster, n int,
 	// server: a later cell would then fail for this one's sake (a stopped
 	// follower and a stopped leader are an ensemble without a quorum).
 	t.Cleanup(func() { h.stopLoops(); restoreCluster(t, cluster) })
-	admin := open(t, cluster.Servers())
-	ep, err := admin.Wait(ctxFor(t, 10*time.Second))
+	op := open(t, cluster.Servers())
+	ep, err := op.Wait(ctxFor(t, 10*time.Second))
 	require.NoError(t, err)
 	_, err = ep.Conn().Create("/chaos", nil, 0, gozk.WorldACL(gozk.PermAll))
 	if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
@@ -502,9 +504,9 @@ func (h *harness) finish() {
 		c.sess.Close()
 		<-c.sess.Done()
 	}
-	admin := open(h.t, h.cluster.Servers())
+	op := open(h.t, h.cluster.Servers())
 	require.Eventually(h.t, func() bool {
-		ep, err := admin.Wait(ctxFor(h.t, 10*time.Second))
+		ep, err := op.Wait(ctxFor(h.t, 10*time.Second))
 		if err != nil {
 			return false
 		}
@@ -711,8 +713,8 @@ func (h *harness) lingerIfPause() func() {
 // call: the notifications then reach c while its requests are cut, as
 // another recipe's watches on a shared session would.
 func (h *harness) notifyDuringCut(c *clientRun, n int) (touch func()) {
-	admin := open(h.t, h.cluster.Servers())
-	aep, err := admin.Wait(ctxFor(h.t, 10*time.Second))
+	op := open(h.t, h.cluster.Servers())
+	aep, err := op.Wait(ctxFor(h.t, 10*time.Second))
 	require.NoError(h.t, err)
 	ep, err := c.sess.Wait(ctxFor(h.t, 10*time.Second))
 	require.NoError(h.t, err)
@@ -743,12 +745,12 @@ func (h *harness) notifyDuringCut(c *clientRun, n int) (touch func()) {
 // revoke deletes, as an operator would, the holder nodes of session sid at
 // the harness's path (checked to be that session's), and returns how many.
 func (h *harness) revoke(sid int64) int {
-	admin := open(h.t, h.cluster.Servers())
+	op := open(h.t, h.cluster.Servers())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, err := admin.Wait(ctx)
+	ep, err := op.Wait(ctx)
 	require.NoError(h.t, err)
-	snap, err := recipe.Inspect(ctx, admin, h.path)
+	snap, err := admin.Inspect(ctx, op, h.path)
 	require.NoError(h.t, err)
 	n := 0
 	for _, e := range snap.Holders {
@@ -898,10 +900,10 @@ func (h *harness) dump() {
 		h.t.Logf("server %d: running %v, mode %q", i, h.cluster.Running(i), h.cluster.Mode(ctx, i))
 		cancel()
 	}
-	admin := open(h.t, h.cluster.Servers())
+	op := open(h.t, h.cluster.Servers())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if snap, err := recipe.Inspect(ctx, admin, h.path); err == nil {
+	if snap, err := admin.Inspect(ctx, op, h.path); err == nil {
 		for _, e := range snap.Holders {
 			h.t.Logf("holder %s (%s) session 0x%x", e.Node, e.Data, e.SessionID)
 		}

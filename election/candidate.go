@@ -144,7 +144,7 @@ func participantOf(node string, seq int64, st *zk.Stat, data []byte) Participant
 		attrs: attrsKey(d.Attributes), Joined: time.UnixMilli(st.Ctime)}
 }
 
-// ParseCandidate reads what a candidate's node holds (as recipe.Inspect's
+// ParseCandidate reads what a candidate's node holds (as admin.Inspect's
 // Entry.Data shows it): its id, priority and attributes (in the returned
 // Participant's ID, Priority and Attributes). ok is false when the data is
 // an id alone (a candidate without them, or another library's).

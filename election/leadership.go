@@ -46,7 +46,7 @@ func (l *Leadership) Lost() <-chan struct{} { return l.hold.Lost() }
 func (l *Leadership) Hold() *hold.Hold { return l.hold }
 
 // RevokeRequested is closed when an operator asks for the leadership
-// (shepherd revoke -ask, recipe.AskRevoke): resign (return from OnElected)
+// (shepherd revoke -ask, admin.AskRevoke): resign (return from OnElected)
 // when the work allows (see hold.Hold.RevokeRequested).
 func (l *Leadership) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
 

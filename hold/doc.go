@@ -21,7 +21,7 @@
 //     again before any other grant; or an expiry heard on reconnect), at
 //     the manager's Close, at an operator's forced revocation (cause
 //     ErrRevoked: the holder is told, then deletes its node; see
-//     recipe.Revoke), or when the hold's node is deleted by someone else
+//     admin.Revoke), or when the hold's node is deleted by someone else
 //     (every hold watches its own nodes: it is told within a notification,
 //     though a waiter may hear of the same deletion first). A paused hold
 //     whose session the server ends early (an operator's kill) or whose
@@ -29,7 +29,7 @@
 //     reaches a server again, after others may have been granted the hold:
 //     it is paused meanwhile, and must not act. A lost hold never resumes.
 //
-// An operator may also ask for the hold (recipe.AskRevoke): RevokeRequested
+// An operator may also ask for the hold (admin.AskRevoke): RevokeRequested
 // is closed, and the hold lasts until its holder releases it.
 //
 // Release ends the hold without closing Lost: a select on Lost tells a loss
@@ -62,7 +62,7 @@ var (
 	// ErrLost: the hold, or the session it lived in, was lost.
 	ErrLost = session.ErrLost
 	// ErrRevoked is the cause (context.Cause) of a hold's end when an
-	// operator revoked it (recipe.Revoke); it matches ErrLost.
+	// operator revoked it (admin.Revoke); it matches ErrLost.
 	ErrRevoked = fmt.Errorf("%w: revoked by an operator", ErrLost)
 	// ErrReleased is the cause (context.Cause) of a hold's Context ending at
 	// its holder's release; a loss's cause matches ErrLost.

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -720,7 +722,7 @@ func TestKazooRefusals(t *testing.T) {
 		require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
 
 		// Inspect (and so shepherd status) names the Kazoo holder.
-		snap, err := recipe.Inspect(ctx, s, s.Path(path))
+		snap, err := admin.Inspect(ctx, s, s.Path(path))
 		require.NoError(t, err)
 		require.Equal(t, "kazoo", snap.Names)
 		require.Equal(t, "mutex", snap.Kind, "Kazoo names a Lock's and an Election's nodes alike")
@@ -777,7 +779,7 @@ func TestKazooRefusals(t *testing.T) {
 	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.KazooNaming.Prefix(core.NewGUID(), recipe.KindKazooLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
-	snap, err := recipe.Inspect(ctx, s, s.Path(path))
+	snap, err := admin.Inspect(ctx, s, s.Path(path))
 	require.NoError(t, err)
 	require.Equal(t, "mixed", snap.Names)
 }

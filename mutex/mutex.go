@@ -230,7 +230,7 @@ func (m *Mutex) Paused() <-chan struct{} {
 }
 
 // RevokeRequested is closed when an operator asks for the held lock
-// (shepherd revoke -ask, recipe.AskRevoke): unlock when the work allows (see
+// (shepherd revoke -ask, admin.AskRevoke): unlock when the work allows (see
 // hold.Hold.RevokeRequested). Called when the value holds no lock, it
 // returns nil, a channel that never fires.
 func (m *Mutex) RevokeRequested() <-chan struct{} {

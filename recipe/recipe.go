@@ -1,22 +1,14 @@
 // Package recipe is what shepherd's recipes (mutex, semaphore, election)
-// share with their users: the Hold every recipe grants, its fencing Token,
-// the sentinel errors every recipe returns, Inspect and the operator's Revoke,
-// the two node namings, and a small toolkit for writing a recipe of one's own
-// on a waiting line (examples/barrier is a double barrier written on it).
+// share with their users: the sentinel errors every recipe returns, the two
+// node namings, and a small toolkit for writing a recipe of one's own on a
+// waiting line (examples/barrier is a double barrier written on it). The
+// hold every recipe grants is package hold's; an operator's tools (Inspect,
+// Revoke, RemoveIdle) are package admin's, a layer above the recipes.
 //
-// Users of the mutex, the semaphore and the election need only the errors,
-// Token, Hold and Inspect. The machinery behind them (the contender loop,
-// the single-node race, marks, guaranteed deletes) is internal: it may change
+// Users of the mutex, the semaphore and the election need only the errors
+// (and package hold). The machinery behind them (the contender loop, the
+// single-node race, marks, guaranteed deletes) is internal: it may change
 // in any release.
-//
-// # Holds
-//
-// A Hold is one granted lock, lease or leadership, bound to the session epoch
-// that granted it; its doc states the contract every recipe's hold keeps:
-// held, paused (under session.PauseOnDisconnect) or lost, and its Lost
-// channel closes before anyone else can be granted its place. A Hold's Token
-// is the creation zxid of its node: it grows with every grant on the whole
-// ensemble.
 //
 // # Writing a recipe
 //
@@ -54,9 +46,6 @@
 package recipe
 
 import (
-	"context"
-	"time"
-
 	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/session"
@@ -137,10 +126,6 @@ var (
 	// ErrNodeGone reports that a contender's node disappeared from the
 	// line: its session must have ended.
 	ErrNodeGone = core.ErrNodeGone
-	// ErrNotHead: a revocation request (AskRevoke) was made to a node that
-	// does not head its line (a waiter, or a reader behind others), where
-	// it would read as its holder's mark.
-	ErrNotHead = core.ErrNotHead
 )
 
 // PermissionError is a request refused by a node's ACL: see
@@ -177,54 +162,3 @@ const (
 	KindKazooLock = core.KindKazooLock // Kazoo Lock (and Election)
 	KindKazooRead = core.KindKazooRead // Kazoo ReadLock
 )
-
-// Snapshot is what is at a recipe's path: see Inspect.
-type Snapshot = core.Snapshot
-
-// Entry is one node of a recipe in a Snapshot: a holder or a waiter.
-type Entry = core.Entry
-
-// Inspect reads what is at path (full path, namespace included): the kind of
-// recipe, its holders and its waiters in line order, with their sessions,
-// ages and tokens.
-func Inspect(ctx context.Context, sess *session.Session, path string) (*Snapshot, error) {
-	return core.Inspect(ctx, sess, path)
-}
-
-// InspectW is Inspect, also setting watches: the snapshot's Watch channel
-// fires at the next change of the line(s) read.
-func InspectW(ctx context.Context, sess *session.Session, path string) (*Snapshot, error) {
-	return core.InspectW(ctx, sess, path)
-}
-
-// Grant is one grant of a hold: its node, the node's creation zxid (the
-// hold's token) and its owner session. A fixed-name node (a non-fair lock's
-// or election's) is made again by the next grant: an operator's action on a
-// Grant never touches a later grant of the same name. Token and SessionID 0
-// stand for the grant found at the node's first read. Entry.Grant is the
-// grant Inspect saw: pass it, so that a holder that let go between Inspect
-// and the action is not mistaken for the next one.
-type Grant = core.Grant
-
-// AskRevoke asks the holder of grant g (a lock's or a writer's holder, a
-// leader, a lease's node, the first reader) to let go, and waits until the
-// grant has ended or ctx ends (then it returns ctx's error; the request
-// stays). A grant already ended is no error; a node that does not head its
-// line is ErrNotHead. A holder that does not use shepherd (Curator, Kazoo)
-// ignores the request.
-func AskRevoke(ctx context.Context, sess *session.Session, g Grant) error {
-	return core.AskRevoke(ctx, sess, g)
-}
-
-// Revoke forces grant g to end: the holder (if it is shepherd's and can
-// hear) loses the hold at once and deletes its node itself; if the grant is
-// still there after grace, Revoke deletes its node (checked in one multi-op
-// against the grant, never a later grant of the same name). It reports
-// whether the grant ended without Revoke's delete (the holder let go). A
-// grant already ended is no error. Revoke needs DELETE permission on the
-// node's parent, and WRITE on the node to tell the holder first (without it,
-// or on a node that does not head its line, it deletes at once: the holder
-// learns of it from its own watch).
-func Revoke(ctx context.Context, sess *session.Session, g Grant, grace time.Duration) (byHolder bool, err error) {
-	return core.Revoke(ctx, sess, g, grace)
-}

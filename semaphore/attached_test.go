@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -56,7 +57,7 @@ func TestSlotClaimEndsWithItsLease(t *testing.T) {
 			case "revoked-while-paused":
 				p.Stall()
 				require.Eventually(t, func() bool { return la.Hold().IsPaused() }, 10*time.Second, 5*time.Millisecond)
-				byHolder, err := recipe.Revoke(ctx, op, recipe.Grant{Node: la.Nodes()[0]}, 500*time.Millisecond)
+				byHolder, err := admin.Revoke(ctx, op, admin.Grant{Node: la.Nodes()[0]}, 500*time.Millisecond)
 				require.NoError(t, err)
 				require.False(t, byHolder, "a paused holder cannot delete its node")
 				p.Heal()

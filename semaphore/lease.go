@@ -80,7 +80,7 @@ func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 func (l *Lease) Paused() <-chan struct{} { return l.hold.Paused() }
 
 // RevokeRequested is closed when an operator asks for the lease (shepherd
-// revoke -ask, recipe.AskRevoke, on any of its nodes): release it when the
+// revoke -ask, admin.AskRevoke, on any of its nodes): release it when the
 // work allows (see hold.Hold.RevokeRequested).
 func (l *Lease) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
 

@@ -62,7 +62,7 @@ func (c *config) setErr(err error) {
 
 // WithData stores data in the lease and waiting nodes, for `shepherd
 // status` and operators: it is the holder's id, shown in status's ID
-// column (and in recipe.Entry.Data), as the CLI's `shepherd semaphore -id`
+// column (and in admin.Entry.Data), as the CLI's `shepherd semaphore -id`
 // stores it. Without it the ID column shows "-". At most recipe.MaxDataLen
 // bytes.
 func WithData(data []byte) Option {

@@ -13,7 +13,7 @@ import (
 // default (see WithACL): every permission to the principals the creating
 // session authenticated as (ZooKeeper's "auth" scheme: its digest user, its
 // client certificate's subject), and READ to anyone, so that anyone may see
-// who holds what (shepherd status, recipe.Inspect) but nobody else may
+// who holds what (shepherd status, admin.Inspect) but nobody else may
 // delete, overwrite, or add a child to (join, or fake a hold under) what it
 // created.
 func CreatorACL() []zk.ACL {

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
@@ -208,13 +209,13 @@ func TestLockSerialises(t *testing.T) {
 func TestLockTimeout(t *testing.T) {
 	path := uniquePath(t)
 	holder, _ := start(t, nil, "lock", "-id", "holder", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	r := shepherd(t, nil, "-timeout", "300ms", "lock", path, "--", "true")
 	require.Equal(t, 4, r.code, r.stderr)
 	require.Contains(t, r.stderr, "not acquired within")
 	_ = holder.Process.Signal(syscall.SIGTERM)
 	require.Error(t, holder.Wait(), "sleep killed by the forwarded SIGTERM")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 0 && len(s.Waiters) == 0 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 0 && len(s.Waiters) == 0 })
 }
 
 // TestSemaphoreAdmitsN: 5 commands, 2 leases: at most 2 run at once, and 2 do.
@@ -264,7 +265,7 @@ func TestElectHandsOver(t *testing.T) {
 	a, _ := start(t, nil, "-session-timeout", "2s", "elect", "-id", "a", path, "--", "sh", "-c", script)
 	waitFile(t, filepath.Join(dir, "leader.a"))
 	start(t, nil, "-session-timeout", "2s", "elect", "-id", "b", path, "--", "sh", "-c", script)
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders)+len(s.Waiters) == 2 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders)+len(s.Waiters) == 2 })
 	r := shepherd(t, nil, "status", path)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "election")
@@ -275,7 +276,7 @@ func TestElectHandsOver(t *testing.T) {
 	t.Logf("b leads %v after a was killed", time.Since(killed).Round(time.Millisecond))
 	// a's CMD died with it: nothing else holds "leader.a" open; check with
 	// pgrep-free means: the status shows one candidate, b, leading.
-	waitStatus(t, path, func(s recipe.Snapshot) bool {
+	waitStatus(t, path, func(s admin.Snapshot) bool {
 		return len(s.Holders) == 1 && s.Holders[0].Data == "b" && len(s.Waiters) == 0
 	})
 }
@@ -311,9 +312,9 @@ func TestLockLostStopsCommand(t *testing.T) {
 func TestStatusJSON(t *testing.T) {
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "first", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	start(t, nil, "lock", "-id", "second", path, "--", "sleep", "30")
-	s := waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Waiters) == 1 })
+	s := waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Waiters) == 1 })
 	require.Equal(t, "mutex", s.Kind)
 	require.True(t, s.Fair)
 	require.Equal(t, "first", s.Holders[0].Data)
@@ -340,14 +341,14 @@ func TestStatusWatch(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	dec := json.NewDecoder(out)
-	next := func() recipe.Snapshot {
-		var s recipe.Snapshot
+	next := func() admin.Snapshot {
+		var s admin.Snapshot
 		require.NoError(t, dec.Decode(&s))
 		return s
 	}
 	require.Equal(t, "empty", next().Kind)
 	holder, _ := start(t, nil, "lock", "-id", "w1", path, "--", "sleep", "30")
-	var s recipe.Snapshot
+	var s admin.Snapshot
 	for i := 0; i < 10; i++ {
 		if s = next(); len(s.Holders) == 1 {
 			break
@@ -370,15 +371,15 @@ func waitFile(t *testing.T, p string) {
 	require.Eventually(t, func() bool { _, err := os.Stat(p); return err == nil }, 20*time.Second, 10*time.Millisecond, "waiting for %s", p)
 }
 
-func waitStatus(t *testing.T, path string, cond func(recipe.Snapshot) bool) recipe.Snapshot {
+func waitStatus(t *testing.T, path string, cond func(admin.Snapshot) bool) admin.Snapshot {
 	t.Helper()
-	var s recipe.Snapshot
+	var s admin.Snapshot
 	require.Eventually(t, func() bool {
 		r := shepherd(t, nil, "status", "-json", path)
 		if r.code != 0 && r.code != 7 { // 7: nothing there
 			return false
 		}
-		s = recipe.Snapshot{}
+		s = admin.Snapshot{}
 		return json.Unmarshal([]byte(r.stdout), &s) == nil && cond(s)
 	}, 20*time.Second, 50*time.Millisecond)
 	return s

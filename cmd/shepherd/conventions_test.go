@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	shold "github.com/shepherdzk/shepherd/hold"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/shepherdzk/shepherd/recipe"
 )
 
 // TestHelp: -h, -help and --help on every subcommand exit 0 and print every
@@ -59,7 +59,7 @@ func TestHelp(t *testing.T) {
 func TestFlagsAfterPath(t *testing.T) {
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "holder", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	began := time.Now()
 	r := shepherd(t, nil, "lock", path, "-timeout", "300ms", "--", "true")
 	require.Equal(t, 4, r.code, "-timeout after PATH applies: %s", r.stderr)
@@ -83,7 +83,7 @@ func TestConnectStringChroot(t *testing.T) {
 	zkc := zk.ConnectString() + chroot
 	script := fmt.Sprintf(`echo "$SHEPHERD_PATH $SHEPHERD_NODE" > %[1]s/env.tmp; mv %[1]s/env.tmp %[1]s/env; exec sleep 30`, dir)
 	start(t, nil, "-zk", zkc, "lock", "-namespace", "/team", "-id", "c", "/x", "--", "sh", "-c", script)
-	s := waitStatus(t, chroot+"/team/x", func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	s := waitStatus(t, chroot+"/team/x", func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	require.Equal(t, "c", s.Holders[0].Data)
 	waitFile(t, filepath.Join(dir, "env"))
 	b, err := os.ReadFile(filepath.Join(dir, "env"))
@@ -103,7 +103,7 @@ func TestConnectStringChroot(t *testing.T) {
 func TestRefused(t *testing.T) {
 	path := uniquePath(t)
 	start(t, nil, "semaphore", "-n", "2", "-id", "s1", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	r := shepherd(t, nil, "semaphore", "-n", "3", path, "--", "true")
 	require.Equal(t, 6, r.code, r.stderr)
 	require.Contains(t, r.stderr, "a semaphore with maxLeases 2")
@@ -113,7 +113,7 @@ func TestRefused(t *testing.T) {
 
 	lockPath := uniquePath(t)
 	start(t, nil, "lock", lockPath, "--", "sleep", "30")
-	waitStatus(t, lockPath, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, lockPath, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	r = shepherd(t, nil, "semaphore", "-n", "2", lockPath, "--", "true")
 	require.Equal(t, 6, r.code, r.stderr)
 	require.Contains(t, r.stderr, "a lock (1 holding")
@@ -161,7 +161,7 @@ func TestEnvironment(t *testing.T) {
 		sid, err := strconv.ParseInt(strings.TrimPrefix(env["SHEPHERD_SESSION"], "0x"), 16, 64)
 		require.NoError(t, err, "%s: 0x-hex session", sub)
 		// status shows the same token, in decimal, and the same session.
-		s := waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+		s := waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 		require.Equal(t, shold.Token(tok), s.Holders[0].Token, sub)
 		require.Equal(t, sid, s.Holders[0].SessionID, sub)
 		require.Equal(t, env["SHEPHERD_NODE"], s.Holders[0].Node, sub)
@@ -187,7 +187,7 @@ func TestEnvironment(t *testing.T) {
 func TestStatusWording(t *testing.T) {
 	path := uniquePath(t)
 	cmd, _ := start(t, nil, "elect", "-id", "only", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	r := shepherd(t, nil, "status", path)
 	require.Equal(t, 0, r.code)
 	require.Contains(t, r.stdout, "election (fair, curator names), 1 candidate\n")

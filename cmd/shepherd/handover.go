@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -179,7 +181,7 @@ func participantID(p election.Participant) string {
 // electionExtras adds to an election's snapshot what Inspect does not read:
 // a non-fair election's registered candidates (as waiters), and returns the
 // pending handover, if any (nil when none, or when it cannot be read).
-func electionExtras(ctx context.Context, sess *session.Session, snap *recipe.Snapshot, path string) *election.HandOverRequest {
+func electionExtras(ctx context.Context, sess *session.Session, snap *admin.Snapshot, path string) *election.HandOverRequest {
 	if snap.Kind != "election" {
 		return nil
 	}
@@ -188,7 +190,7 @@ func electionExtras(ctx context.Context, sess *session.Session, snap *recipe.Sna
 			if ps, err := e.Participants(ctx); err == nil {
 				for _, p := range ps {
 					if !p.Leader {
-						snap.Waiters = append(snap.Waiters, recipe.Entry{Node: p.Node, Data: participantID(p), SessionID: p.SessionID, Created: p.Joined,
+						snap.Waiters = append(snap.Waiters, admin.Entry{Node: p.Node, Data: participantID(p), SessionID: p.SessionID, Created: p.Joined,
 							Library: "shepherd non-fair candidate (registered)"})
 					}
 				}

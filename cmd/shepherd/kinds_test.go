@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
@@ -74,7 +75,7 @@ func holdKind(ctx context.Context, t *testing.T, s *session.Session, kind, path 
 }
 
 // TestKindsAgree: on each kind's path, held and idle, `shepherd status`,
-// `shepherd ls` and recipe.Inspect name the same kind (and ls and status
+// `shepherd ls` and admin.Inspect name the same kind (and ls and status
 // say idle where Inspect does); `shepherd rm` refuses a held path (exit 6,
 // nothing removed) and removes an idle recipe's trace; a recipe of another
 // kind is refused there by the CLI with exit 6, naming what is there.
@@ -95,14 +96,14 @@ func TestKindsAgree(t *testing.T) {
 						// The server removes its empty containers (zktest:
 						// every 200 ms): idle, it leaves nothing.
 						require.Eventually(t, func() bool {
-							snap, err := recipe.Inspect(ctx, s, s.Path(p))
+							snap, err := admin.Inspect(ctx, s, s.Path(p))
 							return err == nil && snap.Kind == "empty"
 						}, 10*time.Second, 20*time.Millisecond)
 					}
 				} else {
 					defer release()
 				}
-				snap, err := recipe.Inspect(ctx, s, s.Path(p))
+				snap, err := admin.Inspect(ctx, s, s.Path(p))
 				require.NoError(t, err)
 				if snap.Kind == "empty" {
 					require.Equal(t, "idle", state, "a held %s shows nothing", kind)
@@ -148,14 +149,14 @@ func TestKindsAgree(t *testing.T) {
 				r = shepherd(t, nil, "rm", p)
 				if state == "held" {
 					require.Equal(t, 6, r.code, "rm of a held %s: %s", kind, r.stderr)
-					after, err := recipe.Inspect(ctx, s, s.Path(p))
+					after, err := admin.Inspect(ctx, s, s.Path(p))
 					require.NoError(t, err)
 					require.Equal(t, snap.Kind, after.Kind, "nothing removed")
 					return
 				}
 				require.Equal(t, 0, r.code, "rm of an idle %s: %s", kind, r.stderr)
 				require.Contains(t, r.stdout, "removed "+p)
-				after, err := recipe.Inspect(ctx, s, s.Path(p))
+				after, err := admin.Inspect(ctx, s, s.Path(p))
 				require.NoError(t, err)
 				require.Equal(t, "empty", after.Kind)
 			})

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	shold "github.com/shepherdzk/shepherd/hold"
 
 	"github.com/shepherdzk/shepherd/mutex"
@@ -272,7 +274,7 @@ func refused(sess *session.Session, what, path string, err error) error {
 	there := "another kind of recipe"
 	qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if snap, ierr := recipe.Inspect(qctx, sess, sess.Path(path)); ierr == nil {
+	if snap, ierr := admin.Inspect(qctx, sess, sess.Path(path)); ierr == nil {
 		there = describe(snap)
 	}
 	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s holds %s (%v)", what, path, path, there, err)}
@@ -286,7 +288,7 @@ func deniedError(what, path string, err error) error {
 }
 
 // describe names what a snapshot shows at its path.
-func describe(s *recipe.Snapshot) string {
+func describe(s *admin.Snapshot) string {
 	mode := ""
 	if !s.Fair {
 		mode = "non-fair "

@@ -12,11 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -264,7 +265,7 @@ func (w *walk) read(ctx context.Context, p string) (node, error) {
 
 // inspect describes the recipe at p, if there is one.
 func (w *walk) inspect(ctx context.Context, p string, n node) (listed, bool, error) {
-	snap, err := recipe.Inspect(ctx, w.sess, p)
+	snap, err := admin.Inspect(ctx, w.sess, p)
 	if err != nil {
 		return listed{}, false, err
 	}

@@ -5,9 +5,9 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/shepherdzk/shepherd/admin"
 
-	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/stretchr/testify/require"
 )
 
 type lsOut struct {
@@ -34,7 +34,7 @@ func TestLs(t *testing.T) {
 	start(t, nil, "semaphore", "-n", "3", "-id", "S", p+"/limits/api", "--", "sleep", "30")
 	start(t, nil, "elect", "-id", "E", p+"/services/cron/leader", "--", "sleep", "30")
 	for _, q := range []string{p + "/jobs/backup", p + "/limits/api", p + "/services/cron/leader"} {
-		waitStatus(t, q, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+		waitStatus(t, q, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	}
 	r := shepherd(t, nil, "ls", p)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -124,7 +124,7 @@ func TestLsFindsIdleNonFair(t *testing.T) {
 	require.Contains(t, r.stdout, "idle: no one holds or waits ('shepherd rm "+p+"/nf' removes what is left)")
 	// A held non-fair lock is listed as held, not idle.
 	start(t, nil, "lock", "-nonfair", "-id", "h", p+"/nf", "--", "sleep", "30")
-	waitStatus(t, p+"/nf", func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, p+"/nf", func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	r = shepherd(t, nil, "ls", p+"/nf")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(p)+`/nf\s+mutex\s+non-fair\s+-\s+1\s+0\s*$`, r.stdout)

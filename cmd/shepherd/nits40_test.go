@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/shepherdzk/shepherd/admin"
 
-	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/stretchr/testify/require"
 )
 
 // TestUnresolvableHostFailsFast: a host name that does not resolve counts
@@ -58,9 +58,9 @@ func TestSessionTimeoutLoweredSaid(t *testing.T) {
 func TestMessageNits(t *testing.T) {
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "first", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	w, werr := start(t, nil, "lock", "-id", "second", path, "--", "true")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Waiters) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Waiters) == 1 })
 
 	r := shepherd(t, nil, "status", path)
 	require.Equal(t, 0, r.code, r.stderr)

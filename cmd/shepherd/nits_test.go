@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
 )
 
@@ -77,7 +78,7 @@ func TestStatusSemaphoreLabels(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Release(context.Background())
 	start(t, nil, "semaphore", "-n", "1", "-id", "cli-waiter", path, "--", "true")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Waiters) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Waiters) == 1 })
 	r := shepherd(t, nil, "status", path)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^holder\s+lib-holder\s.*curator lease- \(InterProcessSemaphoreV2\)$`, r.stdout)

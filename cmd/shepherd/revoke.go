@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	shold "github.com/shepherdzk/shepherd/hold"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -96,7 +97,7 @@ and DELETE on PATH (to force).`,
 		fmt.Fprintf(c.stderr, "shepherd: asking %s to let go of %s (by session %s)\n", who, path, by)
 		wctx, cancel := context.WithTimeout(ctx, *wait)
 		defer cancel()
-		if err := recipe.AskRevoke(wctx, sess, target.Grant()); err != nil {
+		if err := admin.AskRevoke(wctx, sess, target.Grant()); err != nil {
 			if ctx.Err() != nil {
 				return interruptedWaiting(ctx, "waiting for the release")
 			}
@@ -110,7 +111,7 @@ and DELETE on PATH (to force).`,
 		return nil
 	}
 	fmt.Fprintf(c.stderr, "shepherd: revoking %s of %s (by session %s)\n", who, path, by)
-	byHolder, err := recipe.Revoke(ctx, sess, target.Grant(), *grace)
+	byHolder, err := admin.Revoke(ctx, sess, target.Grant(), *grace)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interruptedWaiting(ctx, "revoking")
@@ -128,31 +129,31 @@ and DELETE on PATH (to force).`,
 
 // revokeTarget finds the node to revoke at path: the named one (a name or a
 // path, holder or waiter), or the one holder.
-func revokeTarget(ctx context.Context, sess *session.Session, path, name string) (recipe.Entry, error) {
+func revokeTarget(ctx context.Context, sess *session.Session, path, name string) (admin.Entry, error) {
 	full := sess.Path(path)
-	snap, err := recipe.Inspect(ctx, sess, full)
+	snap, err := admin.Inspect(ctx, sess, full)
 	if err != nil {
-		return recipe.Entry{}, revokeError(path, err)
+		return admin.Entry{}, revokeError(path, err)
 	}
 	holders := snap.Holders
 	if len(holders) == 0 {
 		// A schedule's path: its leader holds it.
 		if st, ok, err := schedule.Inspect(ctx, sess, path); err == nil && ok && st.Leader.Node != "" {
-			holders = []recipe.Entry{{Node: st.Leader.Node, Data: st.Leader.ID, SessionID: st.Leader.SessionID,
+			holders = []admin.Entry{{Node: st.Leader.Node, Data: st.Leader.ID, SessionID: st.Leader.SessionID,
 				Token: shold.Token(st.Leader.Term)}}
 		}
 	}
 	if name != "" {
-		for _, e := range append(append([]recipe.Entry(nil), holders...), snap.Waiters...) {
+		for _, e := range append(append([]admin.Entry(nil), holders...), snap.Waiters...) {
 			if lastElem(e.Node) == lastElem(name) {
 				return e, nil
 			}
 		}
-		return recipe.Entry{}, exitCode{exitEmpty, fmt.Errorf("revoke: no node %s at %s ('shepherd status %s' lists them)", name, path, path)}
+		return admin.Entry{}, exitCode{exitEmpty, fmt.Errorf("revoke: no node %s at %s ('shepherd status %s' lists them)", name, path, path)}
 	}
 	switch len(holders) {
 	case 0:
-		return recipe.Entry{}, exitCode{exitEmpty, fmt.Errorf("revoke: nobody holds %s", path)}
+		return admin.Entry{}, exitCode{exitEmpty, fmt.Errorf("revoke: nobody holds %s", path)}
 	case 1:
 		return holders[0], nil
 	}
@@ -160,7 +161,7 @@ func revokeTarget(ctx context.Context, sess *session.Session, path, name string)
 	for _, h := range holders {
 		names = append(names, lastElem(h.Node))
 	}
-	return recipe.Entry{}, usagef("revoke: %d hold %s (%s): name the one to revoke as NODE", len(holders), path, strings.Join(names, " "))
+	return admin.Entry{}, usagef("revoke: %d hold %s (%s): name the one to revoke as NODE", len(holders), path, strings.Join(names, " "))
 }
 
 func revokeError(path string, err error) error {

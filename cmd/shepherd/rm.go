@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/admin"
 )
 
 func (c *cli) cmdRm(ctx context.Context, o *options, args []string) error {
@@ -44,15 +44,15 @@ recipe at PATH.`,
 	defer sess.Close()
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	kind, removed, err := core.RemoveIdle(qctx, sess, sess.Path(path))
+	kind, removed, err := admin.RemoveIdle(qctx, sess, sess.Path(path))
 	switch {
 	case ctx.Err() != nil:
 		return interruptedWaiting(ctx, "removing "+path)
-	case errors.Is(err, core.ErrInUse):
+	case errors.Is(err, admin.ErrInUse):
 		return exitCode{exitRefused, fmt.Errorf("rm %s refused: %w ('shepherd status %s' shows who)", path, err, path)}
-	case errors.Is(err, core.ErrNotARecipe) && kind == "":
+	case errors.Is(err, admin.ErrNotARecipe) && kind == "":
 		return exitCode{exitEmpty, fmt.Errorf("rm %s: %w", path, err)}
-	case errors.Is(err, core.ErrNotARecipe):
+	case errors.Is(err, admin.ErrNotARecipe):
 		return exitCode{exitRefused, fmt.Errorf("rm %s refused: %w", path, err)}
 	case err != nil:
 		return fmt.Errorf("rm %s: %w", path, err)

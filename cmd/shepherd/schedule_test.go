@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/shepherdzk/shepherd/admin"
 
-	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/stretchr/testify/require"
 )
 
 // scheduleStatus is what the tests read of status -json on a schedule.
@@ -255,9 +255,9 @@ func TestScheduleStopsCMD(t *testing.T) {
 func TestStatusSemaphoreSlots(t *testing.T) {
 	path := uniquePath(t)
 	start(t, nil, "semaphore", "-n", "3", "-id", "s0", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	start(t, nil, "semaphore", "-n", "3", "-id", "s1", path, "--", "sleep", "30")
-	s := waitStatus(t, path, func(s recipe.Snapshot) bool {
+	s := waitStatus(t, path, func(s admin.Snapshot) bool {
 		return len(s.Holders) == 2 && s.Holders[0].Slot != nil && s.Holders[1].Slot != nil
 	})
 	got := map[string]int{}

@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -209,7 +210,7 @@ func TestCLIACLCreator(t *testing.T) {
 	path := uniquePath(t)
 	openParent(t, path)
 	holder, stderr := start(t, nil, "lock", "-v", "-acl", "creator", "-auth-file", authFile, "-id", "alice-holds", path, "--", "sleep", "30")
-	s := waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	s := waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	node := s.Holders[0].Node
 	r := shepherd(t, nil, "status", path)
 	require.Equal(t, 0, r.code, "anyone reads: %s", r.stderr)
@@ -374,7 +375,7 @@ func TestCLIACLRefused(t *testing.T) {
 		path := uniquePath(t)
 		openParent(t, path)
 		start(t, alice, sub, "-id", "alice-holds", path, "--", "sleep", "30")
-		waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+		waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 		for _, env := range [][]string{bob, nil} {
 			r := shepherd(t, env, sub, "-timeout", "30s", path, "--", "true")
 			require.Equal(t, 6, r.code, "%s: %s", sub, r.stderr)

@@ -10,10 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -65,7 +66,7 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 	if !*watch {
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		snap, err := recipe.Inspect(qctx, sess, full)
+		snap, err := admin.Inspect(qctx, sess, full)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -112,9 +113,9 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 
 // asGiven puts a snapshot's paths as given, under the same root as PATH (as
 // SHEPHERD_NODE).
-func asGiven(sess *session.Session, snap *recipe.Snapshot, path string) {
+func asGiven(sess *session.Session, snap *admin.Snapshot, path string) {
 	snap.Path = path
-	for _, es := range [][]recipe.Entry{snap.Holders, snap.Waiters} {
+	for _, es := range [][]admin.Entry{snap.Holders, snap.Waiters} {
 		for i := range es {
 			es[i].Node = strings.TrimPrefix(es[i].Node, sess.Namespace())
 		}
@@ -151,7 +152,7 @@ func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path strin
 	if asJSON {
 		note = c.stderr
 	}
-	var last *recipe.Snapshot
+	var last *admin.Snapshot
 	draw := func() {
 		var b strings.Builder
 		if last != nil {
@@ -258,7 +259,7 @@ func (c *cli) statusWatch(ctx context.Context, sess *session.Session, path strin
 // ZooKeeper's own tools print it. "session_id" stays the number it was:
 // above 2^53, which jq and JavaScript round.
 type snapshotJSON struct {
-	*recipe.Snapshot
+	*admin.Snapshot
 	Holders []entryJSON `json:"holders"`
 	Waiters []entryJSON `json:"waiters"`
 	// HandOver is an election's pending handover (issue 38), if any.
@@ -266,12 +267,12 @@ type snapshotJSON struct {
 }
 
 type entryJSON struct {
-	recipe.Entry
+	admin.Entry
 	Session string `json:"session"`
 }
 
-func jsonSnapshot(s *recipe.Snapshot) snapshotJSON {
-	conv := func(es []recipe.Entry) []entryJSON {
+func jsonSnapshot(s *admin.Snapshot) snapshotJSON {
+	conv := func(es []admin.Entry) []entryJSON {
 		out := make([]entryJSON, len(es))
 		for i, e := range es {
 			out[i] = entryJSON{Entry: e, Session: sessionHex(e.SessionID)}
@@ -296,7 +297,7 @@ func nothingAt(ctx context.Context, sess *session.Session, path string) error {
 	return fmt.Errorf("status: nothing at %s (no lock, semaphore, election or schedule there; mistyped?)", path)
 }
 
-func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
+func printSnapshot(w io.Writer, s *admin.Snapshot, now time.Time) {
 	mode := "fair"
 	if !s.Fair {
 		mode = "non-fair"
@@ -356,7 +357,7 @@ func printSnapshot(w io.Writer, s *recipe.Snapshot, now time.Time) {
 	tw.Flush()
 }
 
-func row(w io.Writer, role string, e recipe.Entry, now time.Time, slots bool) {
+func row(w io.Writer, role string, e admin.Entry, now time.Time, slots bool) {
 	id := candidateID(e.Data) // an election candidate's priority and attributes too
 	if id == "" {
 		id = "-"

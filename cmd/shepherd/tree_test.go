@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
@@ -237,7 +238,7 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	}()
 	defer wg.Wait()
 	defer cancel()
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 && len(s.Waiters) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 && len(s.Waiters) == 1 })
 
 	switch fault {
 	case "lost":
@@ -340,7 +341,7 @@ func testStopThenLoss(t *testing.T, sub string) {
 	}()
 	defer wg.Wait()
 	defer cancel()
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 && len(s.Waiters) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 && len(s.Waiters) == 1 })
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.Eventually(t, func() bool { return strings.Contains(errb.String(), "stopping sh (SIGKILL after 30s)") },

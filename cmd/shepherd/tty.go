@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"golang.org/x/sys/unix"
 
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -105,12 +106,12 @@ func printable(s string) string {
 // made on was lost (see inspectNow).
 var errReadCut = errors.New("the connection was lost during the read")
 
-// inspectNow reads path (recipe.InspectW) on the current connection, within
+// inspectNow reads path (admin.InspectW) on the current connection, within
 // limit, and gives up with errReadCut as soon as that connection is lost
 // (or at once when there is none): a screen that redraws between reads then
 // says ZooKeeper is away at once, instead of waiting, frozen, for the
 // session to come back (the read's retry across reconnects).
-func inspectNow(ctx context.Context, sess *session.Session, path string, limit time.Duration) (*recipe.Snapshot, error) {
+func inspectNow(ctx context.Context, sess *session.Session, path string, limit time.Duration) (*admin.Snapshot, error) {
 	ep, ok := sess.Current()
 	if !ok {
 		return nil, errReadCut
@@ -118,7 +119,7 @@ func inspectNow(ctx context.Context, sess *session.Session, path string, limit t
 	qctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	defer context.AfterFunc(ep.Context(), cancel)()
-	s, err := recipe.InspectW(qctx, sess, sess.Path(path))
+	s, err := admin.InspectW(qctx, sess, sess.Path(path))
 	if err != nil && ctx.Err() == nil && ep.Context().Err() != nil {
 		return nil, errReadCut
 	}
@@ -128,7 +129,7 @@ func inspectNow(ctx context.Context, sess *session.Session, path string, limit t
 // waitLine shows, on a terminal, one status line rewritten in place while a
 // lock or lease is awaited: the place in line, who holds it and for how
 // long, or that ZooKeeper is disconnected. It reads the line with
-// recipe.InspectW on a goroutine of its own, again on each change; the ages
+// admin.InspectW on a goroutine of its own, again on each change; the ages
 // move once a second. stop ends it and clears the line; on anything but a
 // terminal it does nothing.
 func (c *cli) waitLine(sess *session.Session, what, path string) (stop func()) {
@@ -167,7 +168,7 @@ func (c *cli) waitLine(sess *session.Session, what, path string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var snap *recipe.Snapshot
+		var snap *admin.Snapshot
 		last := ""
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -234,7 +235,7 @@ func (c *cli) waitLine(sess *session.Session, what, path string) (stop func()) {
 
 // waitText is the waiting line: "shepherd: waiting for the lock on /x: 2nd
 // in line; held by host-a for 12s". own is the waiter's session.
-func waitText(what, path string, s *recipe.Snapshot, own int64, down, now time.Time) string {
+func waitText(what, path string, s *admin.Snapshot, own int64, down, now time.Time) string {
 	head := fmt.Sprintf("shepherd: waiting for %s on %s", what, path)
 	if !down.IsZero() {
 		return fmt.Sprintf("%s: ZooKeeper disconnected since %s (%s)", head, down.Format("15:04:05"), age(now, down))
@@ -244,7 +245,7 @@ func waitText(what, path string, s *recipe.Snapshot, own int64, down, now time.T
 	}
 	var parts []string
 	if s.Fair {
-		line := append(append([]recipe.Entry{}, s.Holders...), s.Waiters...)
+		line := append(append([]admin.Entry{}, s.Holders...), s.Waiters...)
 		if s.Kind == "semaphore" {
 			line = s.Waiters
 		}

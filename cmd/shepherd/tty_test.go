@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
@@ -92,7 +93,7 @@ func has(subs ...string) func(string) bool {
 func TestTerminalLockWaiting(t *testing.T) {
 	path := uniquePath(t)
 	holder, _ := start(t, nil, "lock", "-id", "holder-a", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 
 	r := shepherd(t, nil, "-timeout", "1500ms", "lock", path, "--", "true")
 	require.Equal(t, 4, r.code, r.stderr)
@@ -144,7 +145,7 @@ func TestTerminalStatusWatchDisconnected(t *testing.T) {
 	defer p.Close()
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "holder-a", path, "--", "sleep", "60")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	scr := onScreen(t, []string{"SHEPHERD_ZK=" + strings.Join(p.Addrs(), ",")},
 		"-session-timeout", "2s", "status", "-watch", path)
 	scr.wait("the holder", has("holder-a", "ZooKeeper: connected"))
@@ -223,7 +224,7 @@ func TestStatusWatchDisconnectedLog(t *testing.T) {
 func TestTerminalSemaphoreWaiting(t *testing.T) {
 	path := fmt.Sprintf("/cli-test/tty-sem-%d", os.Getpid()) // short: the line fits in 120 columns
 	holder, _ := start(t, nil, "semaphore", "-n", "1", "-id", "holder-s", path, "--", "sleep", "30")
-	waitStatus(t, path, func(s recipe.Snapshot) bool { return len(s.Holders) == 1 })
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	scr := onScreen(t, nil, "semaphore", "-n", "1", "-id", "waiter-t", path, "--", "echo", "leased")
 	scr.wait(`"1st in line; 1/1 leases held"`, has("waiting for a lease on "+path+": 1st in line; 1/1 leases held, longest by holder-s for "))
 	require.NoError(t, holder.Process.Signal(syscall.SIGTERM))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/core"
@@ -20,7 +22,7 @@ import (
 // TestNilSession: every exported call that takes a session answers a nil
 // one with an error matching session.ErrInvalidArgument (and, but for
 // fence's, which cannot import recipe, recipe.ErrInvalidArgument), at once,
-// never a panic (bad input gets a clear error at the call). recipe.Inspect,
+// never a panic (bad input gets a clear error at the call). admin.Inspect,
 // InspectW, Revoke, AskRevoke, EnsurePath and schedule.Inspect panicked.
 func TestNilSession(t *testing.T) {
 	ctx := context.Background()
@@ -32,10 +34,10 @@ func TestNilSession(t *testing.T) {
 		"election.Observe": func() error { _, err := election.Observe(ctx, nil, "/p"); return err },
 		"schedule.New":     func() error { _, err := schedule.New(nil, "/p", "id", time.Second); return err },
 		"schedule.Inspect": func() error { _, _, err := schedule.Inspect(ctx, nil, "/p"); return err },
-		"recipe.Inspect":   func() error { _, err := recipe.Inspect(ctx, nil, "/p"); return err },
-		"recipe.InspectW":  func() error { _, err := recipe.InspectW(ctx, nil, "/p"); return err },
-		"recipe.Revoke":    func() error { _, err := recipe.Revoke(ctx, nil, recipe.Grant{Node: "/p/n"}, time.Second); return err },
-		"recipe.AskRevoke": func() error { return recipe.AskRevoke(ctx, nil, recipe.Grant{Node: "/p/n"}) },
+		"admin.Inspect":    func() error { _, err := admin.Inspect(ctx, nil, "/p"); return err },
+		"admin.InspectW":   func() error { _, err := admin.InspectW(ctx, nil, "/p"); return err },
+		"admin.Revoke":     func() error { _, err := admin.Revoke(ctx, nil, admin.Grant{Node: "/p/n"}, time.Second); return err },
+		"admin.AskRevoke":  func() error { return admin.AskRevoke(ctx, nil, admin.Grant{Node: "/p/n"}) },
 		"fence.Ensure":     func() error { return fence.Ensure(ctx, nil, "/p", nil) },
 		"fence.Get":        func() error { _, _, err := fence.Get(ctx, nil, "/p"); return err },
 		"fence.Requests":   func() error { _, err := fence.Requests(nil, []fence.Op{fence.Delete("/p", -1)}); return err },

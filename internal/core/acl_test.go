@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
@@ -81,7 +83,7 @@ func aclRecipes() []aclRecipe {
 				require.NoError(t, err)
 				l, err := e.Campaign(testutil.Ctx(t, 20*time.Second))
 				require.NoError(t, err)
-				snap, err := core.Inspect(testutil.Ctx(t, 10*time.Second), s, path)
+				snap, err := admin.Inspect(testutil.Ctx(t, 10*time.Second), s, path)
 				require.NoError(t, err)
 				require.Len(t, snap.Holders, 1, "%+v", snap)
 				nodes := []string{snap.Holders[0].Node}
@@ -199,7 +201,7 @@ func TestACLDefaultKeepsOthersOut(t *testing.T) {
 				err := rc.join(testutil.Ctx(t, 20*time.Second), s, path)
 				requireRefused(t, err, rc.line(path), path)
 			}
-			snap, err := core.Inspect(testutil.Ctx(t, 10*time.Second), bob, path)
+			snap, err := admin.Inspect(testutil.Ctx(t, 10*time.Second), bob, path)
 			require.NoError(t, err)
 			require.Len(t, snap.Holders, 1, "%+v", snap)
 			require.Equal(t, node, snap.Holders[0].Node)
@@ -244,7 +246,7 @@ func TestACLExplicitWins(t *testing.T) {
 func TestACLSuperUserRevokes(t *testing.T) {
 	t.Parallel()
 	alice := testutil.Open(t, zk.Servers(), digestAuth("alice"))
-	admin := testutil.Open(t, zk.Servers(), session.WithAuth("digest", []byte(superUser+":"+superPassword)))
+	super := testutil.Open(t, zk.Servers(), session.WithAuth("digest", []byte(superUser+":"+superPassword)))
 	path := testutil.TopPath(t, "acl")
 	m, err := mutex.New(alice, path)
 	require.NoError(t, err)
@@ -254,9 +256,9 @@ func TestACLSuperUserRevokes(t *testing.T) {
 
 	// Bob may neither ask nor force: a typed error, and alice still holds.
 	bob := testutil.Open(t, zk.Servers(), digestAuth("bob"))
-	err = core.AskRevoke(ctx, bob, core.Grant{Node: node})
+	err = admin.AskRevoke(ctx, bob, admin.Grant{Node: node})
 	require.ErrorIs(t, err, core.ErrPermission)
-	_, err = core.Revoke(ctx, bob, core.Grant{Node: node}, time.Second)
+	_, err = admin.Revoke(ctx, bob, admin.Grant{Node: node}, time.Second)
 	require.ErrorIs(t, err, core.ErrPermission)
 	var pe *core.PermissionError
 	require.ErrorAs(t, err, &pe)
@@ -264,7 +266,7 @@ func TestACLSuperUserRevokes(t *testing.T) {
 	require.NoError(t, m.Hold().Validate(ctx))
 
 	// The super user revokes: alice is told first and deletes her node.
-	byHolder, err := core.Revoke(ctx, admin, core.Grant{Node: node}, 10*time.Second)
+	byHolder, err := admin.Revoke(ctx, super, admin.Grant{Node: node}, 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, byHolder)
 	waitClosed(t, m.Hold().Lost(), 5*time.Second, "alice's loss")
@@ -282,7 +284,7 @@ func TestACLSemaphoreLeavesNoStrayChild(t *testing.T) {
 		{Perms: gozk.PermAll, Scheme: "digest", ID: digestID("bob")}}
 	alice := testutil.Open(t, zk.Servers(), digestAuth("alice"), session.WithACL(both))
 	bob := testutil.Open(t, zk.Servers(), digestAuth("bob"), session.WithACL(both))
-	admin := testutil.Open(t, zk.Servers(), session.WithAuth("digest", []byte(superUser+":"+superPassword)))
+	super := testutil.Open(t, zk.Servers(), session.WithAuth("digest", []byte(superUser+":"+superPassword)))
 	path := testutil.TopPath(t, "acl")
 	sa, err := semaphore.New(alice, path, 2)
 	require.NoError(t, err)
@@ -290,7 +292,7 @@ func TestACLSemaphoreLeavesNoStrayChild(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, lease.Release(context.Background())) }()
 	closed := []gozk.ACL{both[0], {Perms: gozk.PermRead, Scheme: "world", ID: "anyone"}}
-	_, err = epoch(t, admin).Conn().SetACL(path+"/leases", closed, -1)
+	_, err = epoch(t, super).Conn().SetACL(path+"/leases", closed, -1)
 	require.NoError(t, err)
 
 	sb, err := semaphore.New(bob, path, 2)
@@ -302,8 +304,8 @@ func TestACLSemaphoreLeavesNoStrayChild(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, path+"/leases", pe.Path, "%v", err)
 	require.Equal(t, int32(gozk.PermCreate), pe.Perm)
-	require.Empty(t, testutil.Children(t, admin, path+"/locks"), "bob's node left the line")
-	left := testutil.Leftovers(t, admin, path, path, path+"/locks", path+"/leases")
+	require.Empty(t, testutil.Children(t, super, path+"/locks"), "bob's node left the line")
+	left := testutil.Leftovers(t, super, path, path, path+"/locks", path+"/leases")
 	require.Equal(t, lease.Nodes(), left, "nothing but alice's lease")
 }
 
@@ -341,7 +343,7 @@ func TestACLX509(t *testing.T) {
 	mb, err := mutex.New(bob, path)
 	require.NoError(t, err)
 	requireRefused(t, mb.Lock(testutil.Ctx(t, 20*time.Second)), path, path)
-	snap, err := core.Inspect(testutil.Ctx(t, 10*time.Second), bob, path)
+	snap, err := admin.Inspect(testutil.Ctx(t, 10*time.Second), bob, path)
 	require.NoError(t, err)
 	require.Len(t, snap.Holders, 1)
 	require.Equal(t, node, snap.Holders[0].Node)

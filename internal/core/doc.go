@@ -2,10 +2,10 @@
 // election) are built on: the waiting line of EPHEMERAL_SEQUENTIAL nodes,
 // names in Apache Curator's protected format, protected create, the one
 // contender loop, the single-node race, the refusal of another kind's path,
-// an operator's tools (Inspect, Revoke, RemoveIdle), and the sentinel errors
-// every recipe returns. Its grants are holds of package hold. It is
-// internal: package recipe exports what users and writers of their own
-// recipes need of it (the errors, Inspect, Revoke, and the Line toolkit).
+// and the sentinel errors every recipe returns. Its grants are holds of
+// package hold; an operator's tools are package admin's, above the
+// recipes. It is internal: package recipe exports what users and writers
+// of their own recipes need of it (the errors and the Line toolkit).
 //
 // # Writing a recipe
 //

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
@@ -270,7 +272,7 @@ func matrixCell(t *testing.T, f, sk matrixKind, state, path string, first, secon
 		defer release()
 	}
 	before := settled(t, observer, full)
-	snap, err := core.Inspect(ctx, observer, full)
+	snap, err := admin.Inspect(ctx, observer, full)
 	require.NoError(t, err)
 	leaves := len(before) > 0 && (state == "held" || f.layout.Mark != "")
 	if leaves {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
@@ -118,7 +120,7 @@ func TestRevokeForced(t *testing.T) {
 				c := start(t, ctx, testutil.UniquePath(t, "revoke"), policy)
 				c.waitQueued(t)
 				began := time.Now()
-				byHolder, err := core.Revoke(ctx, operator(t), core.Grant{Node: c.node}, 10*time.Second)
+				byHolder, err := admin.Revoke(ctx, operator(t), admin.Grant{Node: c.node}, 10*time.Second)
 				require.NoError(t, err)
 				require.True(t, byHolder, "the holder did not delete its node itself")
 				select {
@@ -155,7 +157,7 @@ func TestRevokeAsk(t *testing.T) {
 			op := operator(t)
 
 			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			err := core.AskRevoke(short, op, core.Grant{Node: c.node})
+			err := admin.AskRevoke(short, op, admin.Grant{Node: c.node})
 			cancel()
 			require.ErrorIs(t, err, context.DeadlineExceeded, "the holder never released")
 			waitClosed(t, c.held.RevokeRequested(), 5*time.Second, "RevokeRequested")
@@ -166,7 +168,7 @@ func TestRevokeAsk(t *testing.T) {
 				t.Fatal("granted to the waiter while the holder holds")
 			default:
 			}
-			snap, err := core.Inspect(ctx, op, op.Path(path))
+			snap, err := admin.Inspect(ctx, op, op.Path(path))
 			require.NoError(t, err)
 			require.Len(t, snap.Holders, 1)
 			require.Equal(t, "ask", snap.Holders[0].Revoke)
@@ -175,7 +177,7 @@ func TestRevokeAsk(t *testing.T) {
 			}
 
 			asked := make(chan error, 1)
-			go func() { asked <- core.AskRevoke(ctx, op, core.Grant{Node: c.node}) }()
+			go func() { asked <- admin.AskRevoke(ctx, op, admin.Grant{Node: c.node}) }()
 			require.NoError(t, c.release(ctx))
 			require.NoError(t, <-asked)
 			require.False(t, <-c.granted, "a release is no loss")
@@ -212,9 +214,9 @@ func TestRevokeNotHead(t *testing.T) {
 		5*time.Millisecond, "the writer in line")
 	node := r2.Reader().Hold().Node()
 	op := operator(t)
-	err := core.AskRevoke(ctx, op, core.Grant{Node: node})
-	require.ErrorIs(t, err, core.ErrNotHead)
-	byHolder, err := core.Revoke(ctx, op, core.Grant{Node: node}, time.Second)
+	err := admin.AskRevoke(ctx, op, admin.Grant{Node: node})
+	require.ErrorIs(t, err, admin.ErrNotHead)
+	byHolder, err := admin.Revoke(ctx, op, admin.Grant{Node: node}, time.Second)
 	require.NoError(t, err)
 	require.False(t, byHolder, "not asked: deleted by the operator")
 	waitClosed(t, r2.Reader().Hold().Lost(), 5*time.Second, "the second reader's loss")
@@ -234,10 +236,10 @@ func TestRevokeNobody(t *testing.T) {
 	ctx := testutil.Ctx(t, 10*time.Second)
 	op := operator(t)
 	node := testutil.UniquePath(t, "revoke-none") + "/_c_x-lock-0000000001"
-	byHolder, err := core.Revoke(ctx, op, core.Grant{Node: node}, time.Second)
+	byHolder, err := admin.Revoke(ctx, op, admin.Grant{Node: node}, time.Second)
 	require.NoError(t, err)
 	require.False(t, byHolder)
-	require.NoError(t, core.AskRevoke(ctx, op, core.Grant{Node: node}))
+	require.NoError(t, admin.AskRevoke(ctx, op, admin.Grant{Node: node}))
 	_, err = mutex.New(op, testutil.UniquePath(t, "revoke-data"), mutex.WithData([]byte("x\x00shepherd:revoke=ask")))
 	require.True(t, errors.Is(err, core.ErrInvalidArgument), "got %v", err)
 }
@@ -249,8 +251,8 @@ func TestRevokeBadPath(t *testing.T) {
 	s := testutil.Open(t, zk.Servers())
 	ctx := testutil.Ctx(t, 10*time.Second)
 	for _, node := range []string{"", "rel/x", "/", "/a/", "/a//b", "/zookeeper/quota"} {
-		_, err := core.Revoke(ctx, s, core.Grant{Node: node}, time.Second)
+		_, err := admin.Revoke(ctx, s, admin.Grant{Node: node}, time.Second)
 		require.ErrorIs(t, err, core.ErrInvalidPath, "Revoke(%q)", node)
-		require.ErrorIs(t, core.AskRevoke(ctx, s, core.Grant{Node: node}), core.ErrInvalidPath, "AskRevoke(%q)", node)
+		require.ErrorIs(t, admin.AskRevoke(ctx, s, admin.Grant{Node: node}), core.ErrInvalidPath, "AskRevoke(%q)", node)
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherdzk/shepherd/admin"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -83,7 +84,7 @@ func TestRevokeActsOnOneGrant(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				byHolder, err := core.Revoke(ctx, op, core.Grant{Node: c.node}, 2*time.Second)
+				byHolder, err := admin.Revoke(ctx, op, admin.Grant{Node: c.node}, 2*time.Second)
 				done <- result{byHolder, err}
 			}()
 			waitClosed(t, c.lost, 10*time.Second, "the holder's loss")

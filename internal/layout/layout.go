@@ -2,7 +2,7 @@
 // its path: the mark in the path's data, the fixed-name children, and the
 // contender nodes of its waiting line. Every reader of layouts derives from
 // these declarations: the recipes' refusals of one another's paths (before
-// their first write there and after each grant), recipe.Inspect, `shepherd
+// their first write there and after each grant), admin.Inspect, `shepherd
 // status`, `shepherd ls` and `shepherd rm`, and the table in docs/layouts.md
 // (TestLayoutTable keeps it true).
 //

@@ -1,4 +1,4 @@
-package core
+package admin
 
 import (
 	"context"
@@ -10,17 +10,19 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/session"
 )
 
 // ErrInUse: a recipe's nodes were not removed because someone holds or
 // waits there (or arrived while they were being removed).
-var ErrInUse = NewError("the recipe is in use: someone holds or waits")
+var ErrInUse = core.NewError("the recipe is in use: someone holds or waits")
 
 // ErrNotARecipe: there is no recipe at the path (nothing, or nodes no
 // kind declares), so there is nothing of a recipe's to remove.
-var ErrNotARecipe = NewError("no recipe at the path")
+var ErrNotARecipe = core.NewError("no recipe at the path")
 
 // RemoveIdle removes what an idle recipe left at path (full path): a
 // non-fair recipe's persistent path, a schedule's record and its election's
@@ -32,12 +34,12 @@ var ErrNotARecipe = NewError("no recipe at the path")
 // than lose its place. It returns the kind and the nodes removed.
 func RemoveIdle(ctx context.Context, sess *session.Session, p string) (string, []string, error) {
 	if sess == nil {
-		return "", nil, fmt.Errorf("rm: %w: nil session", ErrInvalidArgument)
+		return "", nil, fmt.Errorf("rm: %w: nil session", core.ErrInvalidArgument)
 	}
 	var kind string
 	var removed []string
 	err := sess.Do(ctx, func(ep *session.Epoch) error {
-		return Exec(ctx, ep, func(c *zk.Conn) error {
+		return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 			var err error
 			kind, removed, err = removeIdle(c, p)
 			return err
@@ -51,7 +53,7 @@ func RemoveIdle(ctx context.Context, sess *session.Session, p string) (string, [
 
 // removeIdle is RemoveIdle's one attempt on c.
 func removeIdle(c *zk.Conn, p string) (string, []string, error) {
-	seen, st, err := Look(c, p)
+	seen, st, err := core.Look(c, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil, fmt.Errorf("%w: nothing at %s", ErrNotARecipe, p)
 	} else if err != nil {
@@ -103,4 +105,12 @@ func removeIdle(c *zk.Conn, p string) (string, []string, error) {
 		return k.Name, nil, aclerr.MapMulti(ops, nil, err)
 	}
 	return k.Name, names, nil
+}
+
+// join is the path of child name under dir.
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
 }

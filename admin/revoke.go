@@ -1,7 +1,6 @@
-package core
+package admin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/hold"
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 
 	"github.com/go-zookeeper/zk"
@@ -47,29 +48,10 @@ import (
 // (its own watch tells it; no one is granted before the readers ahead of
 // it are gone).
 
-// StripRevoke returns a node's data as its holder wrote it (without an
-// operator's revocation request).
-func StripRevoke(data []byte) []byte {
-	d, _ := layout.RevokeRequest(data)
-	return d
-}
-
-// CheckData checks a holder's data (WithData of a recipe): at most
-// MaxDataLen bytes, and without what marks an operator's revocation request.
-func CheckData(data []byte) error {
-	if len(data) > MaxDataLen {
-		return fmt.Errorf("%w: data of %d bytes (at most %d)", ErrInvalidArgument, len(data), MaxDataLen)
-	}
-	if bytes.Contains(data, []byte(layout.RevokeSuffix)) {
-		return fmt.Errorf("%w: data contains %q, which marks an operator's revocation request", ErrInvalidArgument, layout.RevokeSuffix)
-	}
-	return nil
-}
-
 // ErrNotHead: a revocation request (AskRevoke) was made to a node that does
 // not head its line (a waiter, or a reader behind others), where it would
 // read as its holder's mark.
-var ErrNotHead = NewError("the node does not head its line: only a holder at the head can be asked")
+var ErrNotHead = core.NewError("the node does not head its line: only a holder at the head can be asked")
 
 // Grant is one grant of a hold: its node, the creation zxid of that node
 // (the hold's token) and the session that owns it. A node with a fixed name
@@ -87,8 +69,12 @@ type Grant struct {
 // Grant is the grant the entry shows (see Grant).
 func (e Entry) Grant() Grant { return Grant{Node: e.Node, Token: e.Token, SessionID: e.SessionID} }
 
+// errAgain: a versioned write found the node or its parent changed since
+// read: read again.
+var errAgain = errors.New("admin: read again")
+
 // errGrantGone: the grant's node is gone, or is a later grant's.
-var errGrantGone = NewError("the grant has ended")
+var errGrantGone = core.NewError("the grant has ended")
 
 // matches reports whether st is the Stat of g's node (once pinned).
 func (g *Grant) matches(st *zk.Stat) bool {
@@ -171,7 +157,7 @@ func deleteGrant(ctx context.Context, sess *session.Session, g *Grant) (bool, er
 	for range 8 {
 		gone := false
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
-			return Exec(ctx, ep, func(c *zk.Conn) error {
+			return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 				st, err := g.stat(c)
 				if errors.Is(err, errGrantGone) {
 					gone = true
@@ -216,7 +202,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 	const tries = 8
 	for i := 0; ; i++ {
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
-			return Exec(ctx, ep, func(c *zk.Conn) error {
+			return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 				data, st, err := c.Get(g.Node)
 				switch {
 				case errors.Is(err, zk.ErrNoNode):
@@ -259,8 +245,8 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 // only grow), so once true it stays true while the node lasts.
 func headsLine(c *zk.Conn, node string) error {
 	i := strings.LastIndex(node, "/")
-	own, ok := ParseName(node[i+1:])
-	if !ok || own.Kind == KindLease {
+	own, ok := core.ParseName(node[i+1:])
+	if !ok || own.Kind == core.KindLease {
 		return nil
 	}
 	parent := node[:i]
@@ -271,13 +257,13 @@ func headsLine(c *zk.Conn, node string) error {
 	if err != nil {
 		return aclerr.Map("getChildren", parent, err)
 	}
-	for _, n := range Sort(names) {
+	for _, n := range core.Sort(names) {
 		switch {
 		case n.Name == own.Name:
 			return nil
 		case n.Seq > own.Seq:
 			return errGrantGone // past its place: it has left the line
-		case n.Kind != KindLease:
+		case n.Kind != core.KindLease:
 			return fmt.Errorf("%w: %s waits behind %s", ErrNotHead, node, n.Name)
 		}
 	}
@@ -292,7 +278,7 @@ func waitGone(ctx context.Context, sess *session.Session, g *Grant, stop <-chan 
 		if err != nil {
 			return false, err
 		}
-		w, err := Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
+		w, err := epcall.Call(ctx, ep, func(c *zk.Conn) (<-chan zk.Event, error) {
 			ok, st, w, err := c.ExistsW(g.Node)
 			if err == nil && (!ok || !g.matches(st)) {
 				// Gone, or a later grant's node (whose watch stays
