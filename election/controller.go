@@ -124,7 +124,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 	})
 }
 
-// acquireNonFair races for the single leader node (core.Race) until
+// acquireNonFair races for the single leader node (race.Race) until
 // this candidate leads or ctx ends. A candidate that led before in the same
 // session races with the same attempt: if its node is still there (a
 // reconnect), it leads again at once with the same term.

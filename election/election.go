@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/shepherdzk/shepherd/internal/race"
+
 	"github.com/shepherdzk/shepherd/hold"
 
 	"github.com/go-zookeeper/zk"
@@ -198,7 +200,7 @@ type Election struct {
 	checkedIDs bool
 	resignCh   chan struct{}
 	leftCh     chan struct{}   // closed by Run once a leadership's end is dealt with
-	single     core.Race       // the non-fair race
+	single     race.Race       // the non-fair race
 	layout     *core.PathCheck // the fair line's check of the path
 	nfLayout   *core.PathCheck // the non-fair registration's
 }
@@ -245,7 +247,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger(), ext: c.ext}
 	e.ho = newHandovers(e)
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = core.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
+	e.single = race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		Layout: layout.NonFairElection, OnDisconnect: c.policy}
 	e.layout = core.NewPathCheck(layout.FairElection)
 	e.nfLayout = core.NewPathCheck(layout.NonFairElection)

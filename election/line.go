@@ -16,7 +16,7 @@ import (
 const leaderChild = layout.NonFairLeaderNode // the node of the non-fair mode
 
 // nonFairMark is the data the non-fair mode writes to the election's path
-// with each grant, followed by the attempt's guid (see core.Race).
+// with each grant, followed by the attempt's guid (see race.Race).
 const nonFairMark = layout.NonFairLeaderMark
 
 type member struct {

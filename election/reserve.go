@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/internal/race"
+
 	"github.com/shepherdzk/shepherd/hold"
 
 	"github.com/go-zookeeper/zk"
@@ -162,7 +164,7 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 		e.keepRegistered(rctx)
 	}()
 	defer func() { stop(); <-kept }()
-	a := core.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check, Eager: e.ho.reserved,
+	a := race.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check, Eager: e.ho.reserved,
 		Seen: func(data []byte, st *zk.Stat) {
 			e.ho.sawLeader(data, st)
 			if seen != nil {
@@ -171,7 +173,7 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 		}}
 	for {
 		h, err := e.single.Acquire(ctx, a)
-		if !errors.Is(err, core.ErrCheckFailed) {
+		if !errors.Is(err, race.ErrCheckFailed) {
 			if h != nil {
 				e.ho.setMine(-1, 0)
 			}
@@ -183,7 +185,7 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 	}
 }
 
-// check is the ops every grant of this racer carries (core.Attempt.Check):
+// check is the ops every grant of this racer carries (race.Attempt.Check):
 // the record's delete at its version when it reserves the race for this
 // candidate (the grant takes the reservation), else a probe that fails
 // while any record is there (its create, then its delete).
@@ -199,7 +201,7 @@ func (h *handovers) check() []any {
 }
 
 // reserved reports whether a record reserves the race for this candidate
-// (see core.Attempt.Eager).
+// (see race.Attempt.Eager).
 func (h *handovers) reserved() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/shepherdzk/shepherd/internal/race"
+
 	"github.com/shepherdzk/shepherd/hold"
 
 	"github.com/go-zookeeper/zk"
@@ -38,7 +40,7 @@ type Mutex struct {
 	fair   bool
 	data   []byte
 	line   core.Line
-	single core.Race // the non-fair race
+	single race.Race // the non-fair race
 	log    *slog.Logger
 	// writer is the write side of the read-write lock this read side belongs
 	// to: a reader ignores the node of its own writer (a downgrade).
@@ -77,7 +79,7 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	}
 	m.line = core.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Layout: core.NewPathCheck(lineKind),
 		OnDisconnect: c.policy}
-	m.single = core.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
+	m.single = race.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
 		Layout: layout.NonFairMutex, OnDisconnect: c.policy}
 	return m, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/shepherdzk/shepherd/internal/race"
+
 	"github.com/shepherdzk/shepherd/hold"
 
 	"github.com/shepherdzk/shepherd/internal/core"
@@ -14,14 +16,14 @@ import (
 const NonFairNode = layout.NonFairLockNode
 
 // nonFairMark is the data a non-fair lock writes to its path with each
-// grant, followed by the grant attempt's guid (see core.Race).
+// grant, followed by the grant attempt's guid (see race.Race).
 const nonFairMark = layout.NonFairLockMark
 
 func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*hold.Hold, error) {
 	start := time.Now()
 	// One guid for the whole call: a create whose answer was lost is
 	// recognised on any later attempt of this call, never left behind.
-	h, err := m.single.Acquire(ctx, core.Attempt{GUID: core.NewGUID(), Data: m.data, Wait: wait})
+	h, err := m.single.Acquire(ctx, race.Attempt{GUID: core.NewGUID(), Data: m.data, Wait: wait})
 	if err != nil || h == nil {
 		return nil, err
 	}

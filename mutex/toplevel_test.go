@@ -22,7 +22,7 @@ import (
 func TestTopLevelPath(t *testing.T) {
 	locks := []struct {
 		name    string
-		nonFair bool // the path is persistent (see core.Race)
+		nonFair bool // the path is persistent (see race.Race)
 		lock    func(context.Context, *session.Session, string) (*mutex.Mutex, func(context.Context) error, error)
 	}{
 		{"fair", false, func(ctx context.Context, s *session.Session, path string) (*mutex.Mutex, func(context.Context) error, error) {

@@ -1,7 +1,7 @@
 // Package core is the machinery shepherd's recipes (mutex, semaphore,
 // election) are built on: the waiting line of EPHEMERAL_SEQUENTIAL nodes,
 // names in Apache Curator's protected format, protected create, the one
-// contender loop, the single-node race, the refusal of another kind's path,
+// contender loop, the refusal of another kind's path,
 // and the sentinel errors every recipe returns. Its grants are holds of
 // package hold; an operator's tools are package admin's, above the
 // recipes. It is internal: package recipe exports what users and writers
@@ -19,7 +19,7 @@
 // the same session; Line.OnDisconnect picks the policy), and Hold.Release, Line.Leave or Line.Delete remove
 // nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
 // Exec, so that they return when the caller's ctx ends. A non-fair recipe
-// races through Race. Set Line.Recipe (Race.Recipe) to
+// races through race.Race. Set Line.Recipe (race.Race.Recipe) to
 // the recipe's name: the session's observer sees it on every event the core
 // reports for it. A contender's node must be of one of the Kind constants to
 // take part in a line (ParseName ignores other names): use the kind whose
@@ -60,7 +60,7 @@
 // the path of a non-fair race (mutex.NonFair, election.NonFair) is
 // persistent, its parents containers: its data version fences the holds, and
 // a container created again would count versions from 0 again (see
-// Race).
+// race.Race).
 //
 // # Waiting
 //
@@ -122,12 +122,10 @@
 //
 // # The single-node race
 //
-// Race is the non-fair recipes' mechanism beside the line: one ephemeral
-// node with a fixed name, each grant also writing the attempt's guid to the
-// parent (whose version is the fence), adoption of a node only on a guid
-// match, and a guarded delete. The non-fair mutex and the non-fair election
-// both race through it. A race and a line never share a path (each would
-// grant a holder the other cannot see): after each grant Race checks that
-// the path holds no waiting line's node, and the fair recipes' lines refuse
-// the race's node; either way the later one fails with ErrWrongKind.
+// The non-fair recipes race for one node through package race, beside the
+// line. A race and a line never share a path (each would grant a holder the
+// other cannot see): after each grant the race checks that the path holds no
+// waiting line's node, and the fair recipes' lines refuse the race's node
+// and mark (see PathCheck); either way the later one fails with
+// ErrWrongKind.
 package core

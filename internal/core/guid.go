@@ -82,31 +82,6 @@ func EnsurePath(sess *session.Session, ep *session.Epoch, p string) error {
 	return err
 }
 
-// ensureVersionedPath creates p as a persistent node, and its missing parents
-// as containers (see EnsurePath): for a path whose data version fences holds
-// (the non-fair race's guarded delete checks it). A container removed and
-// created again starts at version 0 again, so a delete retried across its
-// two lives could pass the check and remove the next holder's node; a
-// persistent path keeps counting.
-func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
-	var err error
-	for round := 0; round < ensureRounds; round++ {
-		if err = ensureOnce(sess, ep, zkpath.Parents(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if err == nil {
-			_, err = ep.Conn().Create(p, nil, 0, sess.ACL())
-			if err == nil || errors.Is(err, zk.ErrNodeExists) {
-				return nil
-			}
-		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return aclerr.Map("create", p, err)
-		}
-	}
-	return err
-}
-
 // ensureRounds bounds EnsurePath's walks down the path (each one is undone
 // only by a container removed between two of its creates) and the creates a
 // caller retries after zk.ErrNoNode.

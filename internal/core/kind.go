@@ -60,21 +60,21 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// wrongKind is the refusal of path, which m says is another kind's: an
+// WrongKind is the refusal of path, which m says is another kind's: an
 // error matching ErrWrongKind, and ErrForeignRecipe too when what is there
 // is a line's contender (another recipe's nodes this line cannot share).
-func wrongKind(path string, m *layout.Mismatch) error {
+func WrongKind(path string, m *layout.Mismatch) error {
 	if m.Contender != "" {
 		return fmt.Errorf("%w (%w): %s: %v (%s)", ErrWrongKind, ErrForeignRecipe, path, m, Library(m.Contender))
 	}
 	return fmt.Errorf("%w: %s: %v", ErrWrongKind, path, m)
 }
 
-// refusal is layout.Refuse's answer for seen at path, as an error (nil: the
+// Refusal is layout.Refuse's answer for seen at path, as an error (nil: the
 // path is free, or kind's).
-func refusal(kind *layout.Kind, path string, seen layout.Seen) error {
+func Refusal(kind *layout.Kind, path string, seen layout.Seen) error {
 	if m := layout.Refuse(kind, seen); m != nil {
-		return wrongKind(path, m)
+		return WrongKind(path, m)
 	}
 	return nil
 }
@@ -116,7 +116,7 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 		if err != nil {
 			return err
 		}
-		return refusal(p.Kind, path, seen)
+		return Refusal(p.Kind, path, seen)
 	})
 	if err == nil {
 		p.done.Store(true)
@@ -160,7 +160,7 @@ func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kin
 		case string(data) == kind.Mark:
 			return nil
 		case len(data) > 0:
-			return fmt.Errorf("%w: %s records %q (this recipe writes %q there)", ErrWrongKind, path, truncateData(data), kind.Mark)
+			return fmt.Errorf("%w: %s records %q (this recipe writes %q there)", ErrWrongKind, path, TruncateData(data), kind.Mark)
 		default:
 			_, err = c.Set(path, []byte(kind.Mark), st.Version)
 			if err == nil {
@@ -172,4 +172,12 @@ func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kin
 		}
 	}
 	return fmt.Errorf("%w: %s kept changing while its mark was written", ErrWrongKind, path)
+}
+
+// TruncateData is data for an error message: at most 64 bytes.
+func TruncateData(d []byte) string {
+	if len(d) > 64 {
+		return string(d[:64]) + "…"
+	}
+	return string(d)
 }

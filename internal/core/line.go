@@ -119,7 +119,7 @@ func (l *Line) otherKind(names []string) error {
 			if contender != "" {
 				what = fmt.Sprintf("child %q (a %s contender's node)", n, contender)
 			}
-			return wrongKind(l.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
+			return WrongKind(l.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package core
+package race
 
 // One Race.Acquire, step by step: the state of a race across its rounds
 // (see Race).
@@ -15,7 +15,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -28,7 +30,7 @@ type race struct {
 	s       *Race
 	a       Attempt
 	delay   time.Duration  // the jittered wait's (see wait)
-	pace    Pacer          // retries after a lost connection (see Pacer)
+	pace    core.Pacer     // retries after a lost connection (see core.Pacer)
 	unknown *session.Epoch // an epoch in which this attempt may hold the node unseen
 	granted bool
 	noNode  int // creates in a row that found no Path
@@ -92,7 +94,7 @@ func (r *race) fence(ctx context.Context, ep *session.Epoch) (int32, error) {
 	if err == nil {
 		return version, nil
 	}
-	if errors.Is(err, ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
+	if errors.Is(err, core.ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
 		return 0, err
 	}
 	return 0, r.paced(ctx, ep)
@@ -135,7 +137,7 @@ func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*hold
 		return nil, errAgain
 	case session.OutcomeUnknown(err):
 		r.unknown = ep
-	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrLost):
+	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, core.ErrLost):
 		return nil, r.paced(ctx, ep) // a new session: race again in it
 	default:
 		return nil, err
@@ -211,7 +213,7 @@ func (r *race) grant(ctx context.Context, ep *session.Epoch, token int64, versio
 		return nil, errAgain
 	}
 	if err := r.s.alone(ctx, ep, h); err != nil {
-		if errors.Is(err, ErrWrongKind) || ctx.Err() != nil {
+		if errors.Is(err, core.ErrWrongKind) || ctx.Err() != nil {
 			return nil, err
 		}
 		return nil, errAgain
@@ -263,4 +265,29 @@ func checkFailed(res []zk.MultiResponse) error {
 		}
 	}
 	return nil
+}
+
+// ensureVersionedPath creates p as a persistent node, and its missing parents
+// as containers (see EnsurePath): for a path whose data version fences holds
+// (the non-fair race's guarded delete checks it). A container removed and
+// created again starts at version 0 again, so a delete retried across its
+// two lives could pass the check and remove the next holder's node; a
+// persistent path keeps counting.
+func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
+	var err error
+	for round := 0; round < 10; round++ {
+		if err = core.EnsurePath(sess, ep, zkpath.Parent(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if err == nil {
+			_, err = ep.Conn().Create(p, nil, 0, sess.ACL())
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return aclerr.Map("create", p, err)
+		}
+	}
+	return err
 }

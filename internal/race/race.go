@@ -1,4 +1,9 @@
-package core
+// Package race is the single-node race, the non-fair recipes' mechanism
+// beside the waiting line (the non-fair mutex and the non-fair election
+// race through it): one ephemeral node with a fixed name, each grant also
+// writing the attempt's guid to the parent (whose version is the fence),
+// adoption only on a guid match, and a guarded delete. See Race.
+package race
 
 import (
 	"context"
@@ -7,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/shepherdzk/shepherd/hold"
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/errs"
 	"github.com/shepherdzk/shepherd/internal/zkdelete"
 
 	"github.com/go-zookeeper/zk"
@@ -53,7 +60,7 @@ type Race struct {
 	// layout.NonFairElection): a path that holds another kind's nodes or
 	// mark (a waiting line's node too: a race and a line on one path would
 	// each grant a holder) is refused before the race's first write there
-	// and after each grant. Acquire then fails with ErrWrongKind.
+	// and after each grant. Acquire then fails with core.ErrWrongKind.
 	Layout *layout.Kind
 	// OnDisconnect is what a lost connection does to the race's holds (0:
 	// the session's DisconnectPolicy).
@@ -95,7 +102,7 @@ type Attempt struct {
 
 // ErrCheckFailed: a race's grant was refused by one of its Attempt's Check
 // ops.
-var ErrCheckFailed = NewError("recipe: the grant's check failed")
+var ErrCheckFailed = errs.New("recipe: the grant's check failed")
 
 // node is the race's node.
 func (s *Race) node() string { return s.Path + "/" + s.Name }
@@ -197,7 +204,7 @@ func (s *Race) removeIfOurs(ep *session.Epoch, guid string) {
 	var cur *session.Epoch
 	err := s.Sess.Do(ep.SessionContext(), func(e *session.Epoch) error {
 		if e.SessionID() != ep.SessionID() {
-			return ErrLost
+			return core.ErrLost
 		}
 		g, pst, err := s.lastGrant(context.Background(), e)
 		if err != nil {

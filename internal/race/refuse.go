@@ -1,4 +1,4 @@
-package core
+package race
 
 // How a Race race refuses another kind of recipe's path: before its first
 // write there (refuseForeign) and after each grant (alone).
@@ -14,6 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -26,7 +28,7 @@ import (
 // Path is refused, or the check cannot be made, h is released (its delete
 // guarded) and the error returned.
 func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *hold.Hold) error {
-	names, err := Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
+	names, err := epcall.Call(ctx, ep, func(c *zk.Conn) ([]string, error) {
 		names, _, err := c.Children(s.Path)
 		return names, aclerr.Map("getChildren", s.Path, err)
 	}, nil)
@@ -40,7 +42,7 @@ func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *hold.Hold) error
 	return err
 }
 
-// foreignChild returns ErrWrongKind if names (Path's children, listed
+// foreignChild returns core.ErrWrongKind if names (Path's children, listed
 // after a grant) hold another kind's node (see layout.RefusesChild).
 func (s *Race) foreignChild(names []string) error {
 	for _, n := range names {
@@ -48,7 +50,7 @@ func (s *Race) foreignChild(names []string) error {
 			continue
 		}
 		contender := ""
-		if p, ok := ParseName(n); ok {
+		if p, ok := core.ParseName(n); ok {
 			contender = p.Kind
 		}
 		if k, ok := layout.RefusesChild(s.Layout, n, contender); ok {
@@ -56,7 +58,7 @@ func (s *Race) foreignChild(names []string) error {
 			if contender != "" {
 				what = fmt.Sprintf("child %q (a %s contender's node)", n, contender)
 			}
-			return wrongKind(s.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
+			return core.WrongKind(s.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
 		}
 	}
 	return nil
@@ -74,8 +76,8 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 		seen layout.Seen
 		st   *zk.Stat
 	}
-	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
-		seen, st, err := Look(c, s.Path)
+	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (read, error) {
+		seen, st, err := core.Look(c, s.Path)
 		return read{seen, st}, err
 	}, nil)
 	switch {
@@ -85,16 +87,8 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 		return 0, err
 	case len(r.seen.Data) > 0 && !strings.HasPrefix(string(r.seen.Data), s.Mark) && layout.Refuse(s.Layout, r.seen) == nil:
 		// Data no kind declares: an application's node, not a race's.
-		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", ErrWrongKind, s.Path,
-			truncateData(r.seen.Data), strings.TrimSpace(s.Mark))
+		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", core.ErrWrongKind, s.Path,
+			core.TruncateData(r.seen.Data), strings.TrimSpace(s.Mark))
 	}
-	return r.st.Version, refusal(s.Layout, s.Path, r.seen)
-}
-
-// truncateData is data for an error message: at most 64 bytes.
-func truncateData(d []byte) string {
-	if len(d) > 64 {
-		return string(d[:64]) + "…"
-	}
-	return string(d)
+	return r.st.Version, core.Refusal(s.Layout, s.Path, r.seen)
 }
