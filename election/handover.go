@@ -107,7 +107,7 @@ type plan struct {
 // handovers is an Election's state of priorities and handovers.
 type handovers struct {
 	e       *Election
-	records recordWatch
+	records *recordWatch
 	poke    chan struct{} // our line node changed (see stepAside)
 
 	// turn is held (a value in it) while a handover of this candidate's
@@ -127,7 +127,7 @@ type handovers struct {
 }
 
 func newHandovers(e *Election) *handovers {
-	return &handovers{e: e, records: recordWatch{sess: e.sess, path: recordPath(e.path)}, poke: make(chan struct{}, 1),
+	return &handovers{e: e, records: newRecordWatch(e.sess, e.path), poke: make(chan struct{}, 1),
 		turn: make(chan struct{}, 1), mine: -1}
 }
 

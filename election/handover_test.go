@@ -13,6 +13,8 @@ import (
 	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // TestHandOverSkipsTheLine: a leader hands over to a named candidate
@@ -316,4 +318,52 @@ func TestOperatorHandOver(t *testing.T) {
 	}
 	_, err := election.RequestHandOver(testutil.Ctx(t, 10*time.Second), open(t, zk.Servers()), uniquePath(t), "")
 	require.True(t, errors.Is(err, election.ErrNoLeader), "%v", err)
+}
+
+// TestOperatorHandOverAfterReconnect: a leader watches the election's record
+// in the connection it has (one watch, its event dispatched on the session's
+// event path); when the connection drops and the session comes back, the
+// leader, paused then resumed, watches it again in the new connection, so an
+// operator's request made after that still reaches it.
+func TestOperatorHandOverAfterReconnect(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			path := uniquePath(t)
+			p, err := zktest.NewProxy(zk.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			ctx := testutil.Ctx(t, 60*time.Second)
+			sa := open(t, p.Addrs(), session.WithSessionTimeout(10*time.Second))
+			a, err := election.New(sa, path, "a", with(m.opts, election.WithDisconnectPolicy(session.PauseOnDisconnect))...)
+			require.NoError(t, err)
+			l, err := a.Campaign(ctx)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Resign(context.Background()) })
+			g := newLedger()
+			run(t, g, open(t, zk.Servers()), path, "b", m.opts...)
+			waitIn(t, a, 2)
+
+			// The leader's record watch is set in the first connection;
+			// that connection drops, and the session comes back.
+			sid := sa.SessionID()
+			paused := l.Paused()
+			p.Sever()
+			select {
+			case <-paused:
+			case <-ctx.Done():
+				t.Fatal("the leadership never paused")
+			}
+			_, err = sa.Wait(ctx)
+			require.NoError(t, err)
+			require.Equal(t, sid, sa.SessionID(), "the same session")
+			require.NoError(t, l.Gate(ctx), "the leadership resumed")
+
+			op := open(t, zk.Servers())
+			_, err = election.RequestHandOver(ctx, op, path, "b")
+			require.NoError(t, err)
+			require.Equal(t, "b", g.wait(t, 20*time.Second), "the request reached the leader")
+			require.ErrorIs(t, context.Cause(l.Context()), election.ErrHandedOver)
+			g.check(t)
+		})
+	}
 }

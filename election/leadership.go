@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/shepherdzk/shepherd/hold"
 
@@ -30,6 +31,10 @@ type Leadership struct {
 	hold   *hold.Hold // this grant of the node
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+
+	// checks: the leader's reading of the election's record (leadwatch.go).
+	checks            sync.Mutex
+	checking, recheck bool
 }
 
 // Term is the leadership's fencing token: the creation zxid of the leader's

@@ -13,30 +13,48 @@ import (
 	"github.com/shepherdzk/shepherd/internal/core"
 )
 
-// watchLeadership starts l's watches; they end with l.
+// watchLeadership starts l's watches; they end with l. The record's costs
+// no goroutine while nothing changes: a change of the record (or the end of
+// the epoch its watch was set in) starts one, which reads it and acts. It
+// follows the record until the candidate's next leadership replaces it.
 func (e *Election) watchLeadership(l *Leadership) {
-	go e.watchRecord(l)
+	e.ho.records.setFollower(func() { e.checkRecord(l) })
+	e.checkRecord(l)
 	if e.ext.yieldWindow > 0 {
 		go e.yieldLoop(l)
 	}
 }
 
-// watchRecord acts on the election's record while l leads.
-func (e *Election) watchRecord(l *Leadership) {
-	for {
-		rec, changed, err := e.ho.records.look(l.ctx)
-		if err != nil {
-			return // l ended (or the session is closed)
-		}
-		if rec != nil {
-			e.onRecord(l, rec)
-		}
-		select {
-		case <-changed:
-		case <-l.ctx.Done():
-			return
-		}
+// checkRecord reads the election's record while l leads, and acts on it,
+// on a goroutine of its own: one at a time (a change meanwhile makes it
+// read again).
+func (e *Election) checkRecord(l *Leadership) {
+	if l.ctx.Err() != nil {
+		return // a leadership before the current one, or ended
 	}
+	l.checks.Lock()
+	if l.checking {
+		l.recheck = true
+		l.checks.Unlock()
+		return
+	}
+	l.checking = true
+	l.checks.Unlock()
+	go func() {
+		for {
+			if rec, _, err := e.ho.records.look(l.ctx); err == nil && rec != nil {
+				e.onRecord(l, rec)
+			}
+			l.checks.Lock()
+			if !l.recheck || l.ctx.Err() != nil {
+				l.checking = false
+				l.checks.Unlock()
+				return
+			}
+			l.recheck = false
+			l.checks.Unlock()
+		}
+	}()
 }
 
 // ownName is the name the records use for this candidate, relative to the

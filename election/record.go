@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/go-zookeeper/zk"
 
@@ -156,21 +158,31 @@ func PendingHandOver(ctx context.Context, sess *session.Session, path string) (*
 
 // recordWatch is a candidate's watch of its election's record: one exists
 // watch per connection (epoch), shared by whatever of the candidate looks
-// (its wait in line, its leadership), and set again only once it has fired.
-// While the candidate takes no part, the watch is parked: its goroutine
-// stops, but the watch itself stays set, to be used again (go-zookeeper
-// keeps every watch channel until its event, so a watch set anew at each
-// campaign would pile up).
+// (its wait in line, its leadership), and set again only once it has fired
+// (go-zookeeper keeps every watch channel until its event, so a watch set
+// anew at each look or campaign would pile up).
+//
+// It costs no goroutine: the watch's event reaches it on the session's
+// event path (session.Session.WatchNode), and its epoch's end through the
+// epoch's hook. The registration lasts as long as the watch is used; it
+// holds the watch weakly and ends when the candidate is collected.
 type recordWatch struct {
 	sess *session.Session
 	path string // the record's full path
 
 	mu      sync.Mutex
-	ep      *session.Epoch  // the epoch zch was set in
+	ep      *session.Epoch  // the epoch the watch was set in
 	zch     <-chan zk.Event // the exists watch (nil: none set, or fired)
 	rec     *record         // the record as read when zch was set
-	changed chan struct{}   // closed when zch fires, ep ends, or the watch is parked
-	park    chan struct{}   // closed to park the watch
+	gen     uint64          // counts the watch's events and epoch ends
+	changed chan struct{}   // closed at the next event or epoch end (nil: none asked)
+	follow  func()          // called then too (see setFollower)
+	watched bool            // registered with the session's event path
+}
+
+// newRecordWatch is the record watch of the election at full path p.
+func newRecordWatch(sess *session.Session, p string) *recordWatch {
+	return &recordWatch{sess: sess, path: recordPath(p)}
 }
 
 // look returns the record (nil: none) as read in the session's current
@@ -182,27 +194,95 @@ func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error
 		return nil, nil, err
 	}
 	w.mu.Lock()
+	w.registerLocked()
 	if w.ep == ep && w.zch != nil {
-		if isClosed(w.changed) {
-			w.startLocked() // parked: the watch is still set
-		}
-		rec, ch := w.rec, w.changed
+		rec, ch := w.rec, w.changedLocked()
 		w.mu.Unlock()
 		return rec, ch, nil
 	}
+	gen := w.gen
 	w.mu.Unlock()
 	rec, zch, err := readRecord(ctx, ep, w.path)
 	if err != nil {
 		return nil, nil, err
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.changed != nil && !isClosed(w.changed) {
-		close(w.park) // another look's watch: this one replaces it
+	ch := w.changedLocked()
+	if w.gen != gen {
+		// An event (or the epoch's end) came while the watch was set: the
+		// record read may be stale: look again.
+		w.mu.Unlock()
+		closed := make(chan struct{})
+		close(closed)
+		return rec, closed, nil
 	}
+	newEpoch := w.ep != ep
 	w.ep, w.zch, w.rec = ep, zch, rec
-	w.startLocked()
-	return rec, w.changed, nil
+	w.mu.Unlock()
+	if newEpoch {
+		// Outside w.mu: the hook runs at once if ep has ended.
+		ep.OnEnd(func() { w.fire(ep) })
+	}
+	return rec, ch, nil
+}
+
+// registerLocked registers the watch with the session's event path, once.
+// The registration holds w weakly, and ends when w is collected.
+func (w *recordWatch) registerLocked() {
+	if w.watched {
+		return
+	}
+	w.watched = true
+	wp := weak.Make(w)
+	stop := w.sess.WatchNode(w.path, func(ev zk.Event) {
+		if x := wp.Value(); x != nil {
+			x.fire(nil)
+		}
+	})
+	runtime.AddCleanup(w, func(stop func()) { stop() }, stop)
+}
+
+// fire marks the watch as fired (an event of the record's node) or ended
+// (the end of epoch ep: only if the watch was set in it), and tells those
+// waiting. It runs on the session's event path or the epoch's hook.
+func (w *recordWatch) fire(ep *session.Epoch) {
+	w.mu.Lock()
+	if ep != nil && ep != w.ep {
+		w.mu.Unlock()
+		return // an epoch the watch is no longer in
+	}
+	w.gen++
+	w.zch = nil // read again
+	if w.changed != nil {
+		close(w.changed)
+		w.changed = nil
+	}
+	follow := w.follow
+	w.mu.Unlock()
+	if follow != nil {
+		follow()
+	}
+}
+
+// changedLocked is the channel closed at the watch's next event or epoch
+// end (made when asked for).
+func (w *recordWatch) changedLocked() chan struct{} {
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	return w.changed
+}
+
+// setFollower makes fn the one called each time the record may have
+// changed (the watch's event, its epoch's end), in place of the one before
+// (nil: none). fn runs on the session's event path: it must not block nor
+// call the connection. One is enough: the only follower is the
+// candidate's leadership, and a candidate has one at a time.
+func (w *recordWatch) setFollower(fn func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.registerLocked()
+	w.follow = fn
 }
 
 // cached is the record as last read (nil: none, or not read).
@@ -210,43 +290,4 @@ func (w *recordWatch) cached() *record {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.rec
-}
-
-// startLocked starts the goroutine that closes changed when the watch
-// fires, its epoch ends or it is parked.
-func (w *recordWatch) startLocked() {
-	changed, park, zch, ep := make(chan struct{}), make(chan struct{}), w.zch, w.ep
-	w.changed, w.park = changed, park
-	go func() {
-		select {
-		case <-zch:
-			w.mu.Lock()
-			if w.zch == zch {
-				w.zch = nil // fired: read again
-			}
-			w.mu.Unlock()
-		case <-ep.Done(): // read again in the next epoch
-		case <-park: // the watch stays set (an event meanwhile waits in zch)
-		}
-		close(changed)
-	}()
-}
-
-// stop parks the watch (the candidate takes no part any more).
-func (w *recordWatch) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.changed != nil && !isClosed(w.park) {
-		close(w.park)
-	}
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

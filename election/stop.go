@@ -82,11 +82,10 @@ func (e *Election) leaveAtEnd(ctx context.Context) {
 }
 
 // quit leaves the election: the line (see leave), and, in the non-fair
-// layout, the registry; the record watch is parked.
+// layout, the registry.
 func (e *Election) quit(ctx context.Context) error {
 	err := e.leave(ctx)
 	e.unregister(ctx)
-	e.ho.records.stop()
 	return err
 }
 
