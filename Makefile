@@ -124,5 +124,5 @@ chaos: setup
 ## spurious "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 200000x
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./internal/core
+	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./internal/line
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/zkpath

@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -27,7 +27,7 @@ type Entry struct {
 	Created   time.Time  `json:"created"`
 	Token     hold.Token `json:"token"` // the creation zxid: the fencing token
 	// Library names the library and recipe whose naming the node uses
-	// (core.Library(Kind)): "kazoo __lock__ (Lock, WriteLock, Election)", ...; a
+	// (line.Library(Kind)): "kazoo __lock__ (Lock, WriteLock, Election)", ...; a
 	// semaphore's waiters, named lock- as a mutex's nodes are, are
 	// "curator lock- (InterProcessSemaphoreV2 lease waiters)".
 	Library string `json:"library,omitempty"`
@@ -86,7 +86,7 @@ func InspectW(ctx context.Context, sess *session.Session, path string) (*Snapsho
 
 func inspect(ctx context.Context, sess *session.Session, path string, watch bool) (*Snapshot, error) {
 	if sess == nil { // any path may be read: the root, /zookeeper, ...
-		return nil, fmt.Errorf("inspect: %w: nil session", core.ErrInvalidArgument)
+		return nil, fmt.Errorf("inspect: %w: nil session", line.ErrInvalidArgument)
 	}
 	var snap *Snapshot
 	err := sess.Do(ctx, func(ep *session.Epoch) error {
@@ -156,7 +156,7 @@ func (in *inspector) seen(p string, data []byte, names []string) (layout.Seen, e
 	seen := layout.Seen{Data: data}
 	for _, n := range names {
 		ch := layout.Child{Name: n}
-		if pn, ok := core.ParseName(n); ok {
+		if pn, ok := line.ParseName(n); ok {
 			ch.Contender = pn.Kind
 		}
 		if layout.Ambiguous(n) {
@@ -218,7 +218,7 @@ func (in *inspector) empty(p string) (*Snapshot, error) {
 
 // entries reads the nodes named by names under dir, skipping those gone
 // meanwhile.
-func (in *inspector) entries(dir string, names []core.Name) ([]Entry, error) {
+func (in *inspector) entries(dir string, names []line.Name) ([]Entry, error) {
 	out := make([]Entry, 0, len(names))
 	for _, n := range names {
 		e, ok, err := entry(in.c, dir+"/"+n.Name, n)
@@ -253,10 +253,10 @@ func (in *inspector) semaphore(path string, data []byte) (*Snapshot, error) {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	if snap.Holders, err = in.entries(path+"/"+layout.SemaphoreLeases, core.Sort(leases, core.KindLease)); err != nil {
+	if snap.Holders, err = in.entries(path+"/"+layout.SemaphoreLeases, line.Sort(leases, line.KindLease)); err != nil {
 		return nil, err
 	}
-	if snap.Waiters, err = in.entries(path+"/"+layout.SemaphoreLocks, core.Sort(locks)); err != nil {
+	if snap.Waiters, err = in.entries(path+"/"+layout.SemaphoreLocks, line.Sort(locks)); err != nil {
 		return nil, err
 	}
 	for i := range snap.Waiters {
@@ -292,7 +292,7 @@ func (in *inspector) contenders(path string, names []string, k *layout.Kind) (*S
 			if n != node {
 				continue
 			}
-			e, ok, err := entry(in.c, path+"/"+n, core.Name{Name: n})
+			e, ok, err := entry(in.c, path+"/"+n, line.Name{Name: n})
 			if err != nil {
 				return nil, err
 			}
@@ -301,7 +301,7 @@ func (in *inspector) contenders(path string, names []string, k *layout.Kind) (*S
 			}
 		}
 	}
-	all, err := in.entries(path, core.Sort(names))
+	all, err := in.entries(path, line.Sort(names))
 	if err != nil {
 		return nil, err
 	}
@@ -323,19 +323,19 @@ func classify(snap *Snapshot, all []Entry) {
 	}
 	if snap.Fair {
 		switch all[0].Kind {
-		case core.KindLatch:
+		case line.KindLatch:
 			snap.Kind = "election"
-		case core.KindRead, core.KindWrite, core.KindKazooRead:
+		case line.KindRead, line.KindWrite, line.KindKazooRead:
 			snap.Kind = "rwlock"
 		default:
 			snap.Kind = "mutex"
 		}
 	}
 	for _, e := range all {
-		if e.Kind == core.KindKazooRead && snap.Kind == "mutex" {
+		if e.Kind == line.KindKazooRead && snap.Kind == "mutex" {
 			snap.Kind = "rwlock" // Kazoo's WriteLock names its nodes as its Lock does
 		}
-		switch names := core.NamingOf(e.Kind).String(); snap.Names {
+		switch names := line.NamingOf(e.Kind).String(); snap.Names {
 		case "":
 			snap.Names = names
 		case names, "mixed":
@@ -353,7 +353,7 @@ func lineHolders(kind string, all []Entry) int {
 	if len(all) > 0 {
 		n = 1
 		if kind == "rwlock" {
-			for n = 0; n < len(all) && (all[n].Kind == core.KindRead || all[n].Kind == core.KindKazooRead); n++ {
+			for n = 0; n < len(all) && (all[n].Kind == line.KindRead || all[n].Kind == line.KindKazooRead); n++ {
 			}
 			if n == 0 {
 				n = 1
@@ -393,7 +393,7 @@ func slotsOf(c *zk.Conn, dir string, holders []Entry, children func(string) ([]s
 }
 
 // entry reads one node's owner, age and data.
-func entry(c *zk.Conn, p string, n core.Name) (Entry, bool, error) {
+func entry(c *zk.Conn, p string, n line.Name) (Entry, bool, error) {
 	data, st, err := c.Get(p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return Entry{}, false, nil // gone meanwhile
@@ -402,7 +402,7 @@ func entry(c *zk.Conn, p string, n core.Name) (Entry, bool, error) {
 	}
 	data, revoke := layout.RevokeRequest(data)
 	return Entry{Node: p, Kind: n.Kind, Seq: n.Seq, Data: string(data), SessionID: st.EphemeralOwner,
-		Created: time.UnixMilli(st.Ctime), Token: hold.Token(st.Czxid), Library: core.Library(n.Kind), Revoke: revoke}, true, nil
+		Created: time.UnixMilli(st.Ctime), Token: hold.Token(st.Czxid), Library: line.Library(n.Kind), Revoke: revoke}, true, nil
 }
 
 // merge returns a channel that fires when any of chs does.

@@ -10,19 +10,19 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
 // ErrInUse: a recipe's nodes were not removed because someone holds or
 // waits there (or arrived while they were being removed).
-var ErrInUse = core.NewError("the recipe is in use: someone holds or waits")
+var ErrInUse = line.NewError("the recipe is in use: someone holds or waits")
 
 // ErrNotARecipe: there is no recipe at the path (nothing, or nodes no
 // kind declares), so there is nothing of a recipe's to remove.
-var ErrNotARecipe = core.NewError("no recipe at the path")
+var ErrNotARecipe = line.NewError("no recipe at the path")
 
 // RemoveIdle removes what an idle recipe left at path (full path): a
 // non-fair recipe's persistent path, a schedule's record and its election's
@@ -34,7 +34,7 @@ var ErrNotARecipe = core.NewError("no recipe at the path")
 // than lose its place. It returns the kind and the nodes removed.
 func RemoveIdle(ctx context.Context, sess *session.Session, p string) (string, []string, error) {
 	if sess == nil {
-		return "", nil, fmt.Errorf("rm: %w: nil session", core.ErrInvalidArgument)
+		return "", nil, fmt.Errorf("rm: %w: nil session", line.ErrInvalidArgument)
 	}
 	var kind string
 	var removed []string
@@ -53,7 +53,7 @@ func RemoveIdle(ctx context.Context, sess *session.Session, p string) (string, [
 
 // removeIdle is RemoveIdle's one attempt on c.
 func removeIdle(c *zk.Conn, p string) (string, []string, error) {
-	seen, st, err := core.Look(c, p)
+	seen, st, err := line.Look(c, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil, fmt.Errorf("%w: nothing at %s", ErrNotARecipe, p)
 	} else if err != nil {

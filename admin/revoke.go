@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/hold"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 
 	"github.com/go-zookeeper/zk"
 
@@ -51,7 +51,7 @@ import (
 // ErrNotHead: a revocation request (AskRevoke) was made to a node that does
 // not head its line (a waiter, or a reader behind others), where it would
 // read as its holder's mark.
-var ErrNotHead = core.NewError("the node does not head its line: only a holder at the head can be asked")
+var ErrNotHead = line.NewError("the node does not head its line: only a holder at the head can be asked")
 
 // Grant is one grant of a hold: its node, the creation zxid of that node
 // (the hold's token) and the session that owns it. A node with a fixed name
@@ -74,7 +74,7 @@ func (e Entry) Grant() Grant { return Grant{Node: e.Node, Token: e.Token, Sessio
 var errAgain = errors.New("admin: read again")
 
 // errGrantGone: the grant's node is gone, or is a later grant's.
-var errGrantGone = core.NewError("the grant has ended")
+var errGrantGone = line.NewError("the grant has ended")
 
 // matches reports whether st is the Stat of g's node (once pinned).
 func (g *Grant) matches(st *zk.Stat) bool {
@@ -245,8 +245,8 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 // only grow), so once true it stays true while the node lasts.
 func headsLine(c *zk.Conn, node string) error {
 	i := strings.LastIndex(node, "/")
-	own, ok := core.ParseName(node[i+1:])
-	if !ok || own.Kind == core.KindLease {
+	own, ok := line.ParseName(node[i+1:])
+	if !ok || own.Kind == line.KindLease {
 		return nil
 	}
 	parent := node[:i]
@@ -257,13 +257,13 @@ func headsLine(c *zk.Conn, node string) error {
 	if err != nil {
 		return aclerr.Map("getChildren", parent, err)
 	}
-	for _, n := range core.Sort(names) {
+	for _, n := range line.Sort(names) {
 		switch {
 		case n.Name == own.Name:
 			return nil
 		case n.Seq > own.Seq:
 			return errGrantGone // past its place: it has left the line
-		case n.Kind != core.KindLease:
+		case n.Kind != line.KindLease:
 			return fmt.Errorf("%w: %s waits behind %s", ErrNotHead, node, n.Name)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -208,7 +208,7 @@ func (h *harness) foreign(s *session.Session) {
 			continue
 		}
 		guid := curatorGUID()
-		p, err := ep.Conn().Create(h.path+"/"+core.ProtectedPrefix(guid, h.spec.foreign), []byte("foreign"),
+		p, err := ep.Conn().Create(h.path+"/"+line.ProtectedPrefix(guid, h.spec.foreign), []byte("foreign"),
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		switch {
 		case err == nil:
@@ -242,7 +242,7 @@ func (h *harness) foreign(s *session.Session) {
 }
 
 // curatorGUID is a guid as Curator makes one (a dashed UUID): never
-// shepherd's (core.Name.Shepherd).
+// shepherd's (line.Name.Shepherd).
 func curatorGUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -259,13 +259,13 @@ func watchPredecessor(ep *session.Epoch, path, own string) (<-chan gozk.Event, s
 	if err != nil {
 		return nil, ""
 	}
-	me, ok := core.ParseName(own[strings.LastIndex(own, "/")+1:])
+	me, ok := line.ParseName(own[strings.LastIndex(own, "/")+1:])
 	if !ok {
 		return nil, ""
 	}
-	var pred core.Name
+	var pred line.Name
 	for _, c := range names {
-		if n, ok := core.ParseName(c); ok && n.Seq < me.Seq && (pred.Name == "" || n.Seq > pred.Seq) {
+		if n, ok := line.ParseName(c); ok && n.Seq < me.Seq && (pred.Name == "" || n.Seq > pred.Seq) {
 			pred = n
 		}
 	}

@@ -58,7 +58,7 @@ type recipeSpec struct {
 	make func(s *session.Session, path string, i int, p session.DisconnectPolicy) (client, error)
 	// foreign, when set, is the kind of a contender like Curator's that
 	// the line gets: it enters, waits a little and gives up, over and over,
-	// and never marks its node (see core.AwaitOptions.MarkFor): the waiters
+	// and never marks its node (see line.AwaitOptions.MarkFor): the waiters
 	// behind it fall back to listing. A latch watches its predecessor as
 	// Curator's LeaderLatch does, and a data change of it is a violation
 	// (the one-shot watch spent, LeaderLatch would wait for ever).

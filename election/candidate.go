@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 )
 
 // candidateMark separates a candidate's id from the rest of its data (a
@@ -57,7 +57,7 @@ func encodeCandidate(id string, d candidateData) []byte {
 // request stripped): its id and what else it says. Data of another library
 // (a Curator participant's id) is all id.
 func parseCandidate(data []byte) (string, candidateData) {
-	data = core.StripRevoke(data)
+	data = line.StripRevoke(data)
 	i := bytes.Index(data, []byte(candidateMark))
 	if i < 0 {
 		return string(data), candidateData{}

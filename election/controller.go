@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -73,47 +73,47 @@ func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Lead
 }
 
 // acquireFair waits in the line through the contender loop (see
-// core.Acquire) until this candidate leads. The candidate's node is kept
-// across calls (core.Driver.Keep: leave removes it): after a loss, a
+// line.Acquire) until this candidate leads. The candidate's node is kept
+// across calls (line.Driver.Keep: leave removes it): after a loss, a
 // candidate whose session survived waits again with the node it has, and
 // leads again at once, with the same term, if it still heads the line.
 func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	cand := e.node
 	e.mu.Unlock()
-	var own *core.Node
+	var own *line.Node
 	if cand != nil {
 		own = cand.node
 	}
 	// When leader changes are reported, the head is watched as well as the
 	// predecessor (every candidate then hears of each change, by design).
-	var onHead func(core.Name, []byte, *zk.Stat)
+	var onHead func(line.Name, []byte, *zk.Stat)
 	if report != nil {
-		onHead = func(h core.Name, data []byte, st *zk.Stat) {
+		onHead = func(h line.Name, data []byte, st *zk.Stat) {
 			report(leaderOf(Leader{Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner}, data))
 		}
 	}
-	return core.Acquire(ctx, e.line(), core.Driver[*Leadership]{
+	return line.Acquire(ctx, e.line(), line.Driver[*Leadership]{
 		Kind: recipe.KindLatch,
 		Data: e.nodeData(),
 		// A leader that waited marks its node when the candidate after it
-		// is shepherd's (core.AwaitOptions.MarkFor): that candidate is
+		// is shepherd's (line.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: core.AwaitOptions{OnHead: onHead, MarkFor: core.Name.Shepherd, OnWatch: e.onWatch},
+		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: e.onWatch},
 		Node:    own,
 		Keep:    true,
-		Entered: func(ctx context.Context, ep *session.Epoch, own *core.Node) error {
+		Entered: func(ctx context.Context, ep *session.Epoch, own *line.Node) error {
 			c, err := e.entered(ctx, ep, own)
 			if err == nil {
 				cand = c
 			}
 			return err
 		},
-		Grant: func(_ context.Context, ep *session.Epoch, _ *core.Node) (*Leadership, error) {
+		Grant: func(_ context.Context, ep *session.Epoch, _ *line.Node) (*Leadership, error) {
 			return e.electedFair(ep, cand, report), nil
 		},
-		Gone: func(own *core.Node) {
+		Gone: func(own *line.Node) {
 			// Our node is gone: its session must be too. Re-enter.
 			e.mu.Lock()
 			if e.node != nil && e.node.node == own {
@@ -132,7 +132,7 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 	e.mu.Lock()
 	prev := e.node
 	e.mu.Unlock()
-	guid := core.NewGUID()
+	guid := line.NewGUID()
 	if prev != nil {
 		guid = prev.guid
 	}

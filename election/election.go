@@ -16,8 +16,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -26,12 +26,12 @@ import (
 // Errors, matched with errors.Is.
 var (
 	ErrInvalidPath     = recipe.ErrInvalidPath
-	ErrInvalidID       = core.NewError("election: invalid candidate id")
+	ErrInvalidID       = line.NewError("election: invalid candidate id")
 	ErrInvalidArgument = recipe.ErrInvalidArgument
-	ErrNotLeader       = core.NewError("election: not the leader")
-	ErrBusy            = core.NewError("election: already campaigning")
-	ErrNoLeader        = core.NewError("election: no leader")
-	ErrStopDeadline    = core.NewError("election: OnElected did not return within the stop deadline")
+	ErrNotLeader       = line.NewError("election: not the leader")
+	ErrBusy            = line.NewError("election: already campaigning")
+	ErrNoLeader        = line.NewError("election: no leader")
+	ErrStopDeadline    = line.NewError("election: OnElected did not return within the stop deadline")
 	ErrClosed          = session.ErrClosed
 	ErrLost            = session.ErrLost
 	// ErrWrongKind: the path belongs to another kind of recipe, or to an
@@ -201,8 +201,8 @@ type Election struct {
 	resignCh   chan struct{}
 	leftCh     chan struct{}   // closed by Run once a leadership's end is dealt with
 	single     race.Race       // the non-fair race
-	layout     *core.PathCheck // the fair line's check of the path
-	nfLayout   *core.PathCheck // the non-fair registration's
+	layout     *line.PathCheck // the fair line's check of the path
+	nfLayout   *line.PathCheck // the non-fair registration's
 }
 
 // candidate is our node, bound to the session that created it.
@@ -221,7 +221,7 @@ type candidate struct {
 	// node is the line's node of a fair candidate (with the line as listed
 	// with its create), used by the goroutine that campaigns with it; nil in
 	// non-fair mode.
-	node *core.Node
+	node *line.Node
 }
 
 // New returns a candidate with the given id for the election at path. It does
@@ -249,8 +249,8 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		Layout: layout.NonFairElection, OnDisconnect: c.policy}
-	e.layout = core.NewPathCheck(layout.FairElection)
-	e.nfLayout = core.NewPathCheck(layout.NonFairElection)
+	e.layout = line.NewPathCheck(layout.FairElection)
+	e.nfLayout = line.NewPathCheck(layout.NonFairElection)
 	return e, nil
 }
 

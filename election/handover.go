@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 )
@@ -22,18 +22,18 @@ import (
 var (
 	// ErrNoCandidate: there is no candidate to hand over to (the id is not
 	// in line, or no other candidate is): leadership is kept.
-	ErrNoCandidate = core.NewError("election: no candidate to hand over to")
+	ErrNoCandidate = line.NewError("election: no candidate to hand over to")
 	// ErrHandOverRefused: the way to the successor could not be cleared (a
 	// Curator or Kazoo participant stands in line between them and cannot
 	// be asked to step aside, or a candidate between them did not within
 	// the handover timeout, or another handover is pending): leadership is
 	// kept. Resign gives it up in line order instead.
-	ErrHandOverRefused = core.NewError("election: handover refused")
+	ErrHandOverRefused = line.NewError("election: handover refused")
 	// ErrNotTaken: in a non-fair election, the successor did not take
 	// leadership within the handover timeout (crashed, cut off):
 	// leadership was given up, its reservation dropped, and the other
 	// candidates race for it as after a resign.
-	ErrNotTaken = core.NewError("election: the successor did not take leadership in time")
+	ErrNotTaken = line.NewError("election: the successor did not take leadership in time")
 )
 
 // ErrHandedOver is the cause (context.Cause) of a leadership's Context when
@@ -99,7 +99,7 @@ type plan struct {
 	// non-fair layout it is the reservation the successor takes.
 	rec string
 	// recData is the record's data, as written (its identity with its
-	// path and the leader's session: see core.Attached).
+	// path and the leader's session: see line.Attached).
 	recData []byte
 	began   time.Time
 }

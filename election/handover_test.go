@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -174,7 +174,7 @@ func foreignLatch(t *testing.T, path, data string) string {
 	s := open(t, zk.Servers())
 	ep, err := s.Wait(testutil.Ctx(t, 10*time.Second))
 	require.NoError(t, err)
-	p, err := ep.Conn().Create(path+"/"+core.ProtectedPrefix("0f1e2d3c-4b5a-4697-8877-665544332211", core.KindLatch),
+	p, err := ep.Conn().Create(path+"/"+line.ProtectedPrefix("0f1e2d3c-4b5a-4697-8877-665544332211", line.KindLatch),
 		[]byte(data), gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	return p[len(path)+1:]
@@ -266,7 +266,7 @@ func TestHandOverWayBound(t *testing.T) {
 	s := open(t, zk.Servers())
 	ep, err := s.Wait(testutil.Ctx(t, 10*time.Second))
 	require.NoError(t, err)
-	_, err = ep.Conn().Create(path+"/"+core.ProtectedPrefix(core.NewGUID(), core.KindLatch), []byte("old"),
+	_, err = ep.Conn().Create(path+"/"+line.ProtectedPrefix(line.NewGUID(), line.KindLatch), []byte("old"),
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	run(t, g, open(t, zk.Servers()), path, "d")

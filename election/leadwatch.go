@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 )
 
 // watchLeadership starts l's watches; they end with l. The record's costs
@@ -108,7 +108,7 @@ func (e *Election) removeRecord(l *Leadership, rec *record) {
 	if err != nil {
 		return
 	}
-	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		ok, st, err := c.Exists(recordPath(e.path))
 		if err != nil || !ok || st.Czxid != rec.czxid {
 			return err

@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -28,15 +28,15 @@ type member struct {
 // parseLatch parses a candidate's node name ("_c_<guid>-latch-<seq>", as
 // Curator's LeaderLatch names them).
 func parseLatch(name string) (member, bool) {
-	n, ok := core.ParseName(name)
+	n, ok := line.ParseName(name)
 	if !ok || (n.Kind != recipe.KindLatch && n.Kind != recipe.KindKazooLock) {
 		return member{}, false
 	}
 	return member{name: n.Name, seq: n.Seq, guid: n.GUID}, true
 }
 
-func (e *Election) line() *core.Line {
-	return &core.Line{Sess: e.sess, Recipe: "election", Path: e.path, Naming: e.names,
+func (e *Election) line() *line.Line {
+	return &line.Line{Sess: e.sess, Recipe: "election", Path: e.path, Naming: e.names,
 		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Layout: e.layout, OnDisconnect: e.policy}
 }
 
@@ -49,7 +49,7 @@ func (e *Election) list(ep *session.Epoch) ([]member, error) {
 	return members(names), nil
 }
 
-func members(names []core.Name) []member {
+func members(names []line.Name) []member {
 	ms := make([]member, len(names))
 	for i, n := range names {
 		ms[i] = member{name: n.Name, seq: n.Seq, guid: n.GUID}
@@ -60,13 +60,13 @@ func members(names []core.Name) []member {
 // entered makes the candidate of n, a node just entered in ep's session,
 // and records it as the candidate's node: its creation zxid is the term it
 // will lead with. The first time, it warns of other candidates using our id.
-func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *core.Node) (*candidate, error) {
+func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node) (*candidate, error) {
 	c := &candidate{ep: ep, path: n.Path, name: n.Name.Name, seq: n.Seq, sid: ep.SessionID(), czxid: n.Czxid, node: n}
 	if c.czxid == 0 {
 		// The term is the node's creation zxid, which a create's answer
 		// does not carry. Read it now, before waiting, so that a handoff
 		// costs no extra round trip.
-		st, err := core.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
+		st, err := line.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
 			ok, st, err := c.Exists(n.Path)
 			if err == nil && !ok {
 				err = recipe.ErrNodeGone
@@ -86,7 +86,7 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *core.Node)
 	e.mu.Unlock()
 	if first {
 		// Once per Election: it costs a read per candidate.
-		_ = core.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
+		_ = line.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
-// The election's handoff marks (core.AwaitOptions.MarkFor): a leader that
+// The election's handoff marks (line.AwaitOptions.MarkFor): a leader that
 // waited marks its node when the candidate after it is shepherd's, which is
 // then elected by the node's deletion alone. These tests pin what makes it
 // safe next to Curator's LeaderLatch, which acts only on its predecessor's
@@ -37,10 +38,9 @@ type campaigner struct {
 }
 
 // queueCampaign starts e's Campaign in the background and waits until it
-// watches its predecessor (the server holds one more watch).
+// watches its predecessor (its session watches a line node).
 func queueCampaign(t *testing.T, ctx context.Context, s *session.Session, e *election.Election) *campaigner {
 	t.Helper()
-	before := testutil.WatchCount(t, zk, 0)
 	ctx, cancel := context.WithCancel(ctx)
 	c := &campaigner{e: e, s: s, cancel: cancel, got: make(chan struct{})}
 	go func() {
@@ -49,7 +49,7 @@ func queueCampaign(t *testing.T, ctx context.Context, s *session.Session, e *ele
 		close(c.got)
 	}()
 	t.Cleanup(cancel)
-	require.Eventually(t, func() bool { return testutil.WatchCount(t, zk, 0) > before }, 10*time.Second, 2*time.Millisecond)
+	awaitInLine(t, s, 1)
 	return c
 }
 
@@ -118,8 +118,8 @@ func curatorLatch(t *testing.T, path string) *latch {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	uuid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	name := core.ProtectedPrefix(uuid, recipe.KindLatch)
-	require.False(t, core.Name{GUID: uuid}.Shepherd(), "a Curator guid taken for shepherd's")
+	name := line.ProtectedPrefix(uuid, recipe.KindLatch)
+	require.False(t, line.Name{GUID: uuid}.Shepherd(), "a Curator guid taken for shepherd's")
 	p, err := ep.Conn().Create(s.Path(path)+"/"+name, []byte("curator"), gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	return &latch{s: s, node: p}
@@ -191,7 +191,7 @@ func TestMarkedHandoffSendsNothing(t *testing.T) {
 	lc := c.elected(t)
 	require.True(t, c.at.After(resigned))
 	// Once elected (not before: the handoff itself costs it nothing), the
-	// leadership watches its own node (internal/core/revoke.go): one request.
+	// leadership watches its own node (hold/ownwatch.go): one request.
 	require.Equal(t, before+1, quietXid(t, ss[3]), "the new leader sent a request to be elected")
 	require.NoError(t, lc.Resign(ctx))
 }
@@ -346,7 +346,6 @@ func TestMarkWakesNoHerd(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	t.Cleanup(func() { stop(); <-done })
-	before := testutil.WatchCount(t, zk, 0)
 	go func() {
 		defer close(done)
 		_ = es[3].Run(rctx, election.Callbacks{
@@ -354,7 +353,7 @@ func TestMarkWakesNoHerd(t *testing.T) {
 			OnLeader:  func(l election.Leader) { leaders <- l.ID },
 		})
 	}()
-	require.Eventually(t, func() bool { return testutil.WatchCount(t, zk, 0) > before+1 }, 10*time.Second, 2*time.Millisecond)
+	awaitInLine(t, ss[3], 2) // its predecessor, and the head (OnLeader)
 	require.Equal(t, "c0", <-leaders)
 
 	require.NoError(t, lx.Resign(ctx))
@@ -416,4 +415,21 @@ func TestMarkRacesCancel(t *testing.T) {
 		require.True(t, c.at.After(resigned), "round %d: c elected before a resigned", round)
 		require.NoError(t, lc.Resign(ctx))
 	}
+}
+
+// awaitInLine waits until session s watches n line nodes or more (the
+// election's handover record aside, which a candidate watches too): its
+// own watches, which the server's watch count would mix with other
+// clients' (a leader's watch on its own node, set 10 ms into its term).
+func awaitInLine(t *testing.T, s *session.Session, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		k := 0
+		for _, p := range testutil.WatchedBy(t, zk, 0, s.SessionID()) {
+			if !strings.HasSuffix(p, "/handover") {
+				k++
+			}
+		}
+		return k >= n
+	}, 20*time.Second, 2*time.Millisecond, "session 0x%x watches fewer than %d line nodes", s.SessionID(), n)
 }

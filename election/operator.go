@@ -11,7 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -99,9 +99,9 @@ func (e *Election) operatorTarget(ctx context.Context, cur Leader, id string) (c
 	}
 	for _, c := range others[:j] {
 		if e.fair && !c.shepherd {
-			n, _ := core.ParseName(c.name)
+			n, _ := line.ParseName(c.name)
 			return cand{}, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside",
-				ErrHandOverRefused, c.name, c.ID, core.Library(n.Kind), others[j].ID)
+				ErrHandOverRefused, c.name, c.ID, line.Library(n.Kind), others[j].ID)
 		}
 	}
 	return others[j], nil
@@ -120,7 +120,7 @@ func (e *Election) awaitLeader(ctx context.Context, succ cand) (Leader, error) {
 			if ctx.Err() != nil {
 				return Leader{}, ctx.Err()
 			}
-			var pace core.Pacer
+			var pace line.Pacer
 			if err := pace.Wait(ctx, ep); err != nil {
 				return Leader{}, err
 			}

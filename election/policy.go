@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 )
 
 // extConfig is what the options of priorities and handovers set.
@@ -85,7 +85,7 @@ func WithPreferredLeader(window time.Duration) Option {
 // attributes; a proclaimed value is checked when proclaimed).
 func checkData(id string, x extConfig) error {
 	data := encodeCandidate(id, candidateData{Priority: x.priority, Attributes: x.attrs})
-	return core.CheckData(data)
+	return line.CheckData(data)
 }
 
 // handOverTimeout is the bound of each wait of a handover.

@@ -12,7 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -69,7 +69,7 @@ func (e *Election) proclaimOnce(ctx context.Context, l *Leadership, value string
 	if err != nil {
 		return err
 	}
-	suffix := data[len(core.StripRevoke(data)):]
+	suffix := data[len(line.StripRevoke(data)):]
 	_, d := parseCandidate(data)
 	d.Value = value
 	out := append(encodeCandidate(e.id, d), suffix...)
@@ -80,14 +80,14 @@ func (e *Election) proclaimOnce(ctx context.Context, l *Leadership, value string
 // nextIsShepherds refuses a write of the leader's node when the candidate
 // behind it is another library's (see Proclaim).
 func (e *Election) nextIsShepherds(ctx context.Context, l *Leadership) error {
-	var next core.Name
+	var next line.Name
 	err := e.sess.Do(ctx, func(ep *session.Epoch) error {
 		names, err := e.line().List(ep)
 		if err != nil {
 			return err
 		}
-		next = core.Name{}
-		if i := core.Index(names, l.node.name); i >= 0 && i+1 < len(names) {
+		next = line.Name{}
+		if i := line.Index(names, l.node.name); i >= 0 && i+1 < len(names) {
 			next = names[i+1]
 		}
 		return nil
@@ -97,7 +97,7 @@ func (e *Election) nextIsShepherds(ctx context.Context, l *Leadership) error {
 	}
 	if next.Name != "" && !next.Shepherd() {
 		return fmt.Errorf("election %s: %w: the candidate behind the leader, %s, is %s's, which a change of the "+
-			"leader's node would leave waiting for ever", e.path, ErrForeignRecipe, next.Name, core.Library(next.Kind))
+			"leader's node would leave waiting for ever", e.path, ErrForeignRecipe, next.Name, line.Library(next.Kind))
 	}
 	return nil
 }

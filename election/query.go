@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -160,7 +160,7 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Le
 func watchLeaders(ctx context.Context, sess *session.Session, full string, out chan<- Leader) {
 	defer close(out)
 	last, first := Leader{}, true
-	var pace core.Pacer // after failed reads (see core.Pacer)
+	var pace line.Pacer // after failed reads (see line.Pacer)
 	for {
 		ep, err := sess.Wait(ctx)
 		if err != nil {
@@ -176,7 +176,7 @@ func watchLeaders(ctx context.Context, sess *session.Session, full string, out c
 			}
 			continue
 		}
-		pace = core.Pacer{}
+		pace = line.Pacer{}
 		if first || l != last {
 			select {
 			case out <- l:
@@ -204,7 +204,7 @@ func watchLeader(ctx context.Context, ep *session.Epoch, full string) (w, lw <-c
 		w, lw <-chan zk.Event
 		l     Leader
 	}
-	r, err := core.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
+	r, err := line.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
 		names, _, w, err := c.ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, w, err = c.ExistsW(full)

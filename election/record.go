@@ -17,8 +17,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -88,7 +88,7 @@ func encodeRecord(j recordJSON) []byte {
 // toSeq is the sequence number of the line node the record names (fair
 // layout), or -1.
 func (r *record) toSeq() int64 {
-	n, ok := core.ParseName(r.To)
+	n, ok := line.ParseName(r.To)
 	if !ok {
 		return -1
 	}
@@ -109,7 +109,7 @@ func readRecord(ctx context.Context, ep *session.Epoch, p string) (*record, <-ch
 		rec *record
 		ch  <-chan zk.Event
 	}
-	r, err := core.Call(ctx, ep, func(c *zk.Conn) (read, error) {
+	r, err := line.Call(ctx, ep, func(c *zk.Conn) (read, error) {
 		ok, _, ch, err := c.ExistsW(p)
 		if err != nil || !ok {
 			return read{nil, ch}, err

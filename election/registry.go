@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -46,14 +46,14 @@ func (e *Election) register(ctx context.Context) error {
 	if err := e.nfLayout.Check(ctx, ep, e.path); err != nil {
 		return err
 	}
-	name := candidatesDir + "/c-" + core.NewGUID()
+	name := candidatesDir + "/c-" + line.NewGUID()
 	p := e.path + "/" + name
-	err = core.Exec(ctx, ep, func(c *zk.Conn) error {
+	err = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		for range 3 { // the path may be removed meanwhile (containers)
 			_, err := c.Create(p, e.nodeData(), zk.FlagEphemeral, e.sess.ACL())
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
-				if err := core.EnsurePath(e.sess, ep, e.path+"/"+candidatesDir); err != nil {
+				if err := line.EnsurePath(e.sess, ep, e.path+"/"+candidatesDir); err != nil {
 					return err
 				}
 				continue
@@ -154,7 +154,7 @@ func (e *Election) registeredCands(ctx context.Context) ([]cand, error) {
 // ends (the race's sessions: the race goes on in the next one after a
 // session is lost).
 func (e *Election) keepRegistered(ctx context.Context) {
-	var pace core.Pacer
+	var pace line.Pacer
 	for {
 		ep, err := e.sess.Wait(ctx)
 		if err != nil {
@@ -166,7 +166,7 @@ func (e *Election) keepRegistered(ctx context.Context) {
 			}
 			continue
 		}
-		pace = core.Pacer{}
+		pace = line.Pacer{}
 		select {
 		case <-ep.SessionDone():
 		case <-ctx.Done():

@@ -34,14 +34,13 @@ func TestRequestsPerHandoff(t *testing.T) {
 	ep, err := a.Wait(ctx)
 	require.NoError(t, err)
 	before := testutil.LastXid(t, zk, 0, ep.SessionID())
-	watching := testutil.WatchCount(t, zk, 0)
 	got := make(chan error, 1)
 	go func() { _, err := ea.Campaign(ctx); got <- err }()
-	require.Eventually(t, func() bool { return testutil.WatchCount(t, zk, 0) > watching }, 10*time.Second, 5*time.Millisecond)
+	awaitInLine(t, a, 1)
 	require.NoError(t, eb.Resign(ctx))
 	require.NoError(t, <-got)
 	// ... and, once elected, the leadership's watch on its own node
-	// (internal/core/revoke.go), off the handoff's path.
+	// (hold/ownwatch.go), off the handoff's path.
 	xid := func() int64 { return testutil.LastXid(t, zk, 0, ep.SessionID()) }
 	// 5+1 on a quiet machine; one more was counted in make test (a hold's
 	// own-node read starts after 10 ms: one of a's earlier, briefer holds

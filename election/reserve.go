@@ -17,7 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -90,7 +90,7 @@ func (e *Election) ackReservation() {
 		return
 	}
 	p := recordPath(e.path)
-	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		data, st, err := c.Get(p)
 		if err != nil || st.Version != 0 {
 			return err
@@ -249,7 +249,7 @@ func (e *Election) awaitReservation(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var pace core.Pacer
+		var pace line.Pacer
 		return pace.Wait(ctx, ep)
 	}
 	e.ho.mu.Lock()

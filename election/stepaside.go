@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 )
 
 // errStepAside is the cause that ends a candidate's wait to step aside.
@@ -82,7 +82,7 @@ func (h *handovers) poked() {
 // it, with no other request), says it is ready by writing the record
 // again (in the background: one request), for the leader waits for that
 // before it lets go (see awaitWay).
-func (e *Election) onWatch(line []core.Name, i, w int) {
+func (e *Election) onWatch(line []line.Name, i, w int) {
 	if i != 1 || w != 0 {
 		return
 	}
@@ -104,7 +104,7 @@ func (e *Election) ackRecord(rec *record) {
 	}
 	j := rec.recordJSON
 	j.Ready = true
-	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.Set(recordPath(e.path), encodeRecord(j), rec.version)
 		return err
 	})

@@ -16,7 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -28,7 +28,7 @@ type cand struct {
 	// name, or "candidates/c-<guid>" in the non-fair registry).
 	name string
 	// shepherd: a node of shepherd's, which steps aside when asked (see
-	// core.Name.Shepherd); another library's does not.
+	// line.Name.Shepherd); another library's does not.
 	shepherd bool
 }
 
@@ -121,9 +121,9 @@ func (e *Election) prepareFair(ctx context.Context, l *Leadership, t target, rea
 	between := others[:j]
 	for _, c := range between {
 		if !c.shepherd {
-			n, _ := core.ParseName(c.name)
+			n, _ := line.ParseName(c.name)
 			return nil, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside "+
-				"(Resign hands leadership over in line order)", ErrHandOverRefused, c.name, c.ID, core.Library(n.Kind), p.succ.ID)
+				"(Resign hands leadership over in line order)", ErrHandOverRefused, c.name, c.ID, line.Library(n.Kind), p.succ.ID)
 		}
 	}
 	if len(between) == 0 {
@@ -191,7 +191,7 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 			names []string
 			ch    <-chan zk.Event
 		}
-		r, err := core.Call(tctx, ep, func(c *zk.Conn) (listed, error) {
+		r, err := line.Call(tctx, ep, func(c *zk.Conn) (listed, error) {
 			names, _, ch, err := c.ChildrenW(e.path)
 			return listed{names, ch}, err
 		}, nil)
@@ -201,8 +201,8 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 			}
 			continue // the connection went: list again once it is back
 		}
-		line := core.Sort(r.names, kind)
-		i, j := core.Index(line, l.node.name), core.Index(line, p.succ.name)
+		names := line.Sort(r.names, kind)
+		i, j := line.Index(names, l.node.name), line.Index(names, p.succ.name)
 		var ready <-chan struct{}
 		var acked <-chan time.Time
 		switch {
@@ -224,7 +224,7 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 			ready, acked = ch, time.After(wait) // bounded: a tenth of the timeout
 		default:
 			left = left[:0]
-			for _, n := range line[i+1 : j] {
+			for _, n := range names[i+1 : j] {
 				left = append(left, n.Name)
 			}
 		}
@@ -267,7 +267,7 @@ func (e *Election) dropRecord(p *plan) {
 	if err != nil {
 		return
 	}
-	_ = core.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		ok, st, err := c.Exists(p.rec)
 		if err != nil || !ok || st.EphemeralOwner != ep.SessionID() {
 			return err

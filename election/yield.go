@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -39,7 +39,7 @@ func (w *candWatch) list(ctx context.Context) ([]cand, <-chan zk.Event, error) {
 		out []cand
 		ch  <-chan zk.Event
 	}
-	r, err := core.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
+	r, err := line.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
 		names, _, ch, err := c.ChildrenW(dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, ch, err = c.ExistsW(dir)
@@ -73,7 +73,7 @@ func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []cand {
 		out = append(out, c)
 	}
 	if w.e.fair {
-		for _, n := range core.Sort(names, w.e.names.Kind(recipe.KindLatch)) {
+		for _, n := range line.Sort(names, w.e.names.Kind(recipe.KindLatch)) {
 			add(n.Name, dir+"/"+n.Name, n.Seq, n.Shepherd())
 		}
 		return out
@@ -98,7 +98,7 @@ func (e *Election) yieldLoop(l *Leadership) {
 	w := &candWatch{e: e, own: e.ownName(l), data: map[string]cand{}}
 	seen := map[string]time.Time{} // when this leader first listed each
 	failed := false
-	var pace core.Pacer
+	var pace line.Pacer
 	for {
 		cs, ch, err := w.list(l.ctx)
 		if err != nil {

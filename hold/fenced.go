@@ -20,10 +20,14 @@ import (
 // single-node race of a non-fair mutex or election, whose grant reads the
 // node's Stat; a fair election's term, read while waiting) it costs nothing.
 // Otherwise (a fair mutex's or read-write lock's node, a lease: a create's
-// answer carries no Stat) the first call reads it with one request (an
-// Exists of the hold's node) and keeps it: later calls, and concurrent ones,
-// cost nothing more, and a hold whose token is never asked for never pays
-// for it. A token not yet read cannot be read once the hold has ended: the
+// answer carries no Stat) it is read by the hold's watch on its own node,
+// whose first read (a GetW of the node, which every hold that lasts 10 ms
+// makes anyway) returns the node's Stat: the first call starts that watch at
+// once if it has not started, and waits for its read, sending no request of
+// its own; the token is kept, and later calls, and concurrent ones, cost
+// nothing. (Only if that read did not reveal it, the hold's connection lost
+// in between, does Token read the node itself, once the hold is valid
+// again.) A token not yet read cannot be read once the hold has ended: the
 // call then fails with ErrLost; while the hold is paused, it waits at the
 // gate (see Gate).
 func (h *Hold) Token(ctx context.Context) (Token, error) {

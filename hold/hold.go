@@ -107,7 +107,7 @@ type Config struct {
 	// version of its parent at the grant.
 	Guard *zk.CheckVersionRequest
 	// Mark, if not nil, is written to Nodes[0] in the multi-op that
-	// deletes it at the release (see core.AwaitOptions.MarkOnRelease).
+	// deletes it at the release (see line.AwaitOptions.MarkOnRelease).
 	Mark []byte
 	// Nodes are the hold's nodes, created by Epoch's session; the first is
 	// the one the token is read from and the fence checks. Their names are

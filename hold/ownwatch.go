@@ -81,7 +81,9 @@ func (h *Hold) readOwn(node string, first bool) {
 	// asking a context for its Done channel makes one, and a hold's is
 	// made only if its holder asks. A read that outlives the hold is
 	// ignored.
+	h.mu.Lock() // h.ep moves at a resume
 	sctx := h.ep.SessionContext()
+	h.mu.Unlock()
 	for h.ctx.Err() == nil {
 		ep, err := h.sess.Wait(sctx)
 		if err != nil || ep.SessionID() != h.sid {

@@ -14,7 +14,7 @@ import (
 )
 
 // A hold's pause (PauseOnDisconnect). See Hold for the states; this file is
-// how a hold moves between them (its own-node watch is in revoke.go).
+// how a hold moves between them (its own-node watch is in ownwatch.go).
 //
 // Why a pause is safe: a hold is the existence of an ephemeral node of its
 // session. While the session lives, the node lives (unless someone deletes

@@ -25,7 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -728,7 +728,7 @@ func TestKazooRefusals(t *testing.T) {
 		require.Equal(t, "mutex", snap.Kind, "Kazoo names a Lock's and an Election's nodes alike")
 		require.Len(t, snap.Holders, 1)
 		require.Equal(t, "py-0", snap.Holders[0].Data)
-		require.Equal(t, core.Library(recipe.KindKazooLock), snap.Holders[0].Library)
+		require.Equal(t, line.Library(recipe.KindKazooLock), snap.Holders[0].Library)
 	}
 
 	// Kazoo's Semaphore (max_leases as the path's data, leases as plain
@@ -752,8 +752,8 @@ func TestKazooRefusals(t *testing.T) {
 	path := uniquePath(t)
 	ep, err := s.Wait(testutil.Ctx(t, 10*time.Second))
 	require.NoError(t, err)
-	require.NoError(t, core.EnsurePath(s, ep, s.Path(path)))
-	_, err = ep.Conn().Create(s.Path(path)+"/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
+	require.NoError(t, line.EnsurePath(s, ep, s.Path(path)))
+	_, err = ep.Conn().Create(s.Path(path)+"/"+line.ProtectedPrefix(line.NewGUID(), recipe.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	before = testutil.Children(t, s, path)
@@ -776,7 +776,7 @@ func TestKazooRefusals(t *testing.T) {
 	require.Equal(t, before, testutil.Children(t, s, path), "nothing left behind")
 
 	// A Kazoo node added: both namings at one path, which Inspect shows.
-	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.KazooNaming.Prefix(core.NewGUID(), recipe.KindKazooLock), nil,
+	_, err = ep.Conn().Create(s.Path(path)+"/"+recipe.KazooNaming.Prefix(line.NewGUID(), recipe.KindKazooLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	snap, err := admin.Inspect(ctx, s, s.Path(path))

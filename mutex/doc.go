@@ -28,11 +28,11 @@
 //
 // # Fencing
 //
-// Token is the hold's fencing token, the creation zxid of its node. What it
-// costs: nothing. A non-fair lock learns it with the grant. A fair lock (and
-// each side of a read-write lock) does not, since a create's answer carries
-// no Stat: the hold's watch on its own node (every hold has one, see
-// hold.Hold) reads the node right after the grant, and Token waits for
-// that read. Fenced writes (Fenced, with the ops of package fence) land
+// Token is the hold's fencing token, the creation zxid of its node. It costs
+// no request of its own. A non-fair lock learns it with the grant. A fair
+// lock (and each side of a read-write lock) does not, since a create's
+// answer carries no Stat: the hold's watch on its own node (every hold that
+// lasts 10 ms has one, see hold.Hold) reads the node, and Token starts that
+// read at once if it has not started, and waits for it. Fenced writes (Fenced, with the ops of package fence) land
 // only while the lock is held.
 package mutex

@@ -7,23 +7,23 @@ import (
 
 	"github.com/shepherdzk/shepherd/hold"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
 // acquireFair waits in the line through the contender loop (see
-// core.Acquire). An exclusive holder that waited marks its node in its
-// release (core.AwaitOptions.MarkOnRelease; a reader never: readers before
+// line.Acquire). An exclusive holder that waited marks its node in its
+// release (line.AwaitOptions.MarkOnRelease; a reader never: readers before
 // it may still hold). TryLock's "not now" is a nil hold.
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*hold.Hold, error) {
 	start := time.Now()
-	h, err := core.Acquire(ctx, &m.line, core.Driver[*hold.Hold]{
+	h, err := line.Acquire(ctx, &m.line, line.Driver[*hold.Hold]{
 		Kind:    m.kind,
 		Data:    m.data,
 		Turn:    m.turnFor(),
-		Options: core.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *core.Node) (*hold.Hold, error) {
+		Options: line.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
+		Grant: func(ctx context.Context, ep *session.Epoch, own *line.Node) (*hold.Hold, error) {
 			h := m.line.HoldOf(ep, own)
 			if h.Context().Err() != nil {
 				_ = h.Release(ctx) // lost at once: it returns without waiting
@@ -40,7 +40,7 @@ func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*hold.Hold, error) 
 }
 
 // turnFor is the rule of m's kind: who may hold, whom to watch.
-func (m *Mutex) turnFor() core.Turn {
+func (m *Mutex) turnFor() line.Turn {
 	switch m.kind {
 	case recipe.KindRead:
 		own := ""
@@ -51,10 +51,10 @@ func (m *Mutex) turnFor() core.Turn {
 			return readTurn
 		}
 		own = own[len(m.path)+1:]
-		return func(line []core.Name, i int) (bool, int, bool) {
-			rest := make([]core.Name, 0, len(line))
+		return func(names []line.Name, i int) (bool, int, bool) {
+			rest := make([]line.Name, 0, len(names))
 			j := i
-			for k, n := range line {
+			for k, n := range names {
 				if n.Name == own {
 					if k < i {
 						j--
@@ -65,24 +65,24 @@ func (m *Mutex) turnFor() core.Turn {
 			}
 			ok, w, grants := readTurn(rest, j)
 			if !ok {
-				w = core.Index(line, rest[w].Name)
+				w = line.Index(names, rest[w].Name)
 			}
 			return ok, w, grants
 		}
 	default:
-		return core.HeadTurn
+		return line.HeadTurn
 	}
 }
 
 // isReader reports whether a node is a reader's (readers share).
-func isReader(n core.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
+func isReader(n line.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
 
 // readTurn: granted when no writer is ahead; else watch the nearest writer
 // ahead, whose deletion grants us if it is the only writer ahead.
-func readTurn(line []core.Name, i int) (bool, int, bool) {
+func readTurn(names []line.Name, i int) (bool, int, bool) {
 	w, writers := -1, 0
 	for j := 0; j < i; j++ {
-		if !isReader(line[j]) {
+		if !isReader(names[j]) {
 			w = j
 			writers++
 		}

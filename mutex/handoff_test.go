@@ -9,7 +9,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -49,9 +49,10 @@ func (w *waiter) granted() bool {
 // its predecessor (the server holds one more watch).
 func queue(t *testing.T, ctx context.Context, m *mutex.Mutex) *waiter {
 	t.Helper()
-	before := watches(t)
 	w := lockInBackground(ctx, m)
-	require.Eventually(t, func() bool { return watches(t) > before }, 10*time.Second, 2*time.Millisecond)
+	// In line: its session watches its predecessor (the server's watch
+	// count would also count another hold's own-node watch).
+	testutil.AwaitWatching(t, zk, 0, m.Session(), nil)
 	return w
 }
 
@@ -75,7 +76,7 @@ func foreign(t *testing.T, s *session.Session, path string) string {
 	t.Helper()
 	ep, err := s.Wait(ctxT(t, 5*time.Second))
 	require.NoError(t, err)
-	p, err := ep.Conn().Create(path+"/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
+	p, err := ep.Conn().Create(path+"/"+line.ProtectedPrefix(line.NewGUID(), recipe.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	return p
@@ -105,7 +106,7 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	ep, err := fill.Wait(ctx)
 	require.NoError(t, err)
 	for range tail {
-		_, err := ep.Conn().Create(path+"/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
+		_, err := ep.Conn().Create(path+"/"+line.ProtectedPrefix(line.NewGUID(), recipe.KindLock), nil,
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		require.NoError(t, err)
 	}
@@ -123,12 +124,12 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	t.Logf("line of %d: %d handoffs cost %d bytes (%.0f per handoff) and %d requests (%.2f per handoff)",
 		chain+tail+1, chain, b1-b0, perBytes, p1-p0-1, perReq)
 	// About 640 (the holders release at once: none lasts the 10 ms after
-	// which a hold reads its own node, internal/core/revoke.go).
+	// which a hold reads its own node, hold/ownwatch.go).
 	require.Less(t, perBytes, 1280.0, "bytes per handoff in a line of %d", chain+tail+1)
 	// The release, which marks the node as it deletes it (one multi:
-	// core.AwaitOptions.MarkOnRelease); the next waiter, told of the
+	// line.AwaitOptions.MarkOnRelease); the next waiter, told of the
 	// mark, sends nothing before its grant (its second watch, a child
-	// watch, fires at the deletion: core.Line.watch). It was 3 per
+	// watch, fires at the deletion: line.Line.watch). It was 3 per
 	// handoff with a mark at the grant (a set of its own) and the waiter
 	// watching the marked node again, 2 without that second watch.
 	require.LessOrEqual(t, perReq, 1.5, "requests per handoff")
@@ -136,7 +137,7 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 
 // TestWaitedHolderExpires: a holder that waited, then lost its session (it
 // never releases, so never marks: a lock's holder marks its node in its
-// release, core.AwaitOptions.MarkOnRelease): the waiter behind it is
+// release, line.AwaitOptions.MarkOnRelease): the waiter behind it is
 // granted once the server removes the node, and not before.
 func TestWaitedHolderExpires(t *testing.T) {
 	path := uniquePath(t)
@@ -269,12 +270,10 @@ func TestReadersNeverMark(t *testing.T) {
 	w1, r1, r2, w2 := rws[0], rws[1], rws[2], rws[3]
 	require.NoError(t, w1.Lock(ctx))
 	var got1, got2 = make(chan error, 1), make(chan error, 1)
-	before := watches(t)
 	go func() { got1 <- r1.RLock(ctx) }()
-	require.Eventually(t, func() bool { return watches(t) > before }, 10*time.Second, 2*time.Millisecond)
-	before = watches(t)
+	testutil.AwaitWatching(t, zk, 0, r1.Reader().Session(), nil)
 	go func() { got2 <- r2.RLock(ctx) }()
-	require.Eventually(t, func() bool { return watches(t) > before }, 10*time.Second, 2*time.Millisecond)
+	testutil.AwaitWatching(t, zk, 0, r2.Reader().Session(), nil)
 	ww := queue(t, ctx, w2.Writer())
 	require.NoError(t, w1.Unlock(ctx))
 	require.NoError(t, <-got1)
@@ -295,7 +294,7 @@ func TestReadersNeverMark(t *testing.T) {
 
 // TestDeletionWatchOnlyBehindShepherd: a waiter behind a shepherd node that
 // has not marked yet watches it twice (GetW, and ChildrenW, which only the
-// node's deletion fires and a mark does not spend: core.Line.watch); a
+// node's deletion fires and a mark does not spend: line.Line.watch); a
 // waiter behind a foreign node (which never marks) only once. Counted by the
 // server: create and listing (2), then 2 or 1 watches.
 func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
@@ -312,14 +311,14 @@ func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
 
 	ra := testutil.Requests(t, zk, sa)
 	wa := lockInBackground(ctx, a)
-	// +2: a value's first Lock reads the path's kind (core.PathCheck).
+	// +2: a value's first Lock reads the path's kind (line.PathCheck).
 	require.Equal(t, int64(2+4), testutil.Settled(t, ra, 2+4), "behind a shepherd node: (kind: get, list), create, list, GetW, ChildrenW")
 
 	// Curator's own guid (a dashed UUID): foreign() makes shepherd's.
 	fs := open(t, zk.Servers())
 	fep, err := fs.Wait(ctx)
 	require.NoError(t, err)
-	f, err := fep.Conn().Create(path+"/"+core.ProtectedPrefix("8d1f3c2a-7b4e-4c9d-ae5f-0123456789ab", recipe.KindLock), nil,
+	f, err := fep.Conn().Create(path+"/"+line.ProtectedPrefix("8d1f3c2a-7b4e-4c9d-ae5f-0123456789ab", recipe.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 	require.NoError(t, err)
 	rb := testutil.Requests(t, zk, sb)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -39,7 +39,7 @@ type Mutex struct {
 	kind   string // recipe.KindLock, KindRead or KindWrite
 	fair   bool
 	data   []byte
-	line   core.Line
+	line   line.Line
 	single race.Race // the non-fair race
 	log    *slog.Logger
 	// writer is the write side of the read-write lock this read side belongs
@@ -77,7 +77,7 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	if kind != recipe.KindLock {
 		lineKind = layout.RWLock
 	}
-	m.line = core.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Layout: core.NewPathCheck(lineKind),
+	m.line = line.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Layout: line.NewPathCheck(lineKind),
 		OnDisconnect: c.policy}
 	m.single = race.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
 		Layout: layout.NonFairMutex, OnDisconnect: c.policy}
@@ -291,10 +291,11 @@ func (m *Mutex) held() (*hold.Hold, error) {
 
 // Token is the held lock's fencing token: it grows with every grant of this
 // lock. For a non-fair lock it is known from the grant and costs nothing. For
-// a fair lock (or a side of a read-write lock) the first call on a hold costs
-// one request (an Exists of the hold's node), and the token is kept: later
-// calls on that hold cost nothing, and a hold whose Token is never called
-// never pays for it. It returns ErrNotHeld when the value holds no lock.
+// a fair lock (or a side of a read-write lock) it is read by the hold's
+// watch on its own node (its first read, which every hold that lasts 10 ms
+// makes anyway): the first call starts that read at once and waits for it,
+// sending no request of its own; later calls cost nothing (see
+// hold.Hold.Token). It returns ErrNotHeld when the value holds no lock.
 func (m *Mutex) Token(ctx context.Context) (hold.Token, error) {
 	h, err := m.held()
 	if err != nil {

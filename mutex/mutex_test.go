@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -243,7 +244,6 @@ func TestHerdFree(t *testing.T) {
 		ms[i] = m
 	}
 	require.NoError(t, ms[0].Lock(ctx))
-	watching := watches(t)
 	got := make(chan int, n)
 	release := make([]chan struct{}, n+1)
 	for i := 1; i <= n; i++ {
@@ -259,8 +259,11 @@ func TestHerdFree(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool { return len(children(t, ms[0].Session(), path)) == n+1 }, 10*time.Second, 5*time.Millisecond)
-	// Every waiter has its one watch in place before counting.
-	require.Eventually(t, func() bool { return watches(t) >= watching+n }, 10*time.Second, 5*time.Millisecond)
+	// Every waiter has its watch in place before counting (each session's
+	// own: the holder's own-node watch moves the server's count too).
+	for _, m := range ms[1:] {
+		testutil.AwaitWatching(t, zk, 0, m.Session(), nil)
+	}
 	before := notifications(t)
 	require.NoError(t, ms[0].Unlock(ctx))
 	for k := 1; k <= n; k++ {
@@ -276,10 +279,10 @@ func TestHerdFree(t *testing.T) {
 	t.Logf("%d releases fired %d notifications (%.2f per release)", n, after-before, perRelease)
 	// Each release notifies the one waiter behind it (its deletion), and
 	// each holder that waited marks its node in its release, which notifies
-	// that waiter once more (core.AwaitOptions.MarkOnRelease): n
+	// that waiter once more (line.AwaitOptions.MarkOnRelease): n
 	// deletions, at most n-1 marks, each heard by that one waiter. A herd
 	// would be O(n) per release. Each holder also hears its own release (its
-	// own node's watch, internal/core/revoke.go): n more.
+	// own node's watch, hold/ownwatch.go): n more.
 	require.GreaterOrEqual(t, after-before, int64(n), "every release is heard")
 	require.LessOrEqual(t, after-before, int64(3*n-1), "at most three notifications per handoff")
 }
@@ -290,7 +293,7 @@ func TestWrongKind(t *testing.T) {
 	path := uniquePath(t)
 	ep, err := s.Wait(ctxT(t, 5*time.Second))
 	require.NoError(t, err)
-	require.NoError(t, core.EnsurePath(s, ep, s.Path(path)+"/leases"))
+	require.NoError(t, line.EnsurePath(s, ep, s.Path(path)+"/leases"))
 	m, _ := mutex.New(s, path)
 	err = m.Lock(ctxT(t, 5*time.Second))
 	require.ErrorIs(t, err, mutex.ErrWrongKind)

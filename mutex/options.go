@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -43,7 +43,7 @@ func NonFair() Option { return func(c *config) { c.fair = false } }
 // node, for `shepherd status` and operators. At most recipe.MaxDataLen bytes.
 func WithData(data []byte) Option {
 	return func(c *config) {
-		if err := core.CheckData(data); err != nil {
+		if err := line.CheckData(data); err != nil {
 			c.setErr(fmt.Errorf("mutex: %w", err))
 			return
 		}

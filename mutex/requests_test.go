@@ -35,26 +35,26 @@ func TestRequestsPerOperation(t *testing.T) {
 	ra := requests(t, a)
 	require.NoError(t, ma.Lock(ctx))
 	// The create and its listing (pipelined), and, after the grant, the
-	// hold's watch on its own node (internal/core/revoke.go).
+	// hold's watch on its own node (hold/ownwatch.go).
 	require.Equal(t, int64(3), testutil.Settled(t, ra, 3), "uncontended Lock")
 	require.NoError(t, ma.Unlock(ctx))
 	require.Equal(t, int64(1), ra(), "Unlock")
 
 	require.NoError(t, ma.Lock(ctx))
 	rb := requests(t, b)
-	watching := watches(t)
 	got := make(chan error, 1)
 	go func() { got <- mb.Lock(ctx) }()
-	// The waiter's watch in place before the release.
-	require.Eventually(t, func() bool { return watches(t) > watching }, 10*time.Second, 5*time.Millisecond)
+	// The waiter's watch in place before the release (its session's: the
+	// holder's own-node watch moves the server's count too).
+	testutil.AwaitWatching(t, zk, 0, mb.Session(), nil)
 	require.NoError(t, ma.Unlock(ctx))
 	require.NoError(t, <-got)
 	// The value's first Lock reads the path's kind (its data and
-	// children: core.PathCheck, once per value); then the create, its
+	// children: line.PathCheck, once per value); then the create, its
 	// listing, its two watches on the holder's node (its data, for a mark,
 	// and its deletion: recipe.Line.watch), then its own-node watch. A
 	// holder that waited marks in its release
-	// (core.AwaitOptions.MarkOnRelease), not here. Count until the server
+	// (line.AwaitOptions.MarkOnRelease), not here. Count until the server
 	// has answered them all.
 	require.Equal(t, int64(2+5), testutil.Settled(t, rb, 2+5), "a value's first Lock, granted by the holder's release")
 	require.NoError(t, mb.Unlock(ctx))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/hold"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -166,7 +166,7 @@ func (rw *RWMutex) upgrade() bool {
 	if h == nil || !h.Valid() {
 		return false
 	}
-	if n, ok := core.ParseName(h.Node()[len(rw.w.path)+1:]); !ok || n.Kind != rw.w.line.Naming.Kind(recipe.KindWrite) {
+	if n, ok := line.ParseName(h.Node()[len(rw.w.path)+1:]); !ok || n.Kind != rw.w.line.Naming.Kind(recipe.KindWrite) {
 		return false
 	}
 	return rw.share(rw.w, rw.r)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -39,15 +39,15 @@ type Line struct {
 type Node struct {
 	Path string // in full
 	Name Name
-	n    *core.Node
+	n    *line.Node
 }
 
 // Position is the node's place in line when Await first saw it (0: the
 // head), or -1 before.
 func (n *Node) Position() int { return n.n.Position }
 
-func (l *Line) core() *core.Line {
-	return &core.Line{Sess: l.Sess, Recipe: l.Recipe, Path: l.Path, Kinds: []string{l.Kind},
+func (l *Line) core() *line.Line {
+	return &line.Line{Sess: l.Sess, Recipe: l.Recipe, Path: l.Path, Kinds: []string{l.Kind},
 		Naming: l.Naming, OnDisconnect: l.OnDisconnect}
 }
 
@@ -101,25 +101,26 @@ func (l *Line) Leave(ep *session.Epoch, own *Node) <-chan struct{} {
 }
 
 // Name is a parsed contender node name.
-type Name = core.Name
+type Name = line.Name
 
 // Turn decides, from the line and our index i in it, whether we are granted;
 // if not, which node to watch (its index: usually one ahead of i, the node
 // whose deletion can change the answer; any node of the line may be
 // watched), and whether that node's deletion alone grants us (no need to
 // list the line again). Turn is a pure function.
-type Turn = core.Turn
+type Turn = line.Turn
 
 // HeadTurn is the turn of a line whose head alone is granted (a lock, a
 // writer, the semaphore's head, the leader): a waiter watches its
 // predecessor, whose deletion alone grants it when that was the head
 // (sequence numbers only grow).
-func HeadTurn(line []Name, i int) (granted bool, watch int, deletionGrants bool) {
-	return core.HeadTurn(line, i)
+func HeadTurn(names []Name, i int) (granted bool, watch int, deletionGrants bool) {
+	return line.HeadTurn(names, i)
 }
 
-// Index returns the position of the node called name in line, or -1.
-func Index(line []Name, name string) int { return core.Index(line, name) }
+// Index returns the position of the node called name in names (a line), or
+// -1.
+func Index(names []Name, name string) int { return line.Index(names, name) }
 
 // Call runs fn on ep's connection and returns its result, or ctx.Err() as
 // soon as ctx ends: go-zookeeper's requests have no deadline of their own (a
@@ -129,10 +130,10 @@ func Index(line []Name, name string) int { return core.Index(line, name) }
 // the caller gave up on did after all (a create that landed). Reads need no
 // undo.
 func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
-	return core.Call(ctx, ep, fn, undo)
+	return line.Call(ctx, ep, fn, undo)
 }
 
 // Exec is Call for calls with no result to return or undo.
 func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
-	return core.Exec(ctx, ep, fn)
+	return line.Exec(ctx, ep, fn)
 }

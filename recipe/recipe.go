@@ -47,7 +47,7 @@ package recipe
 
 import (
 	"github.com/shepherdzk/shepherd/hold"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -65,38 +65,38 @@ type Token = hold.Token
 // Errors returned by every recipe, matched with errors.Is.
 var (
 	// ErrInvalidPath: the recipe path is not one a recipe may use.
-	ErrInvalidPath = core.ErrInvalidPath
+	ErrInvalidPath = line.ErrInvalidPath
 	// ErrInvalidArgument: a bad argument other than the path (nil session,
 	// maxLeases < 1, data too large, an id with '/', ...). It matches
 	// session.ErrInvalidArgument too, which every invalid argument to
 	// shepherd matches (fence's and the session's included).
-	ErrInvalidArgument = core.ErrInvalidArgument
+	ErrInvalidArgument = line.ErrInvalidArgument
 	// ErrNotHeld: Unlock or Release of something not held.
-	ErrNotHeld = core.ErrNotHeld
+	ErrNotHeld = line.ErrNotHeld
 	// ErrLost: the hold, or the session it lived in, was lost.
-	ErrLost = core.ErrLost
+	ErrLost = line.ErrLost
 	// ErrRevoked is the cause (context.Cause) of a hold's end when an
 	// operator revoked it (Revoke); it matches ErrLost.
-	ErrRevoked = core.ErrRevoked
+	ErrRevoked = line.ErrRevoked
 	// ErrReleased is the cause (context.Cause) of a hold's Context ending at
 	// its holder's release; a loss's cause matches ErrLost.
-	ErrReleased = core.ErrReleased
+	ErrReleased = line.ErrReleased
 	// ErrPaused: the hold was paused (PauseOnDisconnect) while an operation
 	// on it was in flight: the connection was lost, and the operation's
 	// outcome is unknown. The hold is not lost: wait at its Gate.
-	ErrPaused = core.ErrPaused
+	ErrPaused = line.ErrPaused
 	// ErrClosed: the session manager is closed.
-	ErrClosed = core.ErrClosed
+	ErrClosed = line.ErrClosed
 	// ErrMaxLeasesMismatch: the semaphore's path records a different maxLeases.
-	ErrMaxLeasesMismatch = core.ErrMaxLeasesMismatch
+	ErrMaxLeasesMismatch = line.ErrMaxLeasesMismatch
 	// ErrWrongKind: the path belongs to a different kind of recipe (a
 	// semaphore's path used as a mutex, or the reverse).
-	ErrWrongKind = core.ErrWrongKind
+	ErrWrongKind = line.ErrWrongKind
 	// ErrForeignRecipe: the path holds contender nodes named by another
 	// library (or the other naming: see Naming), whose recipes do not see
 	// this one's nodes, or another recipe's nodes it cannot share a line
 	// with. No one is granted there; the error names the node found.
-	ErrForeignRecipe = core.ErrForeignRecipe
+	ErrForeignRecipe = line.ErrForeignRecipe
 	// ErrSequenceExhausted: the path's sequence counter has run out, so its
 	// line has no order. ZooKeeper numbers sequential children with a
 	// signed 32-bit counter per parent that, on ZooKeeper 3.8, sticks at
@@ -109,23 +109,23 @@ var (
 	// once they are empty; a path created otherwise must be deleted by the
 	// operator once nothing holds or waits on it). At a thousand
 	// acquisitions a second a path runs out after about 25 days.
-	ErrSequenceExhausted = core.ErrSequenceExhausted
+	ErrSequenceExhausted = line.ErrSequenceExhausted
 	// ErrPermission: a node's ACL denies this session a request the recipe
 	// needs (ZooKeeper's NoAuth): joining a path created by another
 	// principal, say (see session.WithACL). The error is a
 	// *PermissionError, naming the node and the permission; it matches
 	// zk.ErrNoAuth too, and is never retried: the call returns it, with
 	// nothing of its own left at the path.
-	ErrPermission = core.ErrPermission
+	ErrPermission = line.ErrPermission
 	// ErrNoPrincipal: the session's ACL names its creator, but the server
 	// authenticated the session as no one (see session.ErrNoPrincipal).
-	ErrNoPrincipal = core.ErrNoPrincipal
+	ErrNoPrincipal = line.ErrNoPrincipal
 	// ErrWouldWait: a recipe's Try call (TryLock, TryAcquire) would have
 	// had to wait.
-	ErrWouldWait = core.ErrWouldWait
+	ErrWouldWait = line.ErrWouldWait
 	// ErrNodeGone reports that a contender's node disappeared from the
 	// line: its session must have ended.
-	ErrNodeGone = core.ErrNodeGone
+	ErrNodeGone = line.ErrNodeGone
 )
 
 // PermissionError is a request refused by a node's ACL: see
@@ -134,31 +134,31 @@ type PermissionError = session.PermissionError
 
 // MaxDataLen bounds the data a recipe stores in a node (ZooKeeper's own limit
 // is about 1 MiB per request; holders' data is meant to be an id).
-const MaxDataLen = core.MaxDataLen
+const MaxDataLen = line.MaxDataLen
 
 // Naming is how a recipe names its contender nodes, and so which other
 // libraries see them: CuratorNaming (the default) or KazooNaming.
-type Naming = core.Naming
+type Naming = line.Naming
 
 // The two namings.
 const (
 	// CuratorNaming names nodes as Curator does: _c_<guid>-lock-<seq>,
 	// _c_<guid>-latch-<seq>, _c_<guid>-__READ__<seq>, _c_<guid>-__WRIT__<seq>.
-	CuratorNaming = core.CuratorNaming
+	CuratorNaming = line.CuratorNaming
 	// KazooNaming names nodes as Kazoo does: <guid>__lock__<seq> for a
 	// mutex, a writer and an election candidate, <guid>__rlock__<seq> for a
 	// reader.
-	KazooNaming = core.KazooNaming
+	KazooNaming = line.KazooNaming
 )
 
 // Kinds of contender nodes, as Curator (and Kazoo) name them: Entry.Kind is
 // one of these, and a Line's contenders take one.
 const (
-	KindLock      = core.KindLock      // mutex (Curator InterProcessMutex, go-zookeeper zk.Lock)
-	KindLatch     = core.KindLatch     // election (Curator LeaderLatch)
-	KindLease     = core.KindLease     // semaphore lease (Curator InterProcessSemaphoreV2)
-	KindRead      = core.KindRead      // read-write lock, reader
-	KindWrite     = core.KindWrite     // read-write lock, writer
-	KindKazooLock = core.KindKazooLock // Kazoo Lock (and Election)
-	KindKazooRead = core.KindKazooRead // Kazoo ReadLock
+	KindLock      = line.KindLock      // mutex (Curator InterProcessMutex, go-zookeeper zk.Lock)
+	KindLatch     = line.KindLatch     // election (Curator LeaderLatch)
+	KindLease     = line.KindLease     // semaphore lease (Curator InterProcessSemaphoreV2)
+	KindRead      = line.KindRead      // read-write lock, reader
+	KindWrite     = line.KindWrite     // read-write lock, writer
+	KindKazooLock = line.KindKazooLock // Kazoo Lock (and Election)
+	KindKazooRead = line.KindKazooRead // Kazoo ReadLock
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -28,12 +28,12 @@ var (
 	// interval (every) or cron expression; tick numbers would mean other
 	// times. Run fails with
 	// it, before or after it is elected.
-	ErrIntervalMismatch = core.NewError("schedule: interval differs from the one recorded at the path")
+	ErrIntervalMismatch = line.NewError("schedule: interval differs from the one recorded at the path")
 	// ErrBadRecord: the state node holds something other than a schedule's
 	// record.
-	ErrBadRecord = core.NewError("schedule: the state node does not hold a schedule record")
+	ErrBadRecord = line.NewError("schedule: the state node does not hold a schedule record")
 	// ErrNoRecord: the schedule has no record yet (it never had a leader).
-	ErrNoRecord = core.NewError("schedule: no record yet")
+	ErrNoRecord = line.NewError("schedule: no record yet")
 )
 
 // Tick is one run of the job.
@@ -116,7 +116,7 @@ func (s *Schedule) Run(ctx context.Context, job func(ctx context.Context, t Tick
 	// Another kind of recipe's path is refused before anything is written
 	// there (see package layout), then the path is marked as a schedule's;
 	// another schedule's record is refused before standing for election.
-	if err := core.ClaimPath(ctx, s.sess, layout.Schedule, s.sess.Path(s.path)); err != nil {
+	if err := line.ClaimPath(ctx, s.sess, layout.Schedule, s.sess.Path(s.path)); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -23,10 +23,10 @@ var errRecheck = errors.New("semaphore: limit changed")
 var errNoLeases = errors.New("semaphore: no leases child")
 
 // acquire waits in the line through the contender loop (see
-// core.Acquire): the head of the line waits for n leases to be free
-// (core.Room) and takes them with a multi-op that consumes its node (see
+// line.Acquire): the head of the line waits for n leases to be free
+// (line.Room) and takes them with a multi-op that consumes its node (see
 // take). A head that had waited marks its node in that multi-op (see
-// core.AwaitOptions.MarkOnRelease): the next in line then takes over from
+// line.AwaitOptions.MarkOnRelease): the next in line then takes over from
 // it without listing the line.
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
 	if s.sess == nil {
@@ -37,14 +37,14 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	}
 	start := time.Now()
 	noLeases := 0 // times the leases child was found missing
-	l, err := core.Acquire(ctx, &s.locks, core.Driver[*Lease]{
+	l, err := line.Acquire(ctx, &s.locks, line.Driver[*Lease]{
 		// Entered first: our node pins the path (a container) before its
 		// limit is read, so the limit read is the one of the path our
 		// leases are taken in.
 		Kind: recipe.KindLock,
 		Data: s.data,
-		Options: core.AwaitOptions{NoWait: !wait, MarkOnRelease: true,
-			Room: &core.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}},
+		Options: line.AwaitOptions{NoWait: !wait, MarkOnRelease: true,
+			Room: &line.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}},
 		MaxRounds: 10000,
 		Prepare: func(ctx context.Context, ep *session.Epoch) error {
 			if s.fresh() {
@@ -52,7 +52,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 			}
 			// Reads the limit (and records it the first time): its writes
 			// are idempotent, a late one needs no undo.
-			return core.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
+			return line.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
 		},
 		Fix: func(ctx context.Context, ep *session.Epoch, err error) error {
 			switch {
@@ -65,11 +65,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 				// The leases container was removed (no lease was held): our
 				// node still pins the path and its locks.
 				noLeases++
-				return core.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
+				return line.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
 			}
 			return err
 		},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *core.Node) (*Lease, error) {
+		Grant: func(ctx context.Context, ep *session.Epoch, own *line.Node) (*Lease, error) {
 			return s.granted(ctx, ep, own, n, start)
 		},
 	})
@@ -81,8 +81,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 
 // granted takes n leases for own, at the head of the line with n free (see
 // take), and their slots (WithSlots). Slots not taken, the lease is given
-// back and own is spent (see core.Spent): the contender enters again.
-func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *core.Node, n int, start time.Time) (*Lease, error) {
+// back and own is spent (see line.Spent): the contender enters again.
+func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *line.Node, n int, start time.Time) (*Lease, error) {
 	position := own.Position
 	l, err := s.take(ctx, ep, own, n)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *core.No
 	s.pin(l.hold) // own is consumed by the multi-op
 	if s.slots {
 		if err := s.claimSlots(ctx, ep, l); err != nil {
-			return nil, core.Spent(err) // the lease was given back
+			return nil, line.Spent(err) // the lease was given back
 		}
 	}
 	l.hold.Observe("semaphore", s.path, time.Since(start), max(position, 0))
@@ -100,12 +100,12 @@ func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *core.No
 
 // take, as the head of the line with n leases free, takes them in one
 // multi-op that also removes own from the line (fenced by the limit's
-// version; see core.Node.Consume). If ctx ends with the multi-op in
+// version; see line.Node.Consume). If ctx ends with the multi-op in
 // flight, leases it created after all are removed.
-func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *core.Node, n int) (*Lease, error) {
-	guid := core.NewGUID()
+func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *line.Node, n int) (*Lease, error) {
+	guid := line.NewGUID()
 	ops := s.takeOps(guid, n)
-	t, err := core.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
+	t, err := line.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
 		return s.multiTake(c, ep, own, guid, ops, n), nil
 	}, func(t taken, _ error) {
 		// The caller gave up: leases taken after all are held by no one.
@@ -131,10 +131,10 @@ type taken struct {
 	err   error
 }
 
-// takeOps is take's multi-op before own's removal (see core.Node.Consume):
+// takeOps is take's multi-op before own's removal (see line.Node.Consume):
 // the check of the limit's version and n creates of leases named with guid.
 func (s *Semaphore) takeOps(guid string, n int) []any {
-	prefix := s.leases + "/" + core.ProtectedPrefix(guid, recipe.KindLease)
+	prefix := s.leases + "/" + line.ProtectedPrefix(guid, recipe.KindLease)
 	s.mu.Lock()
 	version := s.version
 	s.mu.Unlock()
@@ -148,7 +148,7 @@ func (s *Semaphore) takeOps(guid string, n int) []any {
 
 // multiTake sends ops (see takeOps) and own's removal on c. An answer lost
 // with the connection is looked up by guid: leases found are taken.
-func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, own *core.Node, guid string, ops []any, n int) taken {
+func (s *Semaphore) multiTake(c *zk.Conn, ep *session.Epoch, own *line.Node, guid string, ops []any, n int) taken {
 	sent, res, err := own.Consume(c, ops...)
 	if err == nil {
 		paths := make([]string, n)
@@ -190,7 +190,7 @@ func (s *Semaphore) notTaken(ep *session.Epoch, guid string, t taken, n int) err
 // findLeases looks for the leases a multi-op with guid created in ep's
 // session, once the connection is back.
 func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) {
-	l := core.Line{Sess: s.sess, Recipe: "semaphore", Path: s.leases}
+	l := line.Line{Sess: s.sess, Recipe: "semaphore", Path: s.leases}
 	for i := 0; i < 3; i++ {
 		p, ok, err := l.FindOwn(ep, guid)
 		if err == nil {
@@ -203,7 +203,7 @@ func (s *Semaphore) findLeases(ep *session.Epoch, guid string) ([]string, bool) 
 			}
 			var paths []string
 			for _, nm := range names {
-				if x, ok := core.ParseName(nm); ok && x.GUID == guid {
+				if x, ok := line.ParseName(nm); ok && x.GUID == guid {
 					paths = append(paths, s.leases+"/"+nm)
 				}
 			}
@@ -236,7 +236,7 @@ func (s *Semaphore) cleanupLeases(ep *session.Epoch, guid string) {
 			looked++
 			var paths []string
 			for _, nm := range names {
-				if x, ok := core.ParseName(nm); ok && x.GUID == guid {
+				if x, ok := line.ParseName(nm); ok && x.GUID == guid {
 					paths = append(paths, s.leases+"/"+nm)
 				}
 			}

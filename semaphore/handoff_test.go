@@ -7,7 +7,7 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -16,17 +16,21 @@ import (
 // TestLongLineHandoffCostsTheSame: behind a line of a thousand, each new
 // head of the semaphore's line takes over from the last without listing the
 // line (the head that waited marks its node in its take;
-// core.AwaitOptions.MarkOnRelease): an acquisition costs a few hundred
+// line.AwaitOptions.MarkOnRelease): an acquisition costs a few hundred
 // bytes, counted by the server. Without the mark each new head lists the
 // whole line (about 50 KB here).
 func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxT(t, 60*time.Second)
 	const chain, tail = 6, 1000
-	holder, err := semaphore.New(open(t, zk.Servers()), path, 1)
+	hs := open(t, zk.Servers())
+	holder, err := semaphore.New(hs, path, 1)
 	require.NoError(t, err)
 	held, err := holder.Acquire(ctx)
 	require.NoError(t, err)
+	// The holder's own-node watch set (10 ms into its hold) before the
+	// server's watches are counted to tell when each waiter is in line.
+	testutil.AwaitDataWatches(t, zk, 0, hs, 1)
 	type result struct {
 		l   *semaphore.Lease
 		err error
@@ -47,7 +51,7 @@ func TestLongLineHandoffCostsTheSame(t *testing.T) {
 	ep, err := fill.Wait(ctx)
 	require.NoError(t, err)
 	for range tail {
-		_, err := ep.Conn().Create(path+"/locks/"+core.ProtectedPrefix(core.NewGUID(), recipe.KindLock), nil,
+		_, err := ep.Conn().Create(path+"/locks/"+line.ProtectedPrefix(line.NewGUID(), recipe.KindLock), nil,
 			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
 		require.NoError(t, err)
 	}

@@ -57,7 +57,7 @@ func TestLeaseLostOnlyOnLossContextOnEither(t *testing.T) {
 }
 
 // A lease's Token costs no request: the lease's own-node watch reads its
-// node's Stat right after the grant (internal/core/revoke.go), and Token waits for
+// node's Stat right after the grant (hold/ownwatch.go), and Token waits for
 // that read rather than make one.
 func TestLeaseTokenCost(t *testing.T) {
 	s := open(t, zk.Servers())

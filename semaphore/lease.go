@@ -95,8 +95,10 @@ func (l *Lease) Context() context.Context { return l.hold.Context() }
 
 // Token is the lease's fencing token (the creation zxid of its first node).
 // The grant does not reveal it (the multi-op that creates the leases answers
-// with their paths only): the lease's watch on its own node reads it right
-// after the grant, and Token waits for that read (no request of its own).
+// with their paths only): the lease's watch on its own node reads it (every
+// lease that lasts 10 ms has that watch), and Token starts that read at
+// once if it has not started, and waits for it: no request of its own (see
+// hold.Hold.Token).
 func (l *Lease) Token(ctx context.Context) (hold.Token, error) { return l.hold.Token(ctx) }
 
 // Fenced runs ops as one multi-op that lands only while the lease is held

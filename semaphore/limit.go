@@ -12,8 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -49,7 +49,7 @@ func (s *Semaphore) ensureLocks(ep *session.Epoch) error {
 }
 
 // create creates the semaphore's path with this client's limit recorded,
-// and its children, as containers (and the parents, see core.EnsurePath).
+// and its children, as containers (and the parents, see line.EnsurePath).
 // A path created meanwhile by another client is left as it is (ensureMeta
 // checks its limit).
 func (s *Semaphore) create(ep *session.Epoch) error {
@@ -58,7 +58,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 	s.mu.Unlock()
 	var err error
 	for round := 0; round < 10; round++ {
-		if err = core.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
+		if err = line.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
 			return err
 		}
 		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
@@ -157,7 +157,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 // children, unless the path is another kind's (see package layout: a
 // line's node, a non-fair lock's, a schedule's record).
 func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
-	seen, _, err := core.Look(ep.Conn(), s.path)
+	seen, _, err := line.Look(ep.Conn(), s.path)
 	if err != nil {
 		return err
 	}

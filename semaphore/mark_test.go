@@ -15,7 +15,7 @@ import (
 
 // TestHeadMarksInItsTake: a head of the line that waited marks its node in
 // the multi-op that takes its leases and deletes the node
-// (core.AwaitOptions.MarkOnRelease, core.Node.Consume), not at its
+// (line.AwaitOptions.MarkOnRelease, line.Node.Consume), not at its
 // grant: while it waits for a free lease its node is unwritten (version
 // 0), and a data watch on it fires with the data change, not the deletion.
 func TestHeadMarksInItsTake(t *testing.T) {

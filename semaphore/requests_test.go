@@ -36,7 +36,7 @@ func TestRequestsPerOperation(t *testing.T) {
 	l1, err := sa.Acquire(ctx)
 	require.NoError(t, err)
 	// ... and, after the grant, the lease's watch on its own node
-	// (internal/core/revoke.go).
+	// (hold/ownwatch.go).
 	require.Equal(t, int64(5+1), testutil.Settled(t, ra, 5+1), "uncontended Acquire, no lease held")
 	l2, err := sa.TryAcquire(ctx)
 	require.NoError(t, err)
@@ -48,6 +48,9 @@ func TestRequestsPerOperation(t *testing.T) {
 	require.LessOrEqual(t, tried, int64(4+1+3), "uncontended TryAcquire, a lease held")
 
 	rb := requests(t, b)
+	// a's leases' own-node watches set (10 ms into each) before the
+	// server's watches are counted.
+	testutil.AwaitDataWatches(t, zk, 0, a, 2)
 	watching := watches(t)
 	got := make(chan error, 1)
 	go func() {

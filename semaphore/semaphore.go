@@ -9,8 +9,8 @@ import (
 	"github.com/shepherdzk/shepherd/hold"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -24,16 +24,16 @@ var (
 	ErrLost              = recipe.ErrLost
 	ErrClosed            = recipe.ErrClosed
 	// ErrNoLease: TryAcquire found no lease free (or waiters ahead).
-	ErrNoLease = core.NewError("semaphore: no lease free")
+	ErrNoLease = line.NewError("semaphore: no lease free")
 	// ErrConflict: SetMaxLeases lost a race with another change of the
 	// limit, or the limit kept changing while an acquire read it.
-	ErrConflict = core.NewError("semaphore: the limit was changed concurrently")
+	ErrConflict = line.NewError("semaphore: the limit was changed concurrently")
 	// ErrNoSlot: with WithSlots, no free slot was found for a granted
 	// lease (the lease was given back). Every claim belongs to a held
 	// lease, so this takes a claim that outlived its lease: its lease node
 	// deleted by hand while its session lives, or claims made by something
 	// other than this package.
-	ErrNoSlot = core.NewError("semaphore: no free slot")
+	ErrNoSlot = line.NewError("semaphore: no free slot")
 )
 
 const (
@@ -67,7 +67,7 @@ func (c *config) setErr(err error) {
 // bytes.
 func WithData(data []byte) Option {
 	return func(c *config) {
-		if err := core.CheckData(data); err != nil {
+		if err := line.CheckData(data); err != nil {
 			c.setErr(fmt.Errorf("semaphore: %w", err))
 			return
 		}
@@ -97,7 +97,7 @@ type Semaphore struct {
 	path   string
 	max    int
 	data   []byte
-	locks  core.Line
+	locks  line.Line
 	leases string
 	slots  bool // WithSlots
 	log    *slog.Logger
@@ -131,8 +131,8 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 		slots: c.slots, log: sess.Logger().With("semaphore", full)}
 	// The waiters' line checks the semaphore's path before the first
 	// write there (another kind's is refused).
-	s.locks = core.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
-		Layout: &core.PathCheck{Kind: layout.Semaphore, Path: full}, OnDisconnect: c.policy}
+	s.locks = line.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
+		Layout: &line.PathCheck{Kind: layout.Semaphore, Path: full}, OnDisconnect: c.policy}
 	return s, nil
 }
 

@@ -381,7 +381,7 @@ func waitStatus(t *testing.T, path string, cond func(admin.Snapshot) bool) admin
 		}
 		s = admin.Snapshot{}
 		return json.Unmarshal([]byte(r.stdout), &s) == nil && cond(s)
-	}, 20*time.Second, 50*time.Millisecond)
+	}, 60*time.Second, 50*time.Millisecond, "status of %s never as awaited; last seen: %+v", path, &s)
 	return s
 }
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -236,7 +236,7 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 func (w *walk) read(ctx context.Context, p string) (node, error) {
 	var out node
 	err := w.sess.Do(ctx, func(ep *session.Epoch) error {
-		seen, _, err := core.Look(ep.Conn(), p)
+		seen, _, err := line.Look(ep.Conn(), p)
 		if err != nil {
 			return err
 		}

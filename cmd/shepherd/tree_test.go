@@ -195,8 +195,11 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	switch {
 	case mode == "subreaper":
 		require.Len(t, nspids, 1, "no PID namespace")
-		require.Contains(t, errb.String(), "-pidns=false: CMD's processes are kept by a subreaper",
-			"the fallback says which guarantee applies")
+		// shepherd says so as it starts CMD: the line may follow the
+		// grandchild's first steps.
+		require.Eventually(t, func() bool {
+			return strings.Contains(errb.String(), "-pidns=false: CMD's processes are kept by a subreaper")
+		}, 10*time.Second, 5*time.Millisecond, "the fallback says which guarantee applies; shepherd: %s", errb)
 	case strings.Contains(errb.String(), "no PID namespace for CMD"):
 		// This kernel refuses the namespace (e.g. Ubuntu's AppArmor rule on
 		// unprivileged user namespaces): the announced fallback is tested.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
@@ -41,7 +41,7 @@ func TestNilSession(t *testing.T) {
 		"fence.Ensure":     func() error { return fence.Ensure(ctx, nil, "/p", nil) },
 		"fence.Get":        func() error { _, _, err := fence.Get(ctx, nil, "/p"); return err },
 		"fence.Requests":   func() error { _, err := fence.Requests(nil, []fence.Op{fence.Delete("/p", -1)}); return err },
-		"core.EnsurePath":  func() error { return core.EnsurePath(nil, nil, "/p") },
+		"line.EnsurePath":  func() error { return line.EnsurePath(nil, nil, "/p") },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/schedule"
@@ -36,7 +36,7 @@ func TestZeroValues(t *testing.T) {
 			return (&election.Election{}).Run(ctx, election.Callbacks{OnElected: func(context.Context, election.Term) {}})
 		},
 		"Schedule.Run":       func() error { return (&schedule.Schedule{}).Run(ctx, job) },
-		"Line.Enter nil all": func() error { _, err := (&core.Line{}).Enter(ctx, nil, recipe.KindLock, nil); return err },
+		"Line.Enter nil all": func() error { _, err := (&line.Line{}).Enter(ctx, nil, recipe.KindLock, nil); return err },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

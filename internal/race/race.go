@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/shepherdzk/shepherd/hold"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/errs"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/zkdelete"
 
 	"github.com/go-zookeeper/zk"
@@ -60,7 +60,7 @@ type Race struct {
 	// layout.NonFairElection): a path that holds another kind's nodes or
 	// mark (a waiting line's node too: a race and a line on one path would
 	// each grant a holder) is refused before the race's first write there
-	// and after each grant. Acquire then fails with core.ErrWrongKind.
+	// and after each grant. Acquire then fails with line.ErrWrongKind.
 	Layout *layout.Kind
 	// OnDisconnect is what a lost connection does to the race's holds (0:
 	// the session's DisconnectPolicy).
@@ -204,7 +204,7 @@ func (s *Race) removeIfOurs(ep *session.Epoch, guid string) {
 	var cur *session.Epoch
 	err := s.Sess.Do(ep.SessionContext(), func(e *session.Epoch) error {
 		if e.SessionID() != ep.SessionID() {
-			return core.ErrLost
+			return line.ErrLost
 		}
 		g, pst, err := s.lastGrant(context.Background(), e)
 		if err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -42,7 +42,7 @@ func (s *Race) alone(ctx context.Context, ep *session.Epoch, h *hold.Hold) error
 	return err
 }
 
-// foreignChild returns core.ErrWrongKind if names (Path's children, listed
+// foreignChild returns line.ErrWrongKind if names (Path's children, listed
 // after a grant) hold another kind's node (see layout.RefusesChild).
 func (s *Race) foreignChild(names []string) error {
 	for _, n := range names {
@@ -50,7 +50,7 @@ func (s *Race) foreignChild(names []string) error {
 			continue
 		}
 		contender := ""
-		if p, ok := core.ParseName(n); ok {
+		if p, ok := line.ParseName(n); ok {
 			contender = p.Kind
 		}
 		if k, ok := layout.RefusesChild(s.Layout, n, contender); ok {
@@ -58,7 +58,7 @@ func (s *Race) foreignChild(names []string) error {
 			if contender != "" {
 				what = fmt.Sprintf("child %q (a %s contender's node)", n, contender)
 			}
-			return core.WrongKind(s.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
+			return line.WrongKind(s.Path, &layout.Mismatch{There: k, Evidence: what, Contender: contender})
 		}
 	}
 	return nil
@@ -77,7 +77,7 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 		st   *zk.Stat
 	}
 	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (read, error) {
-		seen, st, err := core.Look(c, s.Path)
+		seen, st, err := line.Look(c, s.Path)
 		return read{seen, st}, err
 	}, nil)
 	switch {
@@ -87,8 +87,8 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 		return 0, err
 	case len(r.seen.Data) > 0 && !strings.HasPrefix(string(r.seen.Data), s.Mark) && layout.Refuse(s.Layout, r.seen) == nil:
 		// Data no kind declares: an application's node, not a race's.
-		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", core.ErrWrongKind, s.Path,
-			core.TruncateData(r.seen.Data), strings.TrimSpace(s.Mark))
+		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", line.ErrWrongKind, s.Path,
+			line.TruncateData(r.seen.Data), strings.TrimSpace(s.Mark))
 	}
-	return r.st.Version, core.Refusal(s.Layout, s.Path, r.seen)
+	return r.st.Version, line.Refusal(s.Layout, s.Path, r.seen)
 }

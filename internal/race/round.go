@@ -15,8 +15,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -30,7 +30,7 @@ type race struct {
 	s       *Race
 	a       Attempt
 	delay   time.Duration  // the jittered wait's (see wait)
-	pace    core.Pacer     // retries after a lost connection (see core.Pacer)
+	pace    line.Pacer     // retries after a lost connection (see line.Pacer)
 	unknown *session.Epoch // an epoch in which this attempt may hold the node unseen
 	granted bool
 	noNode  int // creates in a row that found no Path
@@ -94,7 +94,7 @@ func (r *race) fence(ctx context.Context, ep *session.Epoch) (int32, error) {
 	if err == nil {
 		return version, nil
 	}
-	if errors.Is(err, core.ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
+	if errors.Is(err, line.ErrWrongKind) || ctx.Err() != nil || !session.OutcomeUnknown(err) {
 		return 0, err
 	}
 	return 0, r.paced(ctx, ep)
@@ -137,7 +137,7 @@ func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*hold
 		return nil, errAgain
 	case session.OutcomeUnknown(err):
 		r.unknown = ep
-	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, core.ErrLost):
+	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, line.ErrLost):
 		return nil, r.paced(ctx, ep) // a new session: race again in it
 	default:
 		return nil, err
@@ -213,7 +213,7 @@ func (r *race) grant(ctx context.Context, ep *session.Epoch, token int64, versio
 		return nil, errAgain
 	}
 	if err := r.s.alone(ctx, ep, h); err != nil {
-		if errors.Is(err, core.ErrWrongKind) || ctx.Err() != nil {
+		if errors.Is(err, line.ErrWrongKind) || ctx.Err() != nil {
 			return nil, err
 		}
 		return nil, errAgain
@@ -276,7 +276,7 @@ func checkFailed(res []zk.MultiResponse) error {
 func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
 	var err error
 	for round := 0; round < 10; round++ {
-		if err = core.EnsurePath(sess, ep, zkpath.Parent(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err = line.EnsurePath(sess, ep, zkpath.Parent(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		if err == nil {

@@ -435,3 +435,55 @@ func PinContainer(t testing.TB, s *session.Session, dir string) {
 		}
 	})
 }
+
+// WatchedBy is the paths session sid watches on server i of c (its data,
+// exists and child watches, from the server's wchc). Unlike the server's
+// watch count, it tells one client's watch from another's: a waiter "in
+// line" is one whose session watches its predecessor, however many holds
+// elsewhere set their own-node watches meanwhile.
+func WatchedBy(t testing.TB, c *zktest.Cluster, i int, sid int64) []string {
+	t.Helper()
+	out, err := c.FourLetter(Ctx(t, 5*time.Second), i, "wchc")
+	require.NoError(t, err, "wchc")
+	want := fmt.Sprintf("0x%x", sid)
+	var paths []string
+	in := false
+	// wchc: a session id line, then its watched paths, indented.
+	for _, ln := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(ln, "0x"):
+			in = strings.TrimSpace(ln) == want
+		case in && strings.TrimSpace(ln) != "":
+			paths = append(paths, strings.TrimSpace(ln))
+		}
+	}
+	return paths
+}
+
+// AwaitWatching waits until session s watches a path on server i of c
+// that keep accepts (nil: any path), and returns that path.
+func AwaitWatching(t testing.TB, c *zktest.Cluster, i int, s *session.Session, keep func(path string) bool) string {
+	t.Helper()
+	var got string
+	require.Eventually(t, func() bool {
+		for _, p := range WatchedBy(t, c, i, s.SessionID()) {
+			if keep == nil || keep(p) {
+				got = p
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 2*time.Millisecond, "session 0x%x never watched the path awaited", s.SessionID())
+	return got
+}
+
+// AwaitDataWatches waits until session s holds n data watches or more on
+// server i of c (wchc lists data and exists watches only, not child
+// watches): e.g. its holds' own-node watches, which each hold sets 10 ms
+// into its life. Wait for them before counting the server's watches to
+// tell when another client starts waiting.
+func AwaitDataWatches(t testing.TB, c *zktest.Cluster, i int, s *session.Session, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(WatchedBy(t, c, i, s.SessionID())) >= n },
+		20*time.Second, 2*time.Millisecond, "session 0x%x holds fewer than %d data watches", s.SessionID(), n)
+}

@@ -206,7 +206,7 @@ func (d *Deletion) send(conn *zk.Conn) error {
 }
 
 // tryMarked marks paths[0] and deletes it in one multi-op (see
-// core.AwaitOptions.MarkOnRelease and Marked): a mark the server refuses
+// line.AwaitOptions.MarkOnRelease and Marked): a mark the server refuses
 // is dropped, never the delete.
 func (d *Deletion) tryMarked(conn *zk.Conn) error {
 	_, _, refused, err := Marked(conn, nil, d.paths[0], d.mark)

@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package core
+package line
 
 // How a recipe refuses another kind's path, from the layouts package
 // layout declares: before its first write there (PathCheck, RefusePath), and

@@ -1,11 +1,13 @@
-// Package core is the machinery shepherd's recipes (mutex, semaphore,
-// election) are built on: the waiting line of EPHEMERAL_SEQUENTIAL nodes,
-// names in Apache Curator's protected format, protected create, the one
-// contender loop, the refusal of another kind's path,
-// and the sentinel errors every recipe returns. Its grants are holds of
-// package hold; an operator's tools are package admin's, above the
-// recipes. It is internal: package recipe exports what users and writers
-// of their own recipes need of it (the errors and the Line toolkit).
+// Package line is the waiting line: the fair recipes (mutex, semaphore,
+// election) wait in it, as EPHEMERAL_SEQUENTIAL nodes named in Apache
+// Curator's protected format, each watching one node, through one contender
+// loop (Acquire); and a recipe refuses another kind's path here before its
+// first write (PathCheck). It holds the sentinel errors every recipe
+// returns. Its grants are holds of package hold; the non-fair recipes race
+// for one node in package race, above it; an operator's tools are package
+// admin's, above the recipes. It is internal: package recipe exports what
+// users and writers of their own recipes need of it (the errors and the
+// Line toolkit).
 //
 // # Writing a recipe
 //
@@ -128,4 +130,4 @@
 // waiting line's node, and the fair recipes' lines refuse the race's node
 // and mark (see PathCheck); either way the later one fails with
 // ErrWrongKind.
-package core
+package line

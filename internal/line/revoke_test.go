@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"
@@ -11,15 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// An operator's revocation (internal/core/revoke.go), against a real server, on a
-// lock, a lease and a leadership, each with a second client waiting.
+// An operator's revocation (admin/revoke.go, and the holder's side in
+// hold/revoke.go), against a real server, on a lock, a lease and a
+// leadership, each with a second client waiting.
 
 // revocable is what every recipe's hold offers for a revocation.
 type revocable interface {
@@ -132,11 +133,11 @@ func TestRevokeForced(t *testing.T) {
 				t.Logf("revoked and handed over in %v", time.Since(began))
 				require.True(t, closed(c.held.Lost()))
 				cause := context.Cause(c.held.Context())
-				require.ErrorIs(t, cause, core.ErrRevoked)
-				require.ErrorIs(t, cause, core.ErrLost)
+				require.ErrorIs(t, cause, line.ErrRevoked)
+				require.ErrorIs(t, cause, line.ErrLost)
 				err = c.release(ctx) // the election's Resign of a lost leadership is no error
 				if name != "election" {
-					require.ErrorIs(t, err, core.ErrLost, "a release after the revocation")
+					require.ErrorIs(t, err, line.ErrLost, "a release after the revocation")
 				}
 			})
 		}
@@ -241,18 +242,18 @@ func TestRevokeNobody(t *testing.T) {
 	require.False(t, byHolder)
 	require.NoError(t, admin.AskRevoke(ctx, op, admin.Grant{Node: node}))
 	_, err = mutex.New(op, testutil.UniquePath(t, "revoke-data"), mutex.WithData([]byte("x\x00shepherd:revoke=ask")))
-	require.True(t, errors.Is(err, core.ErrInvalidArgument), "got %v", err)
+	require.True(t, errors.Is(err, line.ErrInvalidArgument), "got %v", err)
 }
 
 // TestRevokeBadPath: a node path ZooKeeper would refuse, the root or a
-// server node is refused at the call with core.ErrInvalidPath (was
+// server node is refused at the call with line.ErrInvalidPath (was
 // go-zookeeper's own error, and the root's delete was sent to the server).
 func TestRevokeBadPath(t *testing.T) {
 	s := testutil.Open(t, zk.Servers())
 	ctx := testutil.Ctx(t, 10*time.Second)
 	for _, node := range []string{"", "rel/x", "/", "/a/", "/a//b", "/zookeeper/quota"} {
 		_, err := admin.Revoke(ctx, s, admin.Grant{Node: node}, time.Second)
-		require.ErrorIs(t, err, core.ErrInvalidPath, "Revoke(%q)", node)
-		require.ErrorIs(t, admin.AskRevoke(ctx, s, admin.Grant{Node: node}), core.ErrInvalidPath, "AskRevoke(%q)", node)
+		require.ErrorIs(t, err, line.ErrInvalidPath, "Revoke(%q)", node)
+		require.ErrorIs(t, admin.AskRevoke(ctx, s, admin.Grant{Node: node}), line.ErrInvalidPath, "AskRevoke(%q)", node)
 	}
 }

@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -71,7 +71,7 @@ func aclRecipes() []aclRecipe {
 				}
 				return err
 			},
-			line: same, kind: core.KindLock, keep: only,
+			line: same, kind: line.KindLock, keep: only,
 		}
 	}
 	fair, nonFair := lock(), lock(mutex.NonFair())
@@ -104,7 +104,7 @@ func aclRecipes() []aclRecipe {
 				}
 				return err
 			},
-			line: same, kind: core.KindLatch, keep: only,
+			line: same, kind: line.KindLatch, keep: only,
 		}
 	}
 	elect, electNonFair := campaign(), campaign(election.NonFair())
@@ -131,7 +131,7 @@ func aclRecipes() []aclRecipe {
 			return err
 		},
 		line: func(p string) string { return p + "/locks" },
-		kind: core.KindLock,
+		kind: line.KindLock,
 		keep: func(p string) []string { return []string{p, p + "/locks", p + "/leases"} },
 	}
 	return []aclRecipe{fair, nonFair, sem, elect, electNonFair}
@@ -142,15 +142,15 @@ func aclRecipes() []aclRecipe {
 // semaphore's locks) is a container, which the server removes once its last
 // child has gone (the holder's node, consumed by its take): then the join
 // is refused making it again, CREATE on path.
-func requireRefused(t *testing.T, err error, line, path string) {
+func requireRefused(t *testing.T, err error, ln, path string) {
 	t.Helper()
-	require.ErrorIs(t, err, core.ErrPermission)
+	require.ErrorIs(t, err, line.ErrPermission)
 	require.ErrorIs(t, err, gozk.ErrNoAuth)
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "a refusal is an answer, not a wait")
-	var pe *core.PermissionError
+	var pe *line.PermissionError
 	require.ErrorAs(t, err, &pe)
-	at := line
-	if pe.Path == path && line != path {
+	at := ln
+	if pe.Path == path && ln != path {
 		at = path // the line's container removed, and refused again
 	}
 	require.Equal(t, at, pe.Path, "%v", err)
@@ -193,7 +193,7 @@ func TestACLDefaultKeepsOthersOut(t *testing.T) {
 			require.ErrorIs(t, bep.Conn().Delete(node, -1), gozk.ErrNoAuth, "bob deletes alice's node")
 			_, err := bep.Conn().Set(node, []byte("bob"), -1)
 			require.ErrorIs(t, err, gozk.ErrNoAuth, "bob overwrites alice's node")
-			fake := rc.line(path) + "/" + core.ProtectedPrefix(core.NewGUID(), rc.kind)
+			fake := rc.line(path) + "/" + line.ProtectedPrefix(line.NewGUID(), rc.kind)
 			_, err = bep.Conn().Create(fake, nil, gozk.FlagEphemeral|gozk.FlagSequence, bob.ACL())
 			require.ErrorIs(t, err, gozk.ErrNoAuth, "bob fakes a contender")
 
@@ -257,10 +257,10 @@ func TestACLSuperUserRevokes(t *testing.T) {
 	// Bob may neither ask nor force: a typed error, and alice still holds.
 	bob := testutil.Open(t, zk.Servers(), digestAuth("bob"))
 	err = admin.AskRevoke(ctx, bob, admin.Grant{Node: node})
-	require.ErrorIs(t, err, core.ErrPermission)
+	require.ErrorIs(t, err, line.ErrPermission)
 	_, err = admin.Revoke(ctx, bob, admin.Grant{Node: node}, time.Second)
-	require.ErrorIs(t, err, core.ErrPermission)
-	var pe *core.PermissionError
+	require.ErrorIs(t, err, line.ErrPermission)
+	var pe *line.PermissionError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, int32(gozk.PermDelete), pe.Perm, "%v", err)
 	require.NoError(t, m.Hold().Validate(ctx))
@@ -270,8 +270,8 @@ func TestACLSuperUserRevokes(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, byHolder)
 	waitClosed(t, m.Hold().Lost(), 5*time.Second, "alice's loss")
-	require.ErrorIs(t, context.Cause(m.Hold().Context()), core.ErrRevoked)
-	require.ErrorIs(t, m.Hold().Validate(ctx), core.ErrLost)
+	require.ErrorIs(t, context.Cause(m.Hold().Context()), line.ErrRevoked)
+	require.ErrorIs(t, m.Hold().Validate(ctx), line.ErrLost)
 }
 
 // TestACLSemaphoreLeavesNoStrayChild: bob may join the semaphore's line
@@ -298,9 +298,9 @@ func TestACLSemaphoreLeavesNoStrayChild(t *testing.T) {
 	sb, err := semaphore.New(bob, path, 2)
 	require.NoError(t, err)
 	_, err = sb.Acquire(testutil.Ctx(t, 20*time.Second))
-	require.ErrorIs(t, err, core.ErrPermission)
+	require.ErrorIs(t, err, line.ErrPermission)
 	require.NotErrorIs(t, err, context.DeadlineExceeded)
-	var pe *core.PermissionError
+	var pe *line.PermissionError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, path+"/leases", pe.Path, "%v", err)
 	require.Equal(t, int32(gozk.PermCreate), pe.Perm)
@@ -337,7 +337,7 @@ func TestACLX509(t *testing.T) {
 	require.ErrorIs(t, ep.Conn().Delete(node, -1), gozk.ErrNoAuth)
 	_, err = ep.Conn().Set(node, []byte("bob"), -1)
 	require.ErrorIs(t, err, gozk.ErrNoAuth)
-	_, err = ep.Conn().Create(path+"/"+core.ProtectedPrefix(core.NewGUID(), core.KindLock), nil,
+	_, err = ep.Conn().Create(path+"/"+line.ProtectedPrefix(line.NewGUID(), line.KindLock), nil,
 		gozk.FlagEphemeral|gozk.FlagSequence, bob.ACL())
 	require.ErrorIs(t, err, gozk.ErrNoAuth)
 	mb, err := mutex.New(bob, path)
@@ -364,7 +364,7 @@ func TestACLNoPrincipal(t *testing.T) {
 	m, err := mutex.New(s, path)
 	require.NoError(t, err)
 	err = m.Lock(testutil.Ctx(t, 20*time.Second))
-	require.ErrorIs(t, err, core.ErrNoPrincipal)
+	require.ErrorIs(t, err, line.ErrNoPrincipal)
 	require.ErrorIs(t, err, gozk.ErrInvalidACL)
 	require.NotErrorIs(t, err, context.DeadlineExceeded)
 	require.Contains(t, err.Error(), path)

@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"github.com/shepherdzk/shepherd/session"
@@ -23,12 +23,12 @@ func TestMain(m *testing.M) {
 	os.Exit(testutil.Main(m, &zk, 1, zktest.WithSuperDigest(superUser, superPassword)))
 }
 
-func enter(t *testing.T, s *session.Session, l *core.Line) *core.Node {
+func enter(t *testing.T, s *session.Session, l *line.Line) *line.Node {
 	t.Helper()
 	ctx := testutil.Ctx(t, 10*time.Second)
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
-	n, err := l.Enter(ctx, ep, core.KindLock, nil)
+	n, err := l.Enter(ctx, ep, line.KindLock, nil)
 	require.NoError(t, err)
 	return n
 }
@@ -41,16 +41,16 @@ func TestEnterListsTheLineWithItsCreate(t *testing.T) {
 	var ahead []string
 	for i := 0; i < 2; i++ {
 		s := testutil.Open(t, zk.Servers())
-		n := enter(t, s, &core.Line{Sess: s, Path: path})
+		n := enter(t, s, &line.Line{Sess: s, Path: path})
 		ahead = append(ahead, n.Name.Name)
 	}
 	s := testutil.Open(t, zk.Servers())
-	n := enter(t, s, &core.Line{Sess: s, Path: path})
+	n := enter(t, s, &line.Line{Sess: s, Path: path})
 
-	line, ok := n.TakeSeen()
+	ln, ok := n.TakeSeen()
 	require.True(t, ok, "no listing with the create")
 	var names []string
-	for _, m := range line {
+	for _, m := range ln {
 		names = append(names, m.Name)
 	}
 	require.Equal(t, append(ahead, n.Name.Name), names)
@@ -79,8 +79,8 @@ func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
 	ctx := testutil.Ctx(t, 20*time.Second)
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
-	l := &core.Line{Sess: s, Path: testutil.UniquePath(t, "recipe-test")}
-	require.NoError(t, core.EnsurePath(s, ep, l.Path))
+	l := &line.Line{Sess: s, Path: testutil.UniquePath(t, "recipe-test")}
+	require.NoError(t, line.EnsurePath(s, ep, l.Path))
 
 	lcxid := func() int64 { return testutil.LastXid(t, zk, 0, ep.SessionID()) }
 	before := lcxid()
@@ -89,7 +89,7 @@ func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
 	ectx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Enter(ectx, ep, core.KindLock, nil)
+		_, err := l.Enter(ectx, ep, line.KindLock, nil)
 		done <- err
 	}()
 	// The create and the list, within the connection's read timeout.
@@ -117,16 +117,16 @@ func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
 	path := testutil.UniquePath(t, "recipe-test")
-	l := &core.Line{Sess: s, Path: path}
-	require.NoError(t, core.EnsurePath(s, ep, l.Path))
-	line := func() []string { return testutil.Children(t, other, path) }
+	l := &line.Line{Sess: s, Path: path}
+	require.NoError(t, line.EnsurePath(s, ep, l.Path))
+	ln := func() []string { return testutil.Children(t, other, path) }
 
-	n, first := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)
+	n, first := enterWithDuplicateGUID(t, ctx, p, s, ep, l, ln)
 	require.Equal(t, path+"/"+first.Name, n.Path, "the first node with our guid is adopted")
 	require.Eventually(t, func() bool {
-		names := line()
+		names := ln()
 		return len(names) == 1 && names[0] == first.Name
-	}, 10*time.Second, 5*time.Millisecond, "the duplicate is removed: %v", line())
+	}, 10*time.Second, 5*time.Millisecond, "the duplicate is removed: %v", ln())
 }
 
 // enterWithDuplicateGUID enters l in ep with the server's answers muted and,
@@ -134,29 +134,29 @@ func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
 // the same session (its answer muted too), then heals: Enter must recover.
 // It returns Enter's node and the name of the first node with the guid.
 func enterWithDuplicateGUID(t *testing.T, ctx context.Context, p *zktest.Proxy, s *session.Session,
-	ep *session.Epoch, l *core.Line, line func() []string) (*core.Node, core.Name) {
+	ep *session.Epoch, l *line.Line, ln func() []string) (*line.Node, line.Name) {
 	t.Helper()
 	p.MuteReplies()
 	type result struct {
-		n   *core.Node
+		n   *line.Node
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, err := l.Enter(ctx, ep, core.KindLock, nil)
+		n, err := l.Enter(ctx, ep, line.KindLock, nil)
 		done <- result{n, err}
 	}()
-	require.Eventually(t, func() bool { return len(line()) == 1 }, 10*time.Second, 5*time.Millisecond)
-	first, ok := core.ParseName(line()[0])
+	require.Eventually(t, func() bool { return len(ln()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	first, ok := line.ParseName(ln()[0])
 	require.True(t, ok)
 	dupDone := make(chan struct{})
 	go func() {
 		defer close(dupDone)
 		// Its answer is muted too; it fails when the connection closes.
-		_, _ = ep.Conn().Create(l.Path+"/"+core.ProtectedPrefix(first.GUID, core.KindLock), nil,
+		_, _ = ep.Conn().Create(l.Path+"/"+line.ProtectedPrefix(first.GUID, line.KindLock), nil,
 			gozk.FlagEphemeral|gozk.FlagSequence, s.ACL())
 	}()
-	require.Eventually(t, func() bool { return len(line()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(ln()) == 2 }, 10*time.Second, 5*time.Millisecond)
 	p.Heal()
 	<-dupDone
 	r := <-done
@@ -177,7 +177,7 @@ func TestMultiWrittenDoesNotWaitForTheAnswer(t *testing.T) {
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
 	path := testutil.UniquePath(t, "recipe-test")
-	require.NoError(t, core.EnsurePath(s, ep, path))
+	require.NoError(t, line.EnsurePath(s, ep, path))
 
 	p.MuteReplies()
 	written, answer := wiretap.MultiWritten(ep.Conn(), ep.WireTap(), &gozk.SetDataRequest{Path: path, Data: []byte("a"), Version: 0})

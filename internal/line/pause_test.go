@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/semaphore"
@@ -24,7 +24,7 @@ import (
 )
 
 // The ride-through policy (session.PauseOnDisconnect), against real servers.
-// See internal/core/pause.go for the mechanism and why it is safe.
+// See hold/pause.go for the mechanism and why it is safe.
 
 // pausable is what every recipe's hold offers.
 type pausable interface {
@@ -239,8 +239,8 @@ func TestPausePartitionLost(t *testing.T) {
 		t.Fatal("the waiter was never granted")
 	}
 	p.Heal()
-	require.ErrorIs(t, h.Gate(ctx), core.ErrLost, "a lost hold resumed")
-	require.ErrorIs(t, h.Validate(ctx), core.ErrLost)
+	require.ErrorIs(t, h.Gate(ctx), line.ErrLost, "a lost hold resumed")
+	require.ErrorIs(t, h.Validate(ctx), line.ErrLost)
 }
 
 // TestPauseExpiredElsewhere: a paused holder whose session the server ends
@@ -280,7 +280,7 @@ func TestPauseExpiredElsewhere(t *testing.T) {
 			require.True(t, h.IsPaused(), "the holder is paused, not acting, while the other holds")
 			p.Heal()
 			waitClosed(t, h.Lost(), 10*time.Second, "lost once the expiry is heard")
-			require.ErrorIs(t, h.Gate(ctx), core.ErrLost, "the expired hold resumed")
+			require.ErrorIs(t, h.Gate(ctx), line.ErrLost, "the expired hold resumed")
 			require.NoError(t, waiter.Unlock(ctx))
 		})
 	}
@@ -410,7 +410,7 @@ func TestHoldDeletedFromOutside(t *testing.T) {
 			p.Heal()
 			waitClosed(t, g.h.Lost(), 10*time.Second, "lost after the deletion")
 			err := g.h.Gate(testutil.Ctx(t, 5*time.Second))
-			require.True(t, errors.Is(err, core.ErrLost), "resumed after its node was deleted: %v", err)
+			require.True(t, errors.Is(err, line.ErrLost), "resumed after its node was deleted: %v", err)
 		})
 	}
 }
@@ -427,11 +427,11 @@ func requireWatched(t *testing.T, s *session.Session, node string) {
 		}
 		// wchc: a session id line, then its watched paths, indented.
 		in := false
-		for _, line := range strings.Split(out, "\n") {
+		for _, ln := range strings.Split(out, "\n") {
 			switch {
-			case strings.HasPrefix(line, "0x"):
-				in = strings.TrimSpace(line) == sid
-			case in && strings.TrimSpace(line) == node:
+			case strings.HasPrefix(ln, "0x"):
+				in = strings.TrimSpace(ln) == sid
+			case in && strings.TrimSpace(ln) == node:
 				return true
 			}
 		}
@@ -459,8 +459,8 @@ func TestPauseLostAnswers(t *testing.T) {
 
 	p.MuteReplies() // the write reaches the server; its answer never comes back
 	_, err = m.Fenced(ctx, fence.Set(path+"/state", []byte("muted"), fence.AnyVersion))
-	require.ErrorIs(t, err, core.ErrPaused, "a fenced write whose answer was lost")
-	require.NotErrorIs(t, err, core.ErrLost)
+	require.ErrorIs(t, err, line.ErrPaused, "a fenced write whose answer was lost")
+	require.NotErrorIs(t, err, line.ErrLost)
 	require.True(t, m.IsHeld(), "the hold ended with the connection")
 	p.Heal()
 	require.NoError(t, m.Gate(ctx), "resumed")
@@ -500,8 +500,8 @@ func TestHoldContextCause(t *testing.T) {
 		m := lock(t, testutil.Open(t, zk.Servers()))
 		hctx := m.Context()
 		require.NoError(t, m.Unlock(ctx))
-		require.ErrorIs(t, context.Cause(hctx), core.ErrReleased)
-		require.NotErrorIs(t, context.Cause(hctx), core.ErrLost)
+		require.ErrorIs(t, context.Cause(hctx), line.ErrReleased)
+		require.NotErrorIs(t, context.Cause(hctx), line.ErrLost)
 	})
 	t.Run("disconnected", func(t *testing.T) {
 		s, p := proxiedSession(t, 4*time.Second)
@@ -509,7 +509,7 @@ func TestHoldContextCause(t *testing.T) {
 		p.Sever()
 		waitClosed(t, m.Lost(), 5*time.Second, "lost")
 		require.ErrorIs(t, context.Cause(m.Context()), session.ErrDisconnected)
-		require.ErrorIs(t, context.Cause(m.Context()), core.ErrLost)
+		require.ErrorIs(t, context.Cause(m.Context()), line.ErrLost)
 	})
 	t.Run("deleted", func(t *testing.T) {
 		s := testutil.Open(t, zk.Servers(), pause)
@@ -519,7 +519,7 @@ func TestHoldContextCause(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, ep.Conn().Delete(m.Node(), -1))
 		waitClosed(t, m.Lost(), 5*time.Second, "lost")
-		require.ErrorIs(t, context.Cause(m.Context()), core.ErrLost)
+		require.ErrorIs(t, context.Cause(m.Context()), line.ErrLost)
 		require.Contains(t, context.Cause(m.Context()).Error(), "deleted")
 	})
 	t.Run("closed", func(t *testing.T) {
@@ -527,7 +527,7 @@ func TestHoldContextCause(t *testing.T) {
 		m := lock(t, s)
 		hctx := m.Context()
 		require.NoError(t, s.Close())
-		require.ErrorIs(t, context.Cause(hctx), core.ErrClosed)
+		require.ErrorIs(t, context.Cause(hctx), line.ErrClosed)
 	})
 	t.Run("election", func(t *testing.T) {
 		s := testutil.Open(t, zk.Servers())
@@ -547,6 +547,6 @@ func TestHoldContextCause(t *testing.T) {
 		require.NoError(t, <-done)
 		cause := <-causes
 		require.ErrorIs(t, cause, context.Canceled)
-		require.NotErrorIs(t, cause, core.ErrLost)
+		require.NotErrorIs(t, cause, line.ErrLost)
 	})
 }

@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/core"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
@@ -29,13 +29,13 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
 	path := testutil.UniquePath(t, "recipe-test")
-	l := &core.Line{Sess: s, Recipe: name, Path: path}
-	require.NoError(t, core.EnsurePath(s, ep, l.Path))
-	line := func() []string { return testutil.Children(t, other, path) }
+	l := &line.Line{Sess: s, Recipe: name, Path: path}
+	require.NoError(t, line.EnsurePath(s, ep, l.Path))
+	ln := func() []string { return testutil.Children(t, other, path) }
 
 	// OrphanCleanup: two nodes of the session carry Enter's guid (its
 	// answer muted, a second create made by hand with the same guid).
-	n, _ := enterWithDuplicateGUID(t, ctx, p, s, ep, l, line)
+	n, _ := enterWithDuplicateGUID(t, ctx, p, s, ep, l, ln)
 	require.Eventually(t, func() bool { return rec.Seen(observe.OrphanCleanup) }, 10*time.Second, 5*time.Millisecond)
 
 	// Acquired, then HoldLost (the connection severed and refused), then
@@ -52,16 +52,16 @@ func TestEventsNameTheirRecipe(t *testing.T) {
 		t.Fatal("the hold outlived its connection")
 	}
 	require.Eventually(t, func() bool { return rec.Seen(observe.HoldLost) }, 5*time.Second, time.Millisecond)
-	require.ErrorIs(t, h.Release(context.Background()), core.ErrLost)
+	require.ErrorIs(t, h.Release(context.Background()), line.ErrLost)
 	require.True(t, rec.Seen(observe.DeleteRetry), "a release made while disconnected is a retry")
 	p.Refuse(false)
-	require.Eventually(t, func() bool { return len(line()) == 0 }, 20*time.Second, 10*time.Millisecond,
-		"the release's delete is made once the session is back: %v", line())
+	require.Eventually(t, func() bool { return len(ln()) == 0 }, 20*time.Second, 10*time.Millisecond,
+		"the release's delete is made once the session is back: %v", ln())
 
 	// Released: a plain release.
 	ep, err = s.Wait(ctx)
 	require.NoError(t, err)
-	n, err = l.Enter(ctx, ep, core.KindLock, nil)
+	n, err = l.Enter(ctx, ep, line.KindLock, nil)
 	require.NoError(t, err)
 	h = l.NewHold(ep, 0, n.Path)
 	h.Observe(name, path, 0, 0)

@@ -1,4 +1,4 @@
-package core_test
+package line_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/core"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/schedule"
@@ -287,11 +287,11 @@ func matrixCell(t *testing.T, f, sk matrixKind, state, path string, first, secon
 	switch {
 	case shared && state == "held":
 		require.True(t, timedOut, "%s: shares it, waits for the lease held (%v)", what, err)
-		require.NotErrorIs(t, err, core.ErrWrongKind, what)
+		require.NotErrorIs(t, err, line.ErrWrongKind, what)
 	case shared, !leaves:
 		require.NoError(t, err, "%s: the path is free", what)
 	default:
-		require.ErrorIs(t, err, core.ErrWrongKind, what)
+		require.ErrorIs(t, err, line.ErrWrongKind, what)
 		require.False(t, timedOut, "%s: refused at once, not after waiting", what)
 		after := subtree(t, observer, full)
 		require.Equal(t, keys(before), keys(after), "%s: nodes written", what)
