@@ -49,7 +49,12 @@ func TestHandOverSuccessorFails(t *testing.T) {
 				select {
 				case <-created:
 				case <-time.After(10 * time.Second):
-					t.Fatal("no handover record")
+					select {
+					case err := <-handed:
+						t.Fatalf("no handover record; HandOver returned %v; leaders %v", err, g.history())
+					default:
+						t.Fatalf("no handover record; HandOver still running; leaders %v", g.history())
+					}
 				}
 				if fault == "killed" {
 					px.Refuse(true)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
+	"github.com/shepherdzk/shepherd/internal/race"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -53,6 +54,13 @@ func (e *Election) register(ctx context.Context) error {
 			_, err := c.Create(p, e.nodeData(), zk.FlagEphemeral, e.sess.ACL())
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
+				// The path is the race's, whose version fences the holds:
+				// persistent, whoever makes it first (a container made
+				// here would be removed when idle and count versions
+				// from 0 again). Its registry is a container.
+				if err := race.EnsureVersionedPath(e.sess, ep, e.path); err != nil {
+					return err
+				}
 				if err := line.EnsurePath(e.sess, ep, e.path+"/"+candidatesDir); err != nil {
 					return err
 				}

@@ -498,7 +498,7 @@ func TestCLIPauseSchedule(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var ok bool
 		st, ok = readSchedule(t, r.path)
-		return ok && st.State == "finished"
+		return ok && st.Tick >= 0 && st.State == "finished" // not the first record's (tick -1)
 	}, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, "error: exit 7", st.Outcome, "CMD's status; shepherd: %s", r.errb)
 	require.Equal(t, 1, st.Attempt, "not rerun: the leadership was never lost")

@@ -213,7 +213,7 @@ func TestScheduleEnvironment(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var ok bool
 		st, ok = readSchedule(t, path)
-		return ok && st.State == "finished"
+		return ok && st.Tick == 0 && st.State == "finished" // not the first record's (tick -1)
 	}, 20*time.Second, 50*time.Millisecond)
 	require.Equal(t, "error: exit 3", st.Outcome, "CMD's exit status is the outcome")
 	require.True(t, tt.Equal(st.Epoch), "tick 0 is due at the epoch: %v, %v", tt, st.Epoch)
@@ -281,7 +281,9 @@ func TestScheduleRunTimeout(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var ok bool
 		st, ok = readSchedule(t, path)
-		return ok && st.State == "finished"
+		// Tick 0's end: the record's first state (tick -1) says
+		// finished too.
+		return ok && st.Tick == 0 && st.State == "finished"
 	}, 20*time.Second, 50*time.Millisecond)
 	require.Equal(t, "timeout: exit 143", st.Outcome)
 	r := shepherd(t, nil, "schedule", "-every", "2h", path, "--", "true")

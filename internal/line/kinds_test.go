@@ -314,7 +314,10 @@ func settled(t *testing.T, s *session.Session, path string) map[string]nodeState
 	t.Helper()
 	last := subtree(t, s, path)
 	for range 50 {
-		time.Sleep(250 * time.Millisecond) // longer than the check interval
+		// The server removes what became empty (a registry, a line's
+		// container) at its next container check: wait for one, however
+		// late a loaded machine makes it.
+		testutil.AwaitContainerPass(t, s, "/container-pass")
 		now := subtree(t, s, path)
 		if fmt.Sprint(now) == fmt.Sprint(last) {
 			return now

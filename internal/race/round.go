@@ -123,12 +123,12 @@ func (r *race) try(ctx context.Context, ep *session.Epoch, version int32) (*hold
 	case errors.Is(err, zk.ErrNoNode) && r.noNode < 3: // no Path (yet, or again)
 		// Only failures in a row count against the bound: Path's
 		// parents are containers, which the server may remove when
-		// empty. Path itself stays persistent (ensureVersionedPath):
+		// empty. Path itself stays persistent (EnsureVersionedPath):
 		// its data version is the fence, and a container created
 		// again would count versions from 0 again, letting a retried
 		// release remove the next holder's node.
 		r.noNode++
-		if err := ensureVersionedPath(r.s.Sess, ep, r.s.Path); err != nil && !session.OutcomeUnknown(err) {
+		if err := EnsureVersionedPath(r.s.Sess, ep, r.s.Path); err != nil && !session.OutcomeUnknown(err) {
 			return nil, err
 		}
 		return nil, errAgain
@@ -267,13 +267,15 @@ func checkFailed(res []zk.MultiResponse) error {
 	return nil
 }
 
-// ensureVersionedPath creates p as a persistent node, and its missing parents
-// as containers (see EnsurePath): for a path whose data version fences holds
-// (the non-fair race's guarded delete checks it). A container removed and
-// created again starts at version 0 again, so a delete retried across its
-// two lives could pass the check and remove the next holder's node; a
-// persistent path keeps counting.
-func ensureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
+// EnsureVersionedPath creates p as a persistent node, and its missing parents
+// as containers (see line.EnsurePath): for a path whose data version fences
+// holds (the non-fair race's fence and guarded delete check it). A container
+// removed and created again starts at version 0 again, so a fenced write or
+// a delete retried across its two lives could pass the check and land on
+// the next holder's grant; a persistent path keeps counting. Whatever
+// creates a non-fair recipe's path, or a child of it, first (the race, an
+// election's registration), creates it with this.
+func EnsureVersionedPath(sess *session.Session, ep *session.Epoch, p string) error {
 	var err error
 	for round := 0; round < 10; round++ {
 		if err = line.EnsurePath(sess, ep, zkpath.Parent(p)); err != nil && !errors.Is(err, zk.ErrNoNode) {

@@ -487,3 +487,32 @@ func AwaitDataWatches(t testing.TB, c *zktest.Cluster, i int, s *session.Session
 	require.Eventually(t, func() bool { return len(WatchedBy(t, c, i, s.SessionID())) >= n },
 		20*time.Second, 2*time.Millisecond, "session 0x%x holds fewer than %d data watches", s.SessionID(), n)
 }
+
+// AwaitContainerPass returns once the server's container check has made a
+// whole pass since the call began, so that every container that was empty
+// (and had had a child) before the call is gone. It waits for two
+// containers emptied one after the other to be removed: a pass deletes what
+// it found in no set order, through the server's request pipeline, so the
+// second sentinel's removal, found by a later pass, follows every deletion
+// of the first pass's. prefix names the sentinels (top-level containers,
+// removed by the server). It waits at the server's pace, not a guess at it
+// (zktest checks every 200 ms; a loaded machine takes longer).
+func AwaitContainerPass(t testing.TB, s *session.Session, prefix string) {
+	t.Helper()
+	ctx := Ctx(t, 60*time.Second)
+	for range 2 {
+		ep, err := s.Wait(ctx)
+		require.NoError(t, err)
+		c := ep.Conn()
+		sentinel := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+		_, err = c.CreateContainer(sentinel, nil, gozk.FlagContainer, s.ACL())
+		require.NoError(t, err, "container %s", sentinel)
+		_, err = c.Create(sentinel+"/x", nil, 0, s.ACL())
+		require.NoError(t, err)
+		require.NoError(t, c.Delete(sentinel+"/x", -1))
+		require.Eventually(t, func() bool {
+			ok, _, err := c.Exists(sentinel)
+			return err == nil && !ok
+		}, 60*time.Second, 10*time.Millisecond, "the server never removed the empty container %s", sentinel)
+	}
+}
