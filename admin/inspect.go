@@ -305,7 +305,7 @@ func (in *inspector) contenders(path string, names []string, k *layout.Kind) (*S
 	if err != nil {
 		return nil, err
 	}
-	classify(snap, all)
+	setKind(snap, all)
 	if snap.Fair {
 		n := lineHolders(snap.Kind, all)
 		snap.Holders, snap.Waiters = all[:n], all[n:]
@@ -315,9 +315,9 @@ func (in *inspector) contenders(path string, names []string, k *layout.Kind) (*S
 	return snap, nil
 }
 
-// classify sets snap's Kind (unless a non-fair recipe's) and Names from a
+// setKind sets snap's Kind (unless a non-fair recipe's) and Names from a
 // line of contenders (all, in line order), if there is one.
-func classify(snap *Snapshot, all []Entry) {
+func setKind(snap *Snapshot, all []Entry) {
 	if len(all) == 0 {
 		return
 	}

@@ -73,7 +73,7 @@ func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Lead
 }
 
 // acquireFair waits in the line through the contender loop (see
-// line.Acquire) until this candidate leads. The candidate's node is kept
+// line.Contend) until this candidate leads. The candidate's node is kept
 // across calls (line.Driver.Keep: leave removes it): after a loss, a
 // candidate whose session survived waits again with the node it has, and
 // leads again at once, with the same term, if it still heads the line.
@@ -93,7 +93,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 			report(leaderOf(Leader{Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner}, data))
 		}
 	}
-	return line.Acquire(ctx, e.line(), line.Driver[*Leadership]{
+	return line.Contend(ctx, e.line(), line.Driver[*Leadership]{
 		Kind: recipe.KindLatch,
 		Data: e.nodeData(),
 		// A leader that waited marks its node when the candidate after it

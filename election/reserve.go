@@ -172,7 +172,7 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 			}
 		}}
 	for {
-		h, err := e.single.Acquire(ctx, a)
+		h, err := e.single.Run(ctx, a)
 		if !errors.Is(err, race.ErrCheckFailed) {
 			if h != nil {
 				e.ho.setMine(-1, 0)

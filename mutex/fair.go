@@ -13,12 +13,12 @@ import (
 )
 
 // acquireFair waits in the line through the contender loop (see
-// line.Acquire). An exclusive holder that waited marks its node in its
+// line.Contend). An exclusive holder that waited marks its node in its
 // release (line.AwaitOptions.MarkOnRelease; a reader never: readers before
 // it may still hold). TryLock's "not now" is a nil hold.
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*hold.Hold, error) {
 	start := time.Now()
-	h, err := line.Acquire(ctx, &m.line, line.Driver[*hold.Hold]{
+	h, err := line.Contend(ctx, &m.line, line.Driver[*hold.Hold]{
 		Kind:    m.kind,
 		Data:    m.data,
 		Turn:    m.turnFor(),

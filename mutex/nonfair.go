@@ -23,7 +23,7 @@ func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*hold.Hold, erro
 	start := time.Now()
 	// One guid for the whole call: a create whose answer was lost is
 	// recognised on any later attempt of this call, never left behind.
-	h, err := m.single.Acquire(ctx, race.Attempt{GUID: line.NewGUID(), Data: m.data, Wait: wait})
+	h, err := m.single.Run(ctx, race.Attempt{GUID: line.NewGUID(), Data: m.data, Wait: wait})
 	if err != nil || h == nil {
 		return nil, err
 	}

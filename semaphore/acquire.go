@@ -23,7 +23,7 @@ var errRecheck = errors.New("semaphore: limit changed")
 var errNoLeases = errors.New("semaphore: no leases child")
 
 // acquire waits in the line through the contender loop (see
-// line.Acquire): the head of the line waits for n leases to be free
+// line.Contend): the head of the line waits for n leases to be free
 // (line.Room) and takes them with a multi-op that consumes its node (see
 // take). A head that had waited marks its node in that multi-op (see
 // line.AwaitOptions.MarkOnRelease): the next in line then takes over from
@@ -37,7 +37,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	}
 	start := time.Now()
 	noLeases := 0 // times the leases child was found missing
-	l, err := line.Acquire(ctx, &s.locks, line.Driver[*Lease]{
+	l, err := line.Contend(ctx, &s.locks, line.Driver[*Lease]{
 		// Entered first: our node pins the path (a container) before its
 		// limit is read, so the limit read is the one of the path our
 		// leases are taken in.

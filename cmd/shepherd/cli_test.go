@@ -244,6 +244,11 @@ func TestSemaphoreAdmitsN(t *testing.T) {
 		peak = max(peak, v)
 	}
 	require.Equal(t, 2, peak, "counts seen: %s", data)
+	// While the semaphore is in use its path records its limit: another
+	// limit is refused. (Idle, the path is a container the server removes,
+	// limit and all: a check made then may find nothing to refuse.)
+	start(t, nil, "semaphore", "-n", "2", path, "--", "sleep", "30")
+	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
 	r := shepherd(t, nil, "semaphore", "-n", "3", path, "--", "true")
 	require.Equal(t, 6, r.code, "a mismatched limit is a refusal: %s", r.stderr)
 	require.Contains(t, r.stderr, "maxLeases 2")

@@ -10,7 +10,7 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Driver is what a fair recipe adds to the contender loop (Acquire): its
+// Driver is what a fair recipe adds to the contender loop (Contend): its
 // turn rule, its options, and what it does with a grant. Everything else
 // (entering the line, waiting, going round again across reconnects and lost
 // answers, giving up and leaving the line) is the loop's, once for every
@@ -27,7 +27,7 @@ type Driver[T any] struct {
 	// Node is a node of the contender already in line (nil: none), kept
 	// from an earlier call: it is used while its session lives.
 	Node *Node
-	// Keep, when set, leaves the contender's node in line when Acquire
+	// Keep, when set, leaves the contender's node in line when Contend
 	// fails (the caller removes it: an election keeps its place across
 	// calls). By default the node is removed (see Line.Leave).
 	Keep bool
@@ -77,7 +77,7 @@ type spentError struct{ err error }
 func (e *spentError) Error() string { return e.err.Error() }
 func (e *spentError) Unwrap() error { return e.err }
 
-// Acquire is the contender loop of every fair recipe: it waits for the
+// Contend is the contender loop of every fair recipe: it waits for the
 // session, enters l (or keeps d.Node), waits for its turn (see
 // Line.AwaitWith) and returns what d.Grant makes of the grant. It goes round
 // again, paced (see Pacer), after an error matching Retryable (a lost
@@ -85,9 +85,9 @@ func (e *spentError) Unwrap() error { return e.err }
 // reused), and at once when its node has left the line. It returns
 // ctx.Err() once ctx has ended, ErrWouldWait with d.Options.NoWait when not
 // granted at once, and any other error as it is. On any failure the
-// contender's node is removed (unless d.Keep) before Acquire returns, with a
+// contender's node is removed (unless d.Keep) before Contend returns, with a
 // short bounded wait (see Line.Leave).
-func Acquire[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
+func Contend[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
 	c := contender[T]{l: l, d: d, own: d.Node}
 	if c.d.Turn == nil {
 		c.d.Turn = HeadTurn
@@ -110,7 +110,7 @@ func Acquire[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
 	}
 }
 
-// contender is the state of one Acquire.
+// contender is the state of one Contend.
 type contender[T any] struct {
 	l     *Line
 	d     Driver[T]

@@ -37,17 +37,17 @@ func TestAcquireLeavesTheLineWhenNotGranted(t *testing.T) {
 		return l.NewHold(ep, hold.Token(own.Czxid), own.Path), nil
 	}
 	ctx := testutil.Ctx(t, 10*time.Second)
-	h, err := line.Acquire(ctx, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant})
+	h, err := line.Contend(ctx, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant})
 	require.NoError(t, err)
 	defer func() { _ = h.Release(ctx) }()
 
-	_, err = line.Acquire(ctx, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant,
+	_, err = line.Contend(ctx, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant,
 		Options: line.AwaitOptions{NoWait: true}})
 	require.True(t, errors.Is(err, line.ErrWouldWait), "got %v", err)
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = line.Acquire(short, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant})
+	_, err = line.Contend(short, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	ep, err := s.Wait(ctx)

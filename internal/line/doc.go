@@ -1,7 +1,7 @@
 // Package line is the waiting line: the fair recipes (mutex, semaphore,
 // election) wait in it, as EPHEMERAL_SEQUENTIAL nodes named in Apache
 // Curator's protected format, each watching one node, through one contender
-// loop (Acquire); and a recipe refuses another kind's path here before its
+// loop (Contend); and a recipe refuses another kind's path here before its
 // first write (PathCheck). It holds the sentinel errors every recipe
 // returns. Its grants are holds of package hold; the non-fair recipes race
 // for one node in package race, above it; an operator's tools are package
@@ -92,7 +92,7 @@
 //
 // # Contending
 //
-// Every fair recipe contends through one loop, Acquire: it waits for the
+// Every fair recipe contends through one loop, Contend: it waits for the
 // session, enters the line, waits (AwaitWith), and goes round again after a
 // lost connection or answer (one classification, Retryable; one pacing,
 // Pacer: exponential backoff with jitter, 20 ms to 1 s, cut short by a new

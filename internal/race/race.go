@@ -60,7 +60,7 @@ type Race struct {
 	// layout.NonFairElection): a path that holds another kind's nodes or
 	// mark (a waiting line's node too: a race and a line on one path would
 	// each grant a holder) is refused before the race's first write there
-	// and after each grant. Acquire then fails with line.ErrWrongKind.
+	// and after each grant. Run then fails with line.ErrWrongKind.
 	Layout *layout.Kind
 	// OnDisconnect is what a lost connection does to the race's holds (0:
 	// the session's DisconnectPolicy).
@@ -83,14 +83,14 @@ type Attempt struct {
 	// Wait: wait until the node is free and race again (else try once).
 	Wait bool
 	// Seen, if not nil, is told each time the node is found held by another
-	// contender (its data and Stat). It runs on Acquire's goroutine and must
+	// contender (its data and Stat). It runs on Run's goroutine and must
 	// not block.
 	Seen func(data []byte, st *zk.Stat)
 	// Check, if not nil, is called before each create: the ops it returns
 	// are added to the grant's multi-op, after the node's create and the
 	// fence's write, so that the server grants only while they hold (the
 	// election's handover reservation). When the multi-op fails at one of
-	// them, Acquire returns an error matching ErrCheckFailed (and the op's
+	// them, Run returns an error matching ErrCheckFailed (and the op's
 	// own error) instead of racing on.
 	Check func() []any
 	// Eager, if not nil, is asked when the node changes while the attempt
@@ -107,12 +107,12 @@ var ErrCheckFailed = errs.New("recipe: the grant's check failed")
 // node is the race's node.
 func (s *Race) node() string { return s.Path + "/" + s.Name }
 
-// Acquire races for the node until attempt a holds it, and returns the hold;
+// Run races for the node until attempt a holds it, and returns the hold;
 // (nil, nil) when a.Wait is false and another contender holds it; or ctx's
 // error when ctx ends. It waits for the session to be usable, and creates
 // Path on demand. When it returns without a hold, a node this attempt may
 // have created unseen (its answer lost) is deleted, guarded.
-func (s *Race) Acquire(ctx context.Context, a Attempt) (*hold.Hold, error) {
+func (s *Race) Run(ctx context.Context, a Attempt) (*hold.Hold, error) {
 	r := &race{s: s, a: a}
 	defer r.undo()
 	for {

@@ -1,6 +1,6 @@
 package race
 
-// One Race.Acquire, step by step: the state of a race across its rounds
+// One Race.Run, step by step: the state of a race across its rounds
 // (see Race).
 
 import (
@@ -21,11 +21,11 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// errAgain is what a step of a race returns to have Acquire race again (a
-// new round, once the session is usable). It never leaves Acquire.
+// errAgain is what a step of a race returns to have Run race again (a
+// new round, once the session is usable). It never leaves Run.
 var errAgain = errors.New("recipe: race again")
 
-// race is one Acquire's state across its rounds.
+// race is one Run's state across its rounds.
 type race struct {
 	s       *Race
 	a       Attempt
@@ -36,7 +36,7 @@ type race struct {
 	noNode  int // creates in a row that found no Path
 }
 
-// undo, when Acquire returns without a hold, deletes (guarded) a node this
+// undo, when Run returns without a hold, deletes (guarded) a node this
 // attempt may hold unseen.
 func (r *race) undo() {
 	if !r.granted && r.unknown != nil {
@@ -46,7 +46,7 @@ func (r *race) undo() {
 
 // round is one round of the race in ep: create the node, or read and watch
 // it held and wait for it to change. It returns the hold; errAgain to race
-// again; or what Acquire returns.
+// again; or what Run returns.
 func (r *race) round(ctx context.Context, ep *session.Epoch) (*hold.Hold, error) {
 	version, err := r.fence(ctx, ep)
 	if err != nil {
