@@ -179,7 +179,6 @@ func (e *Election) makeRecord(ctx context.Context, l *Leadership, p *plan, more 
 func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 	tctx, cancel := context.WithTimeout(ctx, e.handOverTimeout())
 	defer cancel()
-	kind := e.names.Kind(recipe.KindLatch)
 	var left []string // the candidates still between, when last listed
 	var clear time.Time
 	for {
@@ -187,21 +186,13 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 		if err != nil {
 			return e.wayErr(ctx, l, p, left)
 		}
-		type listed struct {
-			names []string
-			ch    <-chan zk.Event
-		}
-		r, err := line.Call(tctx, ep, func(c *zk.Conn) (listed, error) {
-			names, _, ch, err := c.ChildrenW(e.path)
-			return listed{names, ch}, err
-		}, nil)
+		names, changed, err := e.listLine(tctx, ep)
 		if err != nil {
 			if tctx.Err() != nil || !session.OutcomeUnknown(err) {
 				return e.wayErr(ctx, l, p, left)
 			}
 			continue // the connection went: list again once it is back
 		}
-		names := line.Sort(r.names, kind)
 		i, j := line.Index(names, l.node.name), line.Index(names, p.succ.name)
 		var ready <-chan struct{}
 		var acked <-chan time.Time
@@ -214,14 +205,10 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 			if clear.IsZero() {
 				clear = time.Now()
 			}
-			rec, ch, err := e.ho.records.look(tctx)
-			wait := time.Until(clear.Add(e.handOverTimeout() / 10))
-			// No record may be the watch not caught up yet with the one
-			// just made: wait for it, bounded as the rest.
-			if err != nil || (rec != nil && (rec.To != p.succ.name || rec.Ready)) || wait <= 0 {
+			var done bool
+			if done, ready, acked = e.successorReady(tctx, p, clear); done {
 				return nil
 			}
-			ready, acked = ch, time.After(wait) // bounded: a tenth of the timeout
 		default:
 			left = left[:0]
 			for _, n := range names[i+1 : j] {
@@ -229,7 +216,7 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 			}
 		}
 		select {
-		case <-r.ch:
+		case <-changed:
 		case <-ready:
 		case <-acked:
 		case <-ep.Done():
@@ -239,6 +226,39 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 			return e.wayErr(ctx, l, p, left)
 		}
 	}
+}
+
+// listLine lists the election's line in ep, in line order, with a watch
+// on its children.
+func (e *Election) listLine(ctx context.Context, ep *session.Epoch) ([]line.Name, <-chan zk.Event, error) {
+	type listed struct {
+		names []string
+		ch    <-chan zk.Event
+	}
+	r, err := line.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
+		names, _, ch, err := c.ChildrenW(e.path)
+		return listed{names, ch}, err
+	}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return line.Sort(r.names, e.names.Kind(recipe.KindLatch)), r.ch, nil
+}
+
+// successorReady is awaitWay's step once p's successor is next in line
+// (since clear): done when the successor said it is ready, or the record
+// is not this handover's, or a tenth of the handover timeout has passed
+// since clear; otherwise the channels to wait on (the record's change, the
+// rest of that tenth).
+func (e *Election) successorReady(ctx context.Context, p *plan, clear time.Time) (done bool, ready <-chan struct{}, acked <-chan time.Time) {
+	rec, ch, err := e.ho.records.look(ctx)
+	wait := time.Until(clear.Add(e.handOverTimeout() / 10))
+	// No record may be the watch not caught up yet with the one just
+	// made: wait for it, bounded as the rest.
+	if err != nil || (rec != nil && (rec.To != p.succ.name || rec.Ready)) || wait <= 0 {
+		return true, nil, nil
+	}
+	return false, ch, time.After(wait) // bounded: a tenth of the timeout
 }
 
 // wayErr is why awaitWay gave up: ctx's error, l's end, or the timeout

@@ -66,7 +66,7 @@ func TestYieldFlap(t *testing.T) {
 		s := open(t, zk.Servers(), session.WithObserver(obs))
 		joined[id] = time.Now()
 		r := run(t, g, s, path, id, opts(2+i%2)...)
-		time.Sleep(stay * time.Millisecond)
+		time.Sleep(stay * time.Millisecond) // how long it stays: the flapping under test
 		r.stop()
 	}
 	waitIn(t, base.e, 1)

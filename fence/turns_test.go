@@ -225,7 +225,7 @@ func holdAndWrite(ctx context.Context, kind exclusive, s *session.Session, path 
 		if since >= 0 {
 			since++
 		}
-		time.Sleep(writePace)
+		time.Sleep(writePace) // the pace of the holder's writes, not synchronisation
 	}
 	return tr
 }

@@ -239,7 +239,7 @@ func TestCatchUp(t *testing.T) {
 			rec, epoch := record(t, c.s)
 			require.EqualValues(t, 2, rec.N)
 			// Nobody leads for five and a half intervals.
-			time.Sleep(5*every + every/2)
+			time.Sleep(5*every + every/2) // the outage: its length is the fault
 			decisions := make(chan time.Time, 100)
 			start(t, sess, path, "a", every, b.job("a", nil), WithCatchUp(tc.policy),
 				withHooks(hooks{decided: func(now time.Time) { decisions <- now }}))
@@ -348,7 +348,7 @@ func TestPauseRidesThrough(t *testing.T) {
 	paused := time.Now()
 	close(release) // the job returns while paused: its end waits at the gate
 	// Several ticks come due during the pause.
-	time.Sleep(4 * every)
+	time.Sleep(4 * every) // the pause's length: the fault under test
 	require.Len(t, b.runsOf(4), 0, "no tick starts during a pause")
 	healed := time.Now() // no tick can start before: the session cannot be back
 	p.Refuse(false)

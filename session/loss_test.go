@@ -144,7 +144,7 @@ func TestSilenceIsSuspendedOnTime(t *testing.T) {
 	stalledAt := time.Now()
 	p.Stall()
 	// The fault's timing: the writes start shortly before the read timeout.
-	time.Sleep(readTimeout * 3 / 4)
+	time.Sleep(readTimeout * 3 / 4) // the fault's timing, as said above
 	big := make([]byte, 512<<10)
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -38,7 +38,7 @@ func TestLagFollower(t *testing.T) {
 		d, _, err := reader.Get("/lag")
 		require.NoError(t, err)
 		require.Equal(t, "old", string(d), "a lagging follower shows what it had")
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // reads spread over the lag: its length is the fault
 	}
 	require.Equal(t, "follower", c.Mode(ctx, f))
 	// A sync there waits for the lag (and the session's later requests,

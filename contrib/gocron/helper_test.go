@@ -117,7 +117,7 @@ func electorMain(ctx context.Context, sess *session.Session, id string, skew tim
 	}
 	_, err = s.NewJob(gocronv2.DurationJob(200*time.Millisecond), gocronv2.NewTask(func() {
 		fmt.Fprintf(out, "%d %s\n", time.Now().UnixMilli(), id)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the job's work
 	}), gocronv2.WithName("tick"))
 	if err != nil {
 		return fail(err)

@@ -69,7 +69,7 @@ func TestDoubleBarrier(t *testing.T) {
 				}
 				// The work being simulated: members leave one after the
 				// other, the last long after the first.
-				time.Sleep(time.Duration(i) * 200 * time.Millisecond)
+				time.Sleep(time.Duration(i) * 200 * time.Millisecond) // the work
 				leaving.Add(1)
 				if err := m.Leave(ctx); err != nil {
 					return err

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -419,23 +419,8 @@ func TestHoldDeletedFromOutside(t *testing.T) {
 // node (the hold's own-node watch).
 func requireWatched(t *testing.T, s *session.Session, node string) {
 	t.Helper()
-	sid := fmt.Sprintf("0x%x", s.SessionID())
 	require.Eventually(t, func() bool {
-		out, err := zk.FourLetter(context.Background(), 0, "wchc")
-		if err != nil {
-			return false
-		}
-		// wchc: a session id line, then its watched paths, indented.
-		in := false
-		for _, ln := range strings.Split(out, "\n") {
-			switch {
-			case strings.HasPrefix(ln, "0x"):
-				in = strings.TrimSpace(ln) == sid
-			case in && strings.TrimSpace(ln) == node:
-				return true
-			}
-		}
-		return false
+		return slices.Contains(testutil.WatchedBy(t, zk, 0, s.SessionID()), node)
 	}, 10*time.Second, 5*time.Millisecond, "no watch on %s", node)
 }
 
