@@ -223,6 +223,7 @@ func TestHandOverCurator(t *testing.T) {
 		ps, err := d.e.Participants(ctx)
 		require.NoError(t, err)
 		require.Equal(t, path+"/"+f, ps[3].Node)
+		require.Equal(t, "d", ps[2].ID, "the latch's predecessor")
 		_, _, watch, err := ep.Conn().GetW(ps[2].Node)
 		require.NoError(t, err)
 		require.NoError(t, a.e.HandOver(ctx, "d"))

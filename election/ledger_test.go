@@ -117,11 +117,14 @@ type runner struct {
 }
 
 // run starts a candidate under Run that leads until its ctx ends, telling
-// g; it is stopped when the test ends.
+// g, and returns once its node is in line: candidates started one after
+// another stand in the line in that order (tests name a candidate's
+// predecessor by it). It is stopped when the test ends.
 func run(t *testing.T, g *ledger, sess *session.Session, path, id string, opts ...election.Option) *runner {
 	t.Helper()
 	e, err := election.New(sess, path, id, opts...)
 	require.NoError(t, err)
+	before := inLine(e, id)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &runner{id: id, e: e, sess: sess, cancel: cancel, done: make(chan error, 1)}
 	go func() {
@@ -133,7 +136,27 @@ func run(t *testing.T, g *ledger, sess *session.Session, path, id string, opts .
 		})
 	}()
 	t.Cleanup(r.stop)
+	require.Eventually(t, func() bool { return inLine(e, id) > before }, 20*time.Second, 5*time.Millisecond,
+		"candidate %s never stood in line", id)
 	return r
+}
+
+// inLine counts the participants named id (none while the election's path
+// is missing).
+func inLine(e *election.Election, id string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ps, err := e.Participants(ctx)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range ps {
+		if p.ID == id {
+			n++
+		}
+	}
+	return n
 }
 
 // stop ends Run (a handover on stop, with HandOverOnStop) and waits.

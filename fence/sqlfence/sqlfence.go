@@ -87,18 +87,32 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 }
 
 // EnsurePostgresFunction creates (or replaces) PostgresFunction, on
-// PostgreSQL only; the table must exist (Ensure).
+// PostgreSQL only; the table must exist (Ensure). Callers replacing it at
+// once take turns (a transaction-scoped advisory lock, key
+// FunctionLockKey): PostgreSQL fails one of two concurrent CREATE OR
+// REPLACE FUNCTION ("tuple concurrently updated").
 func EnsurePostgresFunction(ctx context.Context, db *sql.DB) error {
 	return ensure(ctx, db, PostgresFunction, "the function shepherd_fence")
 }
+
+// FunctionLockKey is the PostgreSQL advisory lock key (pg_advisory_xact_lock)
+// EnsurePostgresFunction holds while it replaces the function.
+const FunctionLockKey int64 = 0x73686570_66656e63 // "shepfenc"
 
 func ensure(ctx context.Context, db *sql.DB, stmt, what string) error {
 	if db == nil {
 		return fmt.Errorf("%w: nil database", ErrInvalid)
 	}
+	run := func() error {
+		_, err := db.ExecContext(ctx, stmt)
+		return err
+	}
+	if stmt == PostgresFunction {
+		run = func() error { return inTurn(ctx, db, stmt) }
+	}
 	var err error
 	for range ensureTries {
-		if _, err = db.ExecContext(ctx, stmt); err == nil || ctx.Err() != nil {
+		if err = run(); err == nil || ctx.Err() != nil {
 			break
 		}
 	}
@@ -106,6 +120,22 @@ func ensure(ctx context.Context, db *sql.DB, stmt, what string) error {
 		return fmt.Errorf("sqlfence: creating %s: %w", what, err)
 	}
 	return nil
+}
+
+// inTurn runs stmt in a transaction that first takes FunctionLockKey.
+func inTurn(ctx context.Context, db *sql.DB, stmt string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", FunctionLockKey); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Check is the guard: called inside the transaction tx that makes a
