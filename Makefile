@@ -125,4 +125,4 @@ chaos: setup
 FUZZTIME ?= 200000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseName -fuzztime $(FUZZTIME) ./internal/line
-	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/zkpath
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/wire/zkpath

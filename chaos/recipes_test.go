@@ -10,7 +10,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/fence"
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/semaphore"

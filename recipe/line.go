@@ -100,14 +100,23 @@ func (l *Line) Leave(ep *session.Epoch, own *Node) <-chan struct{} {
 	return l.core().Leave(ep, own.Path)
 }
 
-// Name is a parsed contender node name.
+// Name is a parsed contender node name. It is a struct of four fields
+// (go doc shows an alias's target only, so they are listed here):
+//
+//	Name string // the node's name (the last path element)
+//	GUID string // the protected-create guid, "" if none
+//	Kind string // one of the Kind constants
+//	Seq  int64  // the sequence suffix
 type Name = line.Name
 
 // Turn decides, from the line and our index i in it, whether we are granted;
 // if not, which node to watch (its index: usually one ahead of i, the node
 // whose deletion can change the answer; any node of the line may be
 // watched), and whether that node's deletion alone grants us (no need to
-// list the line again). Turn is a pure function.
+// list the line again). Turn is a pure function, of this type (go doc
+// shows an alias's target only):
+//
+//	func(line []Name, i int) (granted bool, watch int, deletionGrants bool)
 type Turn = line.Turn
 
 // HeadTurn is the turn of a line whose head alone is granted (a lock, a

@@ -9,8 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/wiretap"
-	"github.com/shepherdzk/shepherd/internal/zkwire"
+	"github.com/shepherdzk/shepherd/internal/wire/wiretap"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 )
 
 // handle is one *zk.Conn and what the manager knows of it. go-zookeeper may

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 )
 
 // Connect opens a session (see Open) from a ZooKeeper connect string as

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
+
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
 )
 
 // resultCodes are the errors that are ZooKeeper's answer to a request: the

@@ -2,9 +2,10 @@ package session
 
 import (
 	"context"
-	"github.com/shepherdzk/shepherd/internal/wiretap"
 	"sync"
 	"time"
+
+	"github.com/shepherdzk/shepherd/internal/wire/wiretap"
 
 	"github.com/go-zookeeper/zk"
 )

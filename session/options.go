@@ -9,7 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 )
 
 // Defaults.

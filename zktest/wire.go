@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shepherdzk/shepherd/internal/zkwire"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 )
 
 // Credentials are what a client needs to attach to an existing ZooKeeper

@@ -3,7 +3,7 @@ package zktest
 import (
 	"io"
 
-	"github.com/shepherdzk/shepherd/internal/zkwire"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 )
 
 // The wire helpers wire_test.go was written against, now in zkwire.

@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 

@@ -8,7 +8,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 

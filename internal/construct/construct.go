@@ -8,7 +8,7 @@ package construct
 import (
 	"fmt"
 
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -22,7 +22,7 @@ import (
 // fn's result once fn finishes: to undo what a request the caller gave up on
 // did after all (a create that landed). Reads need no undo. A ctx that can
 // never end costs nothing: fn then runs on the caller's goroutine (see
-// internal/ctxcall).
+// internal/wire/ctxcall).
 func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
 	return ctxcall.Value(ctx, func() (T, error) { return fn(ep.Conn()) }, undo)
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
-	"github.com/shepherdzk/shepherd/internal/wiretap"
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/wire/wiretap"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )

@@ -4,7 +4,7 @@ import (
 	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/errs"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 

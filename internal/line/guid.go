@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 

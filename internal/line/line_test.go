@@ -12,7 +12,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
-	"github.com/shepherdzk/shepherd/internal/wiretap"
+	"github.com/shepherdzk/shepherd/internal/wire/wiretap"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/wiretap"
+	"github.com/shepherdzk/shepherd/internal/wire/wiretap"
 	"github.com/shepherdzk/shepherd/internal/zkdelete"
 	"github.com/shepherdzk/shepherd/session"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
 	"github.com/shepherdzk/shepherd/session"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
 	"github.com/shepherdzk/shepherd/internal/line"
-	"github.com/shepherdzk/shepherd/internal/zkpath"
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/ctxcall"
+	"github.com/shepherdzk/shepherd/internal/wire/ctxcall"
 )
 
 // TestValueAbandoned: when ctx ends first, Value returns at once and

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/shepherdzk/shepherd/internal/zkwire"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 )
 
 // The opcodes the tap's tests build frames with.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/zkwire"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 )
 
 // Tap tells waiters when a create (or a setData) of a given path has been written to

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherdzk/shepherd/internal/zkwire"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 )
 
 // reply is a server frame after the ConnectResponse: xid, zxid, err, body.
