@@ -45,6 +45,14 @@
 // A hold costs nothing while it is held: no goroutine (its watch on its own
 // node is called from the session's one event path), one server watch.
 //
+// A value that may hold (a Mutex between Unlock and Lock) answers as a
+// hold that has ended, one rule for every method: a signal of the hold's
+// end (Lost, Paused, Context) has fired, since there is nothing to keep
+// and nothing to act on; a request to act (RevokeRequested) never fires
+// (nil); a call that needs a hold (Gate, Token, Fenced, Validate, a
+// release) returns ErrNotHeld; a value of the hold (Node, Hold) is its
+// zero value ("", nil).
+//
 // Holds are made by the recipes (and by a recipe of one's own, through
 // recipe.Line or New); users get them from Mutex.Hold, a Lease, a Leadership.
 package hold

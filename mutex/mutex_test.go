@@ -50,6 +50,14 @@ func TestBadInput(t *testing.T) {
 	default:
 		t.Fatal("Lost of a lock not held must be closed")
 	}
+	// The rest of hold's rule for a value that holds nothing: the end's
+	// signals have fired, a request to act never fires, a value is zero.
+	require.True(t, isClosed(m.Paused()), "Paused of a lock not held must be closed")
+	require.Error(t, m.Context().Err(), "the Context of a lock not held has ended")
+	require.Nil(t, m.RevokeRequested())
+	require.ErrorIs(t, m.Gate(ctx), mutex.ErrNotHeld)
+	require.Empty(t, m.Node())
+	require.Nil(t, m.Hold())
 	require.Empty(t, children(t, s, path), "bad calls leave nothing behind")
 
 	// After Close.
