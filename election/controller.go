@@ -65,8 +65,8 @@ func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Lea
 		report(leaderOf(Leader{Term: Term(n.czxid), Node: n.path, SessionID: n.sid}, e.nodeData()))
 	}
 	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
-	l.ho = handoverOf(l)
-	e.ho.Watch(l.ho)
+	l.setHandover()
+	e.ho.Watch(&l.ho)
 	return l
 }
 
@@ -227,7 +227,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 // candidate goes back in line: at the back after OnElected returned or
 // Resign, with the node it has after a loss.
 func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool, error) {
-	stopAfter := e.ho.OnShutdown(ctx, l.ho) // a shutdown
+	stopAfter := e.ho.OnShutdown(ctx, &l.ho) // a shutdown
 	resign, left := e.setLeading(l)
 	done := make(chan struct{})
 	go func() {

@@ -12,9 +12,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/shepherdzk/shepherd/election/internal/handover"
+	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/line"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -58,7 +62,7 @@ var ErrHandedOver = fmt.Errorf("%w: handed over", recipe.ErrReleased)
 // (it was given up: the others race). A successor that dies once it is
 // next goes as a dead leader does: with its session.
 func (l *Leadership) HandOver(ctx context.Context, id string) error {
-	return l.e.ho.HandOver(ctx, l.ho, id)
+	return l.e.ho.HandOver(ctx, &l.ho, id)
 }
 
 // HandOver hands the current leadership over to the candidate with id (the
@@ -74,7 +78,7 @@ func (e *Election) HandOver(ctx context.Context, id string) error {
 	if l == nil || l.ctx.Err() != nil {
 		return ErrNotLeader
 	}
-	return e.ho.HandOver(ctx, l.ho, id)
+	return e.ho.HandOver(ctx, &l.ho, id)
 }
 
 // HandOverRequest is a pending handover at an election's path (see
@@ -183,18 +187,46 @@ var handoverErrors = handover.Errors{NoCandidate: ErrNoCandidate, Refused: ErrHa
 func newHandovers(e *Election) *handover.Handovers {
 	return handover.New(handover.Config{Sess: e.sess, Path: e.path, ID: e.id, Fair: e.fair, Names: e.names,
 		Priority: e.ext.priority, Policy: e.ext.handover, Log: e.log, Errors: &handoverErrors,
-		Race: &e.single, Layout: e.nfLayout,
-		Line: e.line, InLine: e.inLine, Data: e.dataWith, Said: said, Report: e.report, LeaveBounded: e.leaveBounded})
+		Race: &e.single, Layout: e.nfLayout, Of: (*candidateOf)(e)})
 }
 
-// handoverOf is leadership l as its handovers see it (see
-// handover.Leadership).
-func handoverOf(l *Leadership) *handover.Leadership {
-	e := l.e
-	return &handover.Leadership{Ctx: l.ctx, Hold: l.hold, Term: l.term, Name: l.node.name, Path: l.node.path,
-		Ended: l.ended, Fenced: l.Fenced, Cancel: l.cancel,
-		Release: func(ctx context.Context, cause error) error { return e.resignWith(ctx, l, cause) }}
+// candidateOf is an Election as its handovers ask of it
+// (handover.Candidate): a type of its own, so that these methods stay out
+// of Election's.
+type candidateOf Election
+
+func (c *candidateOf) Line() *line.Line                          { return (*Election)(c).line() }
+func (c *candidateOf) InLine() (name string, seq int64, ok bool) { return (*Election)(c).inLine() }
+func (c *candidateOf) Said(data []byte) handover.Said            { return said(data) }
+func (c *candidateOf) Report(ev observe.RecipeEvent)             { (*Election)(c).report(ev) }
+func (c *candidateOf) LeaveBounded(ctx context.Context)          { (*Election)(c).leaveBounded(ctx) }
+
+func (c *candidateOf) Data(value, handOverTo string) []byte {
+	return (*Election)(c).dataWith(value, handOverTo)
 }
+
+// setHandover fills l.ho, leadership l as its handovers see it (see
+// handover.Leadership), once l is made.
+func (l *Leadership) setHandover() {
+	l.ho = handover.Leadership{Ctx: l.ctx, Hold: l.hold, Term: l.term, Name: l.node.name, Path: l.node.path,
+		Of: (*toHandOver)(l)}
+}
+
+// toHandOver is a Leadership as a handover acts on it (handover.Leader):
+// a type of its own, so that these methods stay out of Leadership's.
+type toHandOver Leadership
+
+func (l *toHandOver) Ended() error { return (*Leadership)(l).ended() }
+
+func (l *toHandOver) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
+	return (*Leadership)(l).Fenced(ctx, ops...)
+}
+
+func (l *toHandOver) Release(ctx context.Context, cause error) error {
+	return l.e.resignWith(ctx, (*Leadership)(l), cause)
+}
+
+func (l *toHandOver) Cancel(cause error) { l.cancel(cause) }
 
 // inLine is the candidate's node while it waits or leads in the fair line
 // (ok false: none).

@@ -31,8 +31,8 @@ type Leadership struct {
 	hold   *hold.Hold // this grant of the node
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// ho is this leadership as its handovers see it (see handoverOf).
-	ho *handover.Leadership
+	// ho is this leadership as its handovers see it (see setHandover).
+	ho handover.Leadership
 }
 
 // Term is the leadership's fencing token: the creation zxid of the leader's

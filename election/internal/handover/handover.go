@@ -113,7 +113,7 @@ func (h *Handovers) HandOver(ctx context.Context, l *Leadership, id string) erro
 
 // handOver hands leadership l over to t (see election's Leadership.HandOver).
 func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reason string) error {
-	if err := l.Ended(); err != nil {
+	if err := l.Of.Ended(); err != nil {
 		return err
 	}
 	if !h.begin() {
@@ -128,12 +128,12 @@ func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reaso
 	}
 	// A release: made whatever ctx (ctx bounds only the wait for its
 	// confirmation).
-	_ = l.Release(ctx, h.cfg.Errors.HandedOver)
+	_ = l.Of.Release(ctx, h.cfg.Errors.HandedOver)
 	if !errors.Is(context.Cause(l.Ctx), h.cfg.Errors.HandedOver) {
 		// Lost before it could be handed over: the node goes with the
 		// loss, as after any, and a reservation is dropped.
 		h.dropRecord(p)
-		err := l.Ended()
+		err := l.Of.Ended()
 		h.reportHandOver(l, reason, p.succ, err, began)
 		return err
 	}
@@ -180,7 +180,7 @@ func (h *Handovers) outcome(err error) string {
 // reportHandOver reports a handover of l, and logs it.
 func (h *Handovers) reportHandOver(l *Leadership, reason string, succ Cand, err error, began time.Time) {
 	took := time.Since(began)
-	h.cfg.Report(observe.RecipeEvent{Kind: observe.HandedOver, Term: int64(l.Term), Successor: succ.ID, Reason: reason,
+	h.cfg.Of.Report(observe.RecipeEvent{Kind: observe.HandedOver, Term: int64(l.Term), Successor: succ.ID, Reason: reason,
 		Outcome: h.outcome(err), Took: took})
 	if err != nil {
 		h.cfg.Log.Info("election: handover not made", "term", l.Term, "reason", reason, "successor", succ.ID, "error", err)

@@ -51,7 +51,7 @@ func (h *Handovers) register(ctx context.Context) error {
 	p := h.cfg.Path + "/" + name
 	err = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		for range 3 { // the path may be removed meanwhile (containers)
-			_, err := c.Create(p, h.cfg.Data("", ""), zk.FlagEphemeral, h.cfg.Sess.ACL())
+			_, err := c.Create(p, h.cfg.Of.Data("", ""), zk.FlagEphemeral, h.cfg.Sess.ACL())
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
 				// The path is the race's, whose version fences the holds:
@@ -101,7 +101,7 @@ func (h *Handovers) Unregister(ctx context.Context) {
 	// A guaranteed delete (in the background if it takes more than a
 	// moment), as a waiter's node leaves the line.
 	select {
-	case <-h.cfg.Line().Leave(ep, h.cfg.Path+"/"+reg.name):
+	case <-h.cfg.Of.Line().Leave(ep, h.cfg.Path+"/"+reg.name):
 	case <-ctx.Done():
 	}
 }

@@ -39,9 +39,9 @@ func (h *Handovers) prepareNonFair(ctx context.Context, l *Leadership, t target,
 	h.mu.Lock()
 	value := h.value
 	h.mu.Unlock()
-	hint := fence.Raw(&zk.SetDataRequest{Path: l.Path, Version: -1, Data: h.cfg.Data(value, p.succ.Name)})
+	hint := fence.Raw(&zk.SetDataRequest{Path: l.Path, Version: -1, Data: h.cfg.Of.Data(value, p.succ.Name)})
 	if t.record != nil {
-		_, err = l.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
+		_, err = l.Of.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
 		return p, err
 	}
 	if err := h.makeRecord(ctx, l, p, hint); err != nil {
@@ -163,7 +163,7 @@ func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk
 		h.keepRegistered(rctx)
 	}()
 	defer func() { stop(); <-kept }()
-	a := race.Attempt{GUID: guid, Data: h.cfg.Data("", ""), Wait: true, Check: h.check, Eager: h.reserved,
+	a := race.Attempt{GUID: guid, Data: h.cfg.Of.Data("", ""), Wait: true, Check: h.check, Eager: h.reserved,
 		Seen: func(data []byte, st *zk.Stat) {
 			h.sawLeader(data, st)
 			if seen != nil {
@@ -221,7 +221,7 @@ func (h *Handovers) setMine(version int32, term int64) {
 // record it made with it is new (version 0, never written again). A later
 // leader's node without it makes what an earlier one said stale.
 func (h *Handovers) sawLeader(data []byte, st *zk.Stat) {
-	d := h.cfg.Said(data)
+	d := h.cfg.Of.Said(data)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {

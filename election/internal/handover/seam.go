@@ -40,23 +40,30 @@ type Config struct {
 	Race   *race.Race
 	Layout *line.PathCheck
 
+	// Of is the candidate, for what the handovers ask of it.
+	Of Candidate
+}
+
+// Candidate is what a candidate's handovers ask of it, implemented by the
+// election's.
+type Candidate interface {
 	// Line is the candidate's line: listed in the fair layout; its Leave
 	// (a guaranteed delete) removes a registration too.
-	Line func() *line.Line
+	Line() *line.Line
 	// InLine is the candidate's node while it waits or leads in the fair
 	// line (ok false: none): its name and sequence number.
-	InLine func() (name string, seq int64, ok bool)
+	InLine() (name string, seq int64, ok bool)
 	// Data is the candidate's node data, saying also a proclaimed value
 	// and, in a non-fair leader's node, the registration it hands over to
 	// ("" for none: the data the candidate enters with).
-	Data func(value, handOverTo string) []byte
+	Data(value, handOverTo string) []byte
 	// Said reads what a candidate's node data says.
-	Said func(data []byte) Said
+	Said(data []byte) Said
 	// Report reports an event of the election to the session's observer.
-	Report func(observe.RecipeEvent)
+	Report(observe.RecipeEvent)
 	// LeaveBounded leaves the line (the candidate's node deleted),
 	// waiting at most one session timeout (and not past ctx).
-	LeaveBounded func(ctx context.Context)
+	LeaveBounded(ctx context.Context)
 }
 
 // Errors are the election's sentinel errors, which handovers return
@@ -83,29 +90,37 @@ type Said struct {
 }
 
 // Leadership is one held leadership of the candidate, as its handovers
-// see it: the election makes one with each grant, and gives it to Watch
-// and to the calls that hand it over.
+// see it: the election keeps one in each of its leaderships (no
+// allocation of its own), set at the grant, and gives it to Watch and to
+// the calls that hand it over.
 type Leadership struct {
 	Ctx  context.Context // the leadership's Context: it ends with it
 	Hold *hold.Hold      // its grant: its session, what its release deletes with its node (Attach)
 	Term hold.Token
 	Name string // its node, relative to the election's path
 	Path string // its node's full path
-	// Ended is nil while the leadership holds; else the error of a call
-	// on an ended leadership (matching ErrNotLeader and ErrLost).
-	Ended func() error
-	// Fenced runs ops as one multi-op that lands only while the
-	// leadership holds.
-	Fenced func(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error)
-	// Release gives the leadership up as Resign does, its Context ending
-	// with cause.
-	Release func(ctx context.Context, cause error) error
-	// Cancel ends its Context with cause (Run's shutdown).
-	Cancel context.CancelCauseFunc
+	// Of is the election's leadership, for what a handover does to it.
+	Of Leader
 
 	// checks: the leader's reading of the election's record (leadwatch.go).
 	checks            sync.Mutex
 	checking, recheck bool
+}
+
+// Leader is what a handover does to a held leadership, implemented by the
+// election's.
+type Leader interface {
+	// Ended is nil while the leadership holds; else the error of a call
+	// on an ended leadership (matching ErrNotLeader and ErrLost).
+	Ended() error
+	// Fenced runs ops as one multi-op that lands only while the
+	// leadership holds.
+	Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error)
+	// Release gives the leadership up as Resign does, its Context ending
+	// with cause.
+	Release(ctx context.Context, cause error) error
+	// Cancel ends its Context with cause (Run's shutdown).
+	Cancel(cause error)
 }
 
 // Cand is a candidate as a handover sees it.
@@ -130,7 +145,7 @@ type Cand struct {
 // cand is the candidate whose node (name relative to the path, node the
 // full path) holds data (its Stat st).
 func (h *Handovers) cand(name, node string, seq int64, shepherd bool, st *zk.Stat, data []byte) Cand {
-	s := h.cfg.Said(data)
+	s := h.cfg.Of.Said(data)
 	return Cand{Name: name, Node: node, Seq: seq, Shepherd: shepherd, ID: s.ID, Priority: s.Priority,
 		SessionID: st.EphemeralOwner, Stat: st, Data: data}
 }

@@ -43,7 +43,7 @@ func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCau
 // successor rec names.
 func (h *Handovers) before(rec *record) bool {
 	seq := rec.toSeq()
-	name, own, ok := h.cfg.InLine()
+	name, own, ok := h.cfg.Of.InLine()
 	return seq >= 0 && ok && name != rec.To && own < seq
 }
 

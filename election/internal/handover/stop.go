@@ -24,7 +24,7 @@ type stopping struct {
 // registration's stop (see context.AfterFunc).
 func (h *Handovers) OnShutdown(ctx context.Context, l *Leadership) func() bool {
 	if !h.cfg.Policy.OnStop {
-		return context.AfterFunc(ctx, func() { l.Cancel(context.Cause(ctx)) })
+		return context.AfterFunc(ctx, func() { l.Of.Cancel(context.Cause(ctx)) })
 	}
 	return context.AfterFunc(ctx, func() {
 		s := &stopping{l: l, done: make(chan struct{}), began: time.Now()}
@@ -33,7 +33,7 @@ func (h *Handovers) OnShutdown(ctx context.Context, l *Leadership) func() bool {
 		h.mu.Unlock()
 		s.plan, s.err = h.prepareStop(l)
 		close(s.done)
-		l.Cancel(context.Cause(ctx))
+		l.Of.Cancel(context.Cause(ctx))
 	})
 }
 
@@ -47,7 +47,7 @@ func (h *Handovers) prepareStop(l *Leadership) (*plan, error) {
 	stop := context.AfterFunc(l.Ctx, cancel)
 	defer stop()
 	if !h.beginWait(ctx) {
-		return nil, l.Ended()
+		return nil, l.Of.Ended()
 	}
 	defer h.end()
 	if h.cfg.Policy.StopWait > 0 {
@@ -67,11 +67,11 @@ func (h *Handovers) LeaveAtEnd(ctx context.Context) {
 	h.stop = nil
 	h.mu.Unlock()
 	if s == nil {
-		h.cfg.LeaveBounded(ctx)
+		h.cfg.Of.LeaveBounded(ctx)
 		return
 	}
 	<-s.done // bounded: prepareStop's own bound
-	h.cfg.LeaveBounded(ctx)
+	h.cfg.Of.LeaveBounded(ctx)
 	err := s.err
 	if s.plan != nil {
 		err = h.finish(context.Background(), s.plan)

@@ -26,7 +26,7 @@ func (h *Handovers) lineCands(ctx context.Context) ([]Cand, error) {
 	var out []Cand
 	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
 		out = out[:0]
-		names, err := h.cfg.Line().List(ep)
+		names, err := h.cfg.Of.Line().List(ep)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -129,7 +129,7 @@ func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, re
 	if p.rec != "" {
 		if err := l.Hold.Attach(hold.Attached{Path: p.rec, Data: p.recData}); err != nil {
 			h.dropRecord(p)
-			return nil, l.Ended()
+			return nil, l.Of.Ended()
 		}
 	}
 	return p, nil
@@ -142,7 +142,7 @@ func (h *Handovers) makeRecord(ctx context.Context, l *Leadership, p *plan, more
 	rp := recordPath(h.cfg.Path)
 	data := encodeRecord(recordJSON{To: p.succ.Name, ID: p.succ.ID, By: h.cfg.ID, Reason: p.reason})
 	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
-	_, err := l.Fenced(ctx, ops...)
+	_, err := l.Of.Fenced(ctx, ops...)
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
 		if req, perr := Pending(ctx, h.cfg.Sess, h.cfg.Path); perr == nil && req != nil {
@@ -186,7 +186,7 @@ func (h *Handovers) awaitWay(ctx context.Context, l *Leadership, p *plan) error 
 		var acked <-chan time.Time
 		switch {
 		case i < 0:
-			return l.Ended()
+			return l.Of.Ended()
 		case j < 0:
 			return fmt.Errorf("%w: %q (%s) left the line", h.cfg.Errors.NoCandidate, p.succ.ID, p.succ.Name)
 		case j == i+1:
@@ -209,7 +209,7 @@ func (h *Handovers) awaitWay(ctx context.Context, l *Leadership, p *plan) error 
 		case <-acked:
 		case <-ep.Done():
 		case <-l.Ctx.Done():
-			return l.Ended()
+			return l.Of.Ended()
 		case <-tctx.Done():
 			return h.wayErr(ctx, l, p, left)
 		}
@@ -254,7 +254,7 @@ func (h *Handovers) successorReady(ctx context.Context, p *plan, clear time.Time
 func (h *Handovers) wayErr(ctx context.Context, l *Leadership, p *plan, left []string) error {
 	switch {
 	case l.Ctx.Err() != nil:
-		return l.Ended()
+		return l.Of.Ended()
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
