@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 )
@@ -33,7 +34,7 @@ type candidateData struct {
 	// HandOverTo, in a non-fair leader's node, names the candidate the
 	// leader is handing over to (its registration node): the racers watch
 	// the leader's node, so the successor learns it will be the one let
-	// through before the node goes (see handover.go).
+	// through before the node goes (see handover.Said.HandOverTo).
 	HandOverTo string `json:"handover_to,omitempty"`
 }
 
@@ -134,6 +135,20 @@ func WithAttributes(attrs map[string]string) Option {
 // nodeData is what the candidate's node holds (see encodeCandidate).
 func (e *Election) nodeData() []byte {
 	return encodeCandidate(e.id, candidateData{Priority: e.ext.priority, Attributes: e.ext.attrs})
+}
+
+// dataWith is what the candidate's node holds, saying also value (a
+// proclaimed one) and handOverTo (see candidateData): handover.Config.Data.
+func (e *Election) dataWith(value, handOverTo string) []byte {
+	return encodeCandidate(e.id, candidateData{Priority: e.ext.priority, Attributes: e.ext.attrs, Value: value,
+		HandOverTo: handOverTo})
+}
+
+// said is what a candidate's node data says, of what a handover reads
+// (handover.Config.Said).
+func said(data []byte) handover.Said {
+	id, d := parseCandidate(data)
+	return handover.Said{ID: id, Priority: d.Priority, HandOverTo: d.HandOverTo}
 }
 
 // participantOf is the participant whose node (full path, its Stat st)

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
@@ -63,13 +65,37 @@ func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Lea
 		report(leaderOf(Leader{Term: Term(n.czxid), Node: n.path, SessionID: n.sid}, e.nodeData()))
 	}
 	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
-	e.watchLeadership(l)
+	l.setHandover()
+	e.ho.Watch(&l.ho)
 	return l
 }
 
 // electedFair grants leadership for our node in the line, within ep.
 func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Leader)) *Leadership {
 	return e.elected(n, e.line().NewHold(ep, hold.Token(n.czxid), n.path), report)
+}
+
+// acquireLine is acquireFair with the fair layout's step-aside for a
+// handover (issue 38; see handover.Handovers.WatchStepAside): while the
+// candidate waits, a record naming a successor behind it ends the wait;
+// its node leaves the line and it enters again, at the back.
+func (e *Election) acquireLine(ctx context.Context, report func(Leader)) (*Leadership, error) {
+	for {
+		actx, cancel := context.WithCancelCause(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			e.ho.WatchStepAside(actx, cancel)
+		}()
+		l, err := e.acquireFair(actx, report)
+		cancel(nil)
+		<-watched
+		if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(actx), handover.ErrStepAside) {
+			return l, err
+		}
+		e.log.Info("election: stepping aside for a handover (entering the line again)")
+		e.leaveBounded(ctx)
+	}
 }
 
 // acquireFair waits in the line through the contender loop (see
@@ -100,7 +126,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 		// is shepherd's (line.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: e.onWatch},
+		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: e.ho.OnWatch},
 		Node:    own,
 		Keep:    true,
 		Entered: func(ctx context.Context, ep *session.Epoch, own *line.Node) error {
@@ -143,7 +169,7 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 			report(leaderOf(Leader{Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner}, data))
 		}
 	}
-	h, err := e.race(ctx, guid, seen)
+	h, err := e.ho.Race(ctx, guid, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +227,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 // candidate goes back in line: at the back after OnElected returned or
 // Resign, with the node it has after a loss.
 func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool, error) {
-	stopAfter := e.onShutdown(ctx, l) // a shutdown
+	stopAfter := e.ho.OnShutdown(ctx, &l.ho) // a shutdown
 	resign, left := e.setLeading(l)
 	done := make(chan struct{})
 	go func() {
@@ -222,7 +248,7 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 	<-pauses
 	stuck := e.endTerm(l, done, cb)
 	if stuck || ctx.Err() != nil {
-		e.leaveAtEnd(ctx)
+		e.ho.LeaveAtEnd(ctx)
 		close(left)
 		if stuck {
 			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)

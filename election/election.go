@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
@@ -186,8 +187,8 @@ type Election struct {
 	stopDeadline time.Duration
 	onStuck      func(Term)
 	log          *slog.Logger
-	ext          extConfig  // priorities and handovers (policy.go)
-	ho           *handovers // their state (handover.go)
+	ext          extConfig           // priorities and handovers (policy.go)
+	ho           *handover.Handovers // their state (package handover; the seam: handover.go)
 
 	mu      sync.Mutex
 	mode    int
@@ -245,12 +246,12 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	}
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger(), ext: c.ext}
-	e.ho = newHandovers(e)
 	e.log = e.log.With("election", e.path, "id", id)
 	e.single = race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
 		Layout: layout.NonFairElection, OnDisconnect: c.policy}
 	e.layout = line.NewPathCheck(layout.FairElection)
 	e.nfLayout = line.NewPathCheck(layout.NonFairElection)
+	e.ho = newHandovers(e) // last: it takes e's logger, race and layouts
 	return e, nil
 }
 

@@ -1,21 +1,26 @@
 package election
 
-// Directed handovers (issue 38): the API, and a handover's course from the
-// leader's side: prepare (while it still leads: the successor chosen, the
-// way to it cleared, see way.go), end the leadership and delete its node
-// (the resign's path), and, in the non-fair layout, wait for the successor
-// to take the reservation (reserve.go). The design: docs/handover.md.
+// Handovers (issue 38): the API. A handover's course (its record, the way
+// cleared to the successor, the non-fair reservation and registry, what
+// starts one) is package handover's (election/internal/handover); this
+// file is what users call, and the seam: what an Election and each of its
+// leaderships are to their handovers. The design: docs/handover.md.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/election/internal/handover"
+	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
+	"github.com/shepherdzk/shepherd/session"
 )
 
 // Errors of handovers, matched with errors.Is.
@@ -57,7 +62,7 @@ var ErrHandedOver = fmt.Errorf("%w: handed over", recipe.ErrReleased)
 // (it was given up: the others race). A successor that dies once it is
 // next goes as a dead leader does: with its session.
 func (l *Leadership) HandOver(ctx context.Context, id string) error {
-	return l.e.handOver(ctx, l, target{id: id}, reasonDirected)
+	return l.e.ho.HandOver(ctx, &l.ho, id)
 }
 
 // HandOver hands the current leadership over to the candidate with id (the
@@ -73,163 +78,164 @@ func (e *Election) HandOver(ctx context.Context, id string) error {
 	if l == nil || l.ctx.Err() != nil {
 		return ErrNotLeader
 	}
-	return e.handOver(ctx, l, target{id: id}, reasonDirected)
+	return e.ho.HandOver(ctx, &l.ho, id)
 }
 
-// target says whom a handover is to.
-type target struct {
-	id string // the successor's id; "": the best candidate
-	// node, when set, is the successor's node (relative to the path): an
-	// operator's record names it.
-	node string
-	// record is an operator's record to hand over by: it exists, and is
-	// not this leader's to make or remove.
-	record *record
-	// above: choose only a candidate of higher priority than this leader's
-	// (a yield).
-	above bool
+// HandOverRequest is a pending handover at an election's path (see
+// PendingHandOver).
+type HandOverRequest struct {
+	To        string    `json:"to"`         // the successor's node (full path)
+	ID        string    `json:"id"`         // the successor's id
+	By        string    `json:"by"`         // who asked: the leader's id, or "operator"
+	Reason    string    `json:"reason"`     // directed, yield, stop or operator
+	SessionID int64     `json:"session_id"` // the session that made it: it goes with it
+	Created   time.Time `json:"created"`    // ZooKeeper's clock
 }
 
-// plan is a prepared handover: the way to the successor is clear.
-type plan struct {
-	reason string
-	succ   cand
-	// rec is the record this leader made ("" none): in the fair layout it
-	// goes with the leader's node (attached to the hold); in the
-	// non-fair layout it is the reservation the successor takes.
-	rec string
-	// recData is the record's data, as written (its identity with its
-	// path and the leader's session: see line.Attached).
-	recData []byte
-	began   time.Time
-}
-
-// handovers is an Election's state of priorities and handovers.
-type handovers struct {
-	e       *Election
-	records *recordWatch
-	poke    chan struct{} // our line node changed (see stepAside)
-
-	// turn is held (a value in it) while a handover of this candidate's
-	// leadership is under way.
-	turn chan struct{}
-
-	mu    sync.Mutex
-	tried int64 // the record (czxid) this leader last acted on
-	value string
-	// stop is HandOverOnStop's handover under way (see stop.go).
-	stop *stopping
-	// reg and mine: a non-fair candidate's registration, and the version
-	// of a record reserving the race for it (-1: none known); reserve.go.
-	reg      *registration
-	mine     int32
-	mineTerm int64 // the leader whose node said so (0: a read of the record)
-}
-
-func newHandovers(e *Election) *handovers {
-	return &handovers{e: e, records: newRecordWatch(e.sess, e.path), poke: make(chan struct{}, 1),
-		turn: make(chan struct{}, 1), mine: -1}
-}
-
-// begin marks a handover under way; false if one is.
-func (h *handovers) begin() bool {
-	select {
-	case h.turn <- struct{}{}:
-		return true
-	default:
-		return false
+// PendingHandOver returns the handover pending at the election at path
+// (nil when none): a leader handing over, or an operator's request
+// (`shepherd handover`), not yet taken.
+func PendingHandOver(ctx context.Context, sess *session.Session, path string) (*HandOverRequest, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
 	}
-}
-
-// beginWait is begin, waiting for a handover under way to end (false when
-// ctx ends first).
-func (h *handovers) beginWait(ctx context.Context) bool {
-	select {
-	case h.turn <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// end marks the handover over.
-func (h *handovers) end() { <-h.turn }
-
-// handOver hands leadership l over to t (see Leadership.HandOver).
-func (e *Election) handOver(ctx context.Context, l *Leadership, t target, reason string) error {
-	if err := l.ended(); err != nil {
-		return err
-	}
-	if !e.ho.begin() {
-		return fmt.Errorf("%w: a handover of this leadership is under way", ErrHandOverRefused)
-	}
-	defer e.ho.end()
-	began := time.Now()
-	p, err := e.prepare(ctx, l, t, reason)
+	req, err := handover.Pending(ctx, sess, sess.Path(path))
 	if err != nil {
-		e.reportHandOver(l, reason, cand{}, err, began)
-		return err
+		return nil, err
 	}
-	// A release: made whatever ctx (ctx bounds only the wait for its
-	// confirmation).
-	_ = e.resignWith(ctx, l, ErrHandedOver)
-	if !errors.Is(context.Cause(l.ctx), ErrHandedOver) {
-		// Lost before it could be handed over: the node goes with the
-		// loss, as after any, and a reservation is dropped.
-		e.dropRecord(p)
-		err := l.ended()
-		e.reportHandOver(l, reason, p.succ, err, began)
-		return err
-	}
-	// The successor's part is bounded by the handover timeout, not ctx:
-	// cut short, it would leave the reservation to the session's end.
-	err = e.finish(context.WithoutCancel(ctx), p)
-	e.reportHandOver(l, reason, p.succ, err, began)
-	return err
+	return (*HandOverRequest)(req), nil
 }
 
-// prepare chooses the successor and clears the way to it, while l still
-// leads (see way.go): the plan, or why not (leadership kept).
-func (e *Election) prepare(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
-	if e.fair {
-		return e.prepareFair(ctx, l, t, reason)
+// RequestHandOver asks the leader of the election at path to hand
+// leadership over to the candidate with id (the best one for "": the
+// highest priority, then the first in line; never the leader itself), as
+// `shepherd handover` does. It makes the request (an ephemeral node of
+// sess, "handover" under path), waits until that candidate leads or ctx
+// ends, then removes the request, and returns the new leader.
+//
+// The leader carries the request out as Leadership.HandOver does: only a
+// shepherd leader of this version or later does (another waits for ever:
+// bound ctx). It returns ErrNoLeader when no one leads, ErrNoCandidate when
+// the candidate is not in line, ErrHandOverRefused when another library's
+// candidate stands between the leader and it (or a handover is pending),
+// and ctx's error when it did not happen in time (the request is removed:
+// nothing changes).
+func RequestHandOver(ctx context.Context, sess *session.Session, path, id string) (Leader, error) {
+	if err := construct.Check("election", sess, path); err != nil {
+		return Leader{}, err
 	}
-	return e.prepareNonFair(ctx, l, t, reason)
-}
-
-// finish ends a handover once the leader's node is gone: in the non-fair
-// layout, waits for the successor to take its reservation (reserve.go).
-func (e *Election) finish(ctx context.Context, p *plan) error {
-	if e.fair || p.rec == "" {
-		return nil
-	}
-	return e.awaitTaken(ctx, p)
-}
-
-// outcome names a handover's outcome (see observe.HandedOver).
-func outcome(err error) string {
-	switch {
-	case err == nil:
-		return "handed_over"
-	case errors.Is(err, ErrNoCandidate):
-		return "no_candidate"
-	case errors.Is(err, ErrHandOverRefused):
-		return "refused"
-	case errors.Is(err, ErrNotTaken):
-		return "not_taken"
-	}
-	return "failed"
-}
-
-// reportHandOver reports a handover of l, and logs it.
-func (e *Election) reportHandOver(l *Leadership, reason string, succ cand, err error, began time.Time) {
-	took := time.Since(began)
-	e.report(observe.RecipeEvent{Kind: observe.HandedOver, Term: int64(l.term), Successor: succ.ID, Reason: reason,
-		Outcome: outcome(err), Took: took})
+	full := sess.Path(path)
+	cur, err := leaderAt(ctx, sess, full)
 	if err != nil {
-		e.log.Info("election: handover not made", "term", l.term, "reason", reason, "successor", succ.ID, "error", err)
-		return
+		return Leader{}, err
 	}
-	e.log.Info("election: handed over", "term", l.term, "reason", reason, "successor", succ.ID,
-		"took", took.Round(time.Microsecond))
+	// An Election of no candidate: what the leader's side reads, read the
+	// same way; the layout is the one found there.
+	e := &Election{sess: sess, path: full, id: handover.ByOperator, log: sess.Logger()}
+	e.fair = cur.Node != full+"/"+leaderChild
+	e.ho = newHandovers(e)
+	succ, err := e.ho.RequestTarget(ctx, cur.Node, cur.SessionID, cur.ID, id)
+	if err != nil {
+		return Leader{}, err
+	}
+	made, err := e.ho.MakeRequest(ctx, succ, path)
+	if err != nil {
+		return Leader{}, err
+	}
+	defer e.ho.RemoveRequest(made)
+	return e.awaitLeader(ctx, succ)
+}
+
+// awaitLeader waits until succ leads (its node heads the line, or the
+// non-fair leader is its session's with its id), watching the leader.
+func (e *Election) awaitLeader(ctx context.Context, succ handover.Cand) (Leader, error) {
+	for {
+		ep, err := e.sess.Wait(ctx)
+		if err != nil {
+			return Leader{}, err
+		}
+		w, lw, l, err := watchLeader(ctx, ep, e.path)
+		if err != nil && !errors.Is(err, ErrNoLeader) {
+			if ctx.Err() != nil {
+				return Leader{}, ctx.Err()
+			}
+			var pace line.Pacer
+			if err := pace.Wait(ctx, ep); err != nil {
+				return Leader{}, err
+			}
+			continue
+		}
+		if err == nil && (l.Node == succ.Node || !e.fair && l.SessionID == succ.SessionID && l.ID == succ.ID) {
+			return l, nil
+		}
+		select {
+		case <-w:
+		case <-lw:
+		case <-ep.Done():
+		case <-ctx.Done():
+			return Leader{}, ctx.Err()
+		}
+	}
+}
+
+// handoverErrors are the errors handovers return (see handover.Errors).
+var handoverErrors = handover.Errors{NoCandidate: ErrNoCandidate, Refused: ErrHandOverRefused, NotTaken: ErrNotTaken,
+	HandedOver: ErrHandedOver, NotLeader: ErrNotLeader}
+
+// newHandovers is e's part in handovers: what e is to them (see
+// handover.Config), once e is made.
+func newHandovers(e *Election) *handover.Handovers {
+	return handover.New(handover.Config{Sess: e.sess, Path: e.path, ID: e.id, Fair: e.fair, Names: e.names,
+		Priority: e.ext.priority, Policy: e.ext.handover, Log: e.log, Errors: &handoverErrors,
+		Race: &e.single, Layout: e.nfLayout, Of: (*candidateOf)(e)})
+}
+
+// candidateOf is an Election as its handovers ask of it
+// (handover.Candidate): a type of its own, so that these methods stay out
+// of Election's.
+type candidateOf Election
+
+func (c *candidateOf) Line() *line.Line                          { return (*Election)(c).line() }
+func (c *candidateOf) InLine() (name string, seq int64, ok bool) { return (*Election)(c).inLine() }
+func (c *candidateOf) Said(data []byte) handover.Said            { return said(data) }
+func (c *candidateOf) Report(ev observe.RecipeEvent)             { (*Election)(c).report(ev) }
+func (c *candidateOf) LeaveBounded(ctx context.Context)          { (*Election)(c).leaveBounded(ctx) }
+
+func (c *candidateOf) Data(value, handOverTo string) []byte {
+	return (*Election)(c).dataWith(value, handOverTo)
+}
+
+// setHandover fills l.ho, leadership l as its handovers see it (see
+// handover.Leadership), once l is made.
+func (l *Leadership) setHandover() {
+	l.ho = handover.Leadership{Ctx: l.ctx, Hold: l.hold, Term: l.term, Name: l.node.name, Path: l.node.path,
+		Of: (*toHandOver)(l)}
+}
+
+// toHandOver is a Leadership as a handover acts on it (handover.Leader):
+// a type of its own, so that these methods stay out of Leadership's.
+type toHandOver Leadership
+
+func (l *toHandOver) Ended() error { return (*Leadership)(l).ended() }
+
+func (l *toHandOver) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse, error) {
+	return (*Leadership)(l).Fenced(ctx, ops...)
+}
+
+func (l *toHandOver) Release(ctx context.Context, cause error) error {
+	return l.e.resignWith(ctx, (*Leadership)(l), cause)
+}
+
+func (l *toHandOver) Cancel(cause error) { l.cancel(cause) }
+
+// inLine is the candidate's node while it waits or leads in the fair line
+// (ok false: none).
+func (e *Election) inLine() (name string, seq int64, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.node
+	if n == nil || n.node == nil {
+		return "", 0, false
+	}
+	return n.name, n.seq, true
 }

@@ -3,12 +3,12 @@ package election
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/shepherdzk/shepherd/hold"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -31,10 +31,8 @@ type Leadership struct {
 	hold   *hold.Hold // this grant of the node
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-
-	// checks: the leader's reading of the election's record (leadwatch.go).
-	checks            sync.Mutex
-	checking, recheck bool
+	// ho is this leadership as its handovers see it (see setHandover).
+	ho handover.Leadership
 }
 
 // Term is the leadership's fencing token: the creation zxid of the leader's

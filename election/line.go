@@ -80,7 +80,7 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node)
 	}
 	e.mu.Lock()
 	e.node = c
-	e.ho.poked()
+	e.ho.Poked()
 	first := !e.checkedIDs
 	e.checkedIDs = true
 	e.mu.Unlock()
@@ -148,4 +148,20 @@ func (e *Election) leaveBounded(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, e.sess.Timeout())
 	defer cancel()
 	_ = e.leave(ctx)
+}
+
+// quit leaves the election: the line (see leave), and, in the non-fair
+// layout, the registry.
+func (e *Election) quit(ctx context.Context) error {
+	err := e.leave(ctx)
+	e.ho.Unregister(ctx)
+	return err
+}
+
+// quitBounded is quit, waiting at most one session timeout (and not past
+// ctx: see leaveBounded).
+func (e *Election) quitBounded(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, e.sess.Timeout())
+	defer cancel()
+	_ = e.quit(ctx)
 }

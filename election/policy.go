@@ -1,11 +1,13 @@
 package election
 
-// The options of priorities and handovers (issue 38).
+// The options of priorities and handovers (issue 38); what they set is
+// read by package handover (handover.Policy).
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/internal/line"
 )
 
@@ -13,15 +15,9 @@ import (
 type extConfig struct {
 	priority int
 	attrs    map[string]string
-	// handOverTimeout bounds each wait of a handover (0: the session
-	// timeout).
-	handOverTimeout time.Duration
-	// onStop: Run hands over when its ctx ends while leading, first
-	// waiting up to stopWait for a candidate of higher priority.
-	onStop   bool
-	stopWait time.Duration
-	// yieldWindow, when above 0, is WithPreferredLeader's window.
-	yieldWindow time.Duration
+	// handover is what the options of handovers set: WithHandOverTimeout,
+	// HandOverOnStop and WithPreferredLeader.
+	handover handover.Policy
 }
 
 // WithHandOverTimeout bounds each wait of a handover (default: the
@@ -36,7 +32,7 @@ func WithHandOverTimeout(d time.Duration) Option {
 			c.setErr(fmt.Errorf("election: %w: handover timeout %v (must be positive)", ErrInvalidArgument, d))
 			return
 		}
-		c.ext.handOverTimeout = d
+		c.ext.handover.Timeout = d
 	}
 }
 
@@ -56,7 +52,7 @@ func HandOverOnStop(wait time.Duration) Option {
 			c.setErr(fmt.Errorf("election: %w: handover wait %v (must not be negative)", ErrInvalidArgument, wait))
 			return
 		}
-		c.ext.onStop, c.ext.stopWait = true, wait
+		c.ext.handover.OnStop, c.ext.handover.StopWait = true, wait
 	}
 }
 
@@ -77,7 +73,7 @@ func WithPreferredLeader(window time.Duration) Option {
 			c.setErr(fmt.Errorf("election: %w: preferred-leader window %v (must be positive)", ErrInvalidArgument, window))
 			return
 		}
-		c.ext.yieldWindow = window
+		c.ext.handover.YieldWindow = window
 	}
 }
 
@@ -86,12 +82,4 @@ func WithPreferredLeader(window time.Duration) Option {
 func checkData(id string, x extConfig) error {
 	data := encodeCandidate(id, candidateData{Priority: x.priority, Attributes: x.attrs})
 	return line.CheckData(data)
-}
-
-// handOverTimeout is the bound of each wait of a handover.
-func (e *Election) handOverTimeout() time.Duration {
-	if e.ext.handOverTimeout > 0 {
-		return e.ext.handOverTimeout
-	}
-	return e.sess.Timeout()
 }

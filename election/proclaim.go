@@ -43,9 +43,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 		err := e.proclaimOnce(ctx, l, value)
 		if !errors.Is(err, zk.ErrBadVersion) {
 			if err == nil {
-				e.ho.mu.Lock()
-				e.ho.value = value
-				e.ho.mu.Unlock()
+				e.ho.SetValue(value)
 			}
 			return err
 		}

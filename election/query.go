@@ -218,3 +218,33 @@ func watchLeader(ctx context.Context, ep *session.Epoch, full string) (w, lw <-c
 	}, nil)
 	return r.w, r.lw, r.l, err
 }
+
+// nonFairParticipants lists a non-fair election's leader, then its other
+// registered candidates, oldest first (the leader's registration, the one
+// of its session with its id, left out).
+func (e *Election) nonFairParticipants(ep *session.Epoch) ([]Participant, error) {
+	var out []Participant
+	l, err := readLeader(ep, e.path)
+	switch {
+	case err == nil:
+		out = append(out, Participant{ID: l.ID, Node: l.Node, SessionID: l.SessionID, Leader: true, Priority: l.Priority,
+			attrs: l.attrs})
+	case !errors.Is(err, ErrNoLeader):
+		return nil, err
+	}
+	cs, err := e.ho.Registered(ep, "")
+	if err != nil {
+		return nil, err
+	}
+	skipped := false
+	for _, c := range cs {
+		p := participantOf(c.Node, c.Seq, c.Stat, c.Data)
+		if !skipped && len(out) > 0 && c.SessionID == l.SessionID && c.ID == l.ID {
+			skipped = true
+			out[0].Joined = p.Joined // its registration's
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

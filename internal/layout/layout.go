@@ -56,9 +56,9 @@ const (
 )
 
 // An election's priorities and handovers (issue 38, election's
-// candidate.go and handover.go): a candidate's node data is its id,
-// followed, when it has a priority, attributes or a proclaimed value, by
-// CandidateMark and JSON. A pending handover is the ephemeral node
+// candidate.go and package election/internal/handover): a candidate's
+// node data is its id, followed, when it has a priority, attributes or a
+// proclaimed value, by CandidateMark and JSON. A pending handover is the ephemeral node
 // ElectionHandOver under the election's path (JSON naming the successor).
 // A non-fair election's candidates register as ephemeral children
 // "c-<guid>" of ElectionCandidates (a container under the path).

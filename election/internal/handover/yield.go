@@ -1,4 +1,4 @@
-package election
+package handover
 
 // The preferred-leader policy (WithPreferredLeader, issue 38): a leader
 // yields to a better candidate, at a bounded rate; and HandOverOnStop's
@@ -19,24 +19,24 @@ import (
 // candWatch watches the other candidates: the line's children (fair) or
 // the registry's (non-fair), with each one's data read once.
 type candWatch struct {
-	e    *Election
+	h    *Handovers
 	own  string // this candidate's name (left out)
-	data map[string]cand
+	data map[string]Cand
 }
 
 // list returns the other candidates, in order, and a channel that fires
 // when they change.
-func (w *candWatch) list(ctx context.Context) ([]cand, <-chan zk.Event, error) {
-	ep, err := w.e.sess.Wait(ctx)
+func (w *candWatch) list(ctx context.Context) ([]Cand, <-chan zk.Event, error) {
+	ep, err := w.h.cfg.Sess.Wait(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	dir := w.e.path
-	if !w.e.fair {
+	dir := w.h.cfg.Path
+	if !w.h.cfg.Fair {
 		dir += "/" + candidatesDir
 	}
 	type listed struct {
-		out []cand
+		out []Cand
 		ch  <-chan zk.Event
 	}
 	r, err := line.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
@@ -55,8 +55,8 @@ func (w *candWatch) list(ctx context.Context) ([]cand, <-chan zk.Event, error) {
 
 // read returns the candidates among names (dir's children), in order,
 // reading the data of those it has not seen.
-func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []cand {
-	var out []cand
+func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []Cand {
+	var out []Cand
 	add := func(name, node string, seq int64, shepherd bool) {
 		if name == w.own {
 			return
@@ -67,23 +67,23 @@ func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []cand {
 			if err != nil {
 				return // gone meanwhile (or unreadable: not a candidate to pick)
 			}
-			c = cand{Participant: participantOf(node, seq, st, data), name: name, shepherd: shepherd}
+			c = w.h.cand(name, node, seq, shepherd, st, data)
 			w.data[name] = c
 		}
 		out = append(out, c)
 	}
-	if w.e.fair {
-		for _, n := range line.Sort(names, w.e.names.Kind(recipe.KindLatch)) {
+	if w.h.cfg.Fair {
+		for _, n := range line.Sort(names, w.h.cfg.Names.Kind(recipe.KindLatch)) {
 			add(n.Name, dir+"/"+n.Name, n.Seq, n.Shepherd())
 		}
 		return out
 	}
-	cs, err := w.e.registered(ep, w.own)
+	cs, err := w.h.Registered(ep, w.own)
 	if err != nil {
 		return nil
 	}
 	for _, c := range cs {
-		add(c.name, c.Node, 0, true)
+		add(c.Name, c.Node, 0, true)
 	}
 	return out
 }
@@ -92,35 +92,35 @@ func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []cand {
 // other candidate once its priority is above this leader's, it has been in
 // line (as seen here) for the window, and l has led for the window. A
 // yield that fails waits for the candidates to change.
-func (e *Election) yieldLoop(l *Leadership) {
-	window := e.ext.yieldWindow
+func (h *Handovers) yieldLoop(l *Leadership) {
+	window := h.cfg.Policy.YieldWindow
 	granted := time.Now()
-	w := &candWatch{e: e, own: e.ownName(l), data: map[string]cand{}}
+	w := &candWatch{h: h, own: h.ownName(l), data: map[string]Cand{}}
 	seen := map[string]time.Time{} // when this leader first listed each
 	failed := false
 	var pace line.Pacer
 	for {
-		cs, ch, err := w.list(l.ctx)
+		cs, ch, err := w.list(l.Ctx)
 		if err != nil {
-			if l.ctx.Err() != nil {
+			if l.Ctx.Err() != nil {
 				return
 			}
-			if ep, ok := e.sess.Current(); !ok || pace.Wait(l.ctx, ep) != nil {
+			if ep, ok := h.cfg.Sess.Current(); !ok || pace.Wait(l.Ctx, ep) != nil {
 				return
 			}
 			continue
 		}
 		now := time.Now()
 		for _, c := range cs {
-			if _, ok := seen[c.name]; !ok {
-				seen[c.name] = now
+			if _, ok := seen[c.Name]; !ok {
+				seen[c.Name] = now
 			}
 		}
 		var due <-chan time.Time
 		var timer *time.Timer
-		best := e.pick(cs, target{above: true})
+		best := h.pick(cs, target{above: true})
 		if best >= 0 && !failed {
-			timer = time.NewTimer(time.Until(later(granted.Add(window), seen[cs[best].name].Add(window))))
+			timer = time.NewTimer(time.Until(later(granted.Add(window), seen[cs[best].Name].Add(window))))
 			due = timer.C
 		}
 		select {
@@ -130,14 +130,14 @@ func (e *Election) yieldLoop(l *Leadership) {
 				timer.Stop()
 			}
 		case <-due:
-			ctx, cancel := context.WithTimeout(context.Background(), 2*e.handOverTimeout())
-			err := e.handOver(ctx, l, target{node: cs[best].name, above: true}, reasonYield)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*h.timeout())
+			err := h.handOver(ctx, l, target{node: cs[best].Name, above: true}, reasonYield)
 			cancel()
-			if err == nil || l.ctx.Err() != nil {
+			if err == nil || l.Ctx.Err() != nil {
 				return
 			}
 			failed = true // until the candidates change (ch fires)
-		case <-l.ctx.Done():
+		case <-l.Ctx.Done():
 			return
 		}
 	}
@@ -145,16 +145,16 @@ func (e *Election) yieldLoop(l *Leadership) {
 
 // awaitBetter waits until a candidate of higher priority than this one is
 // in line (HandOverOnStop's wait), for at most wait, or until ctx ends.
-func (e *Election) awaitBetter(ctx context.Context, l *Leadership, wait time.Duration) {
+func (h *Handovers) awaitBetter(ctx context.Context, l *Leadership, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	w := &candWatch{e: e, own: e.ownName(l), data: map[string]cand{}}
+	w := &candWatch{h: h, own: h.ownName(l), data: map[string]Cand{}}
 	for ctx.Err() == nil {
 		cs, ch, err := w.list(ctx)
 		if err != nil {
 			return
 		}
-		if e.pick(cs, target{above: true}) >= 0 {
+		if h.pick(cs, target{above: true}) >= 0 {
 			return
 		}
 		select {

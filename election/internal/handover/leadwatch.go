@@ -1,4 +1,4 @@
-package election
+package handover
 
 // What a leader watches while it leads (issue 38): the election's record,
 // for an operator's request (shepherd handover) or a finished handover to
@@ -13,23 +13,23 @@ import (
 	"github.com/shepherdzk/shepherd/internal/line"
 )
 
-// watchLeadership starts l's watches; they end with l. The record's costs
-// no goroutine while nothing changes: a change of the record (or the end of
+// Watch starts l's watches; they end with l. The record's costs no
+// goroutine while nothing changes: a change of the record (or the end of
 // the epoch its watch was set in) starts one, which reads it and acts. It
 // follows the record until the candidate's next leadership replaces it.
-func (e *Election) watchLeadership(l *Leadership) {
-	e.ho.records.setFollower(func() { e.checkRecord(l) })
-	e.checkRecord(l)
-	if e.ext.yieldWindow > 0 {
-		go e.yieldLoop(l)
+func (h *Handovers) Watch(l *Leadership) {
+	h.records.setFollower(func() { h.checkRecord(l) })
+	h.checkRecord(l)
+	if h.cfg.Policy.YieldWindow > 0 {
+		go h.yieldLoop(l)
 	}
 }
 
 // checkRecord reads the election's record while l leads, and acts on it,
 // on a goroutine of its own: one at a time (a change meanwhile makes it
 // read again).
-func (e *Election) checkRecord(l *Leadership) {
-	if l.ctx.Err() != nil {
+func (h *Handovers) checkRecord(l *Leadership) {
+	if l.Ctx.Err() != nil {
 		return // a leadership before the current one, or ended
 	}
 	l.checks.Lock()
@@ -42,11 +42,11 @@ func (e *Election) checkRecord(l *Leadership) {
 	l.checks.Unlock()
 	go func() {
 		for {
-			if rec, _, err := e.ho.records.look(l.ctx); err == nil && rec != nil {
-				e.onRecord(l, rec)
+			if rec, _, err := h.records.look(l.Ctx); err == nil && rec != nil {
+				h.onRecord(l, rec)
 			}
 			l.checks.Lock()
-			if !l.recheck || l.ctx.Err() != nil {
+			if !l.recheck || l.Ctx.Err() != nil {
 				l.checking = false
 				l.checks.Unlock()
 				return
@@ -59,61 +59,61 @@ func (e *Election) checkRecord(l *Leadership) {
 
 // ownName is the name the records use for this candidate, relative to the
 // path: its line node, or its registration (non-fair).
-func (e *Election) ownName(l *Leadership) string {
-	if e.fair {
-		return l.node.name
+func (h *Handovers) ownName(l *Leadership) string {
+	if h.cfg.Fair {
+		return l.Name
 	}
-	e.ho.mu.Lock()
-	defer e.ho.mu.Unlock()
-	if e.ho.reg == nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reg == nil {
 		return ""
 	}
-	return e.ho.reg.name
+	return h.reg.name
 }
 
 // onRecord acts on rec, seen while l leads: a record naming this leader
 // is one whose handover is done (an operator's is removed); one of
 // another session naming another candidate is an operator's request, which
 // l carries out as a handover (once per record).
-func (e *Election) onRecord(l *Leadership, rec *record) {
-	if rec.To == e.ownName(l) {
-		if rec.owner != l.hold.SessionID() {
-			e.removeRecord(l, rec)
+func (h *Handovers) onRecord(l *Leadership, rec *record) {
+	if rec.To == h.ownName(l) {
+		if rec.owner != l.Hold.SessionID() {
+			h.removeRecord(l, rec)
 		}
 		return
 	}
-	if rec.owner == l.hold.SessionID() {
+	if rec.owner == l.Hold.SessionID() {
 		return // this session's own handover, under way
 	}
-	e.ho.mu.Lock()
-	tried := e.ho.tried == rec.czxid
-	e.ho.tried = rec.czxid
-	e.ho.mu.Unlock()
+	h.mu.Lock()
+	tried := h.tried == rec.czxid
+	h.tried = rec.czxid
+	h.mu.Unlock()
 	if tried {
 		return
 	}
 	// An operator's request: the handover is bounded as any (its waits by
 	// the handover timeout), not by l.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*e.handOverTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*h.timeout())
 	defer cancel()
-	_ = e.handOver(ctx, l, target{node: rec.To, record: rec}, reasonOperator)
+	_ = h.handOver(ctx, l, target{node: rec.To, record: rec}, reasonOperator)
 }
 
 // removeRecord removes rec, whose handover is done, if it is still that
 // record (its version; best effort).
-func (e *Election) removeRecord(l *Leadership, rec *record) {
-	ctx, cancel := context.WithTimeout(l.ctx, e.sess.Timeout())
+func (h *Handovers) removeRecord(l *Leadership, rec *record) {
+	ctx, cancel := context.WithTimeout(l.Ctx, h.cfg.Sess.Timeout())
 	defer cancel()
-	ep, err := e.sess.Wait(ctx)
+	ep, err := h.cfg.Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
 	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
-		ok, st, err := c.Exists(recordPath(e.path))
+		ok, st, err := c.Exists(recordPath(h.cfg.Path))
 		if err != nil || !ok || st.Czxid != rec.czxid {
 			return err
 		}
-		return c.Delete(recordPath(e.path), st.Version)
+		return c.Delete(recordPath(h.cfg.Path), st.Version)
 	})
 }
 

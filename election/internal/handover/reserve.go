@@ -1,4 +1,4 @@
-package election
+package handover
 
 // Handovers in the non-fair layout (issue 38): the reservation of the race
 // for a successor, which the server checks in every racer's grant (see
@@ -25,30 +25,29 @@ import (
 // successor among the registered candidates, and the record reserving the
 // race for it, made (unless it is an operator's) in one fenced write with
 // a rewrite of the leader's node naming the successor, which every racer
-// watches (see candidateData.HandOverTo).
-func (e *Election) prepareNonFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
-	cs, err := e.registeredCands(ctx)
+// watches (see Said.HandOverTo).
+func (h *Handovers) prepareNonFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
+	cs, err := h.registeredCands(ctx)
 	if err != nil {
 		return nil, err
 	}
-	j := e.pick(cs, t)
+	j := h.pick(cs, t)
 	if j < 0 {
-		return nil, noCandidate(t)
+		return nil, h.noCandidate(t)
 	}
 	p := &plan{reason: reason, succ: cs[j], began: time.Now()}
-	e.ho.mu.Lock()
-	value := e.ho.value
-	e.ho.mu.Unlock()
-	hint := fence.Raw(&zk.SetDataRequest{Path: l.node.path, Version: -1, Data: encodeCandidate(e.id,
-		candidateData{Priority: e.ext.priority, Attributes: e.ext.attrs, Value: value, HandOverTo: p.succ.name})})
+	h.mu.Lock()
+	value := h.value
+	h.mu.Unlock()
+	hint := fence.Raw(&zk.SetDataRequest{Path: l.Path, Version: -1, Data: h.cfg.Of.Data(value, p.succ.Name)})
 	if t.record != nil {
-		_, err = l.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
+		_, err = l.Of.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
 		return p, err
 	}
-	if err := e.makeRecord(ctx, l, p, hint); err != nil {
+	if err := h.makeRecord(ctx, l, p, hint); err != nil {
 		return nil, err
 	}
-	e.awaitReady(ctx, l, p)
+	h.awaitReady(ctx, l, p)
 	return p, nil
 }
 
@@ -58,20 +57,20 @@ func (e *Election) prepareNonFair(ctx context.Context, l *Leadership, t target, 
 // reservation's delete, when the leader's node goes. A successor that does
 // not say so (slow, gone, or not allowed to write the record) learns it
 // when its grant is refused by the record.
-func (e *Election) awaitReady(ctx context.Context, l *Leadership, p *plan) {
-	ctx, cancel := context.WithTimeout(ctx, e.handOverTimeout()/10)
+func (h *Handovers) awaitReady(ctx context.Context, l *Leadership, p *plan) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout()/10)
 	defer cancel()
 	for {
-		rec, ch, err := e.ho.records.look(ctx)
+		rec, ch, err := h.records.look(ctx)
 		// No record may be the watch not caught up yet with the one just
 		// made (its event is handled on another goroutine): wait for it,
 		// bounded as the rest.
-		if err != nil || (rec != nil && (rec.Ready || rec.To != p.succ.name)) {
+		if err != nil || (rec != nil && (rec.Ready || rec.To != p.succ.Name)) {
 			return
 		}
 		select {
 		case <-ch:
-		case <-l.ctx.Done():
+		case <-l.Ctx.Done():
 			return
 		case <-ctx.Done():
 			return
@@ -82,14 +81,14 @@ func (e *Election) awaitReady(ctx context.Context, l *Leadership, p *plan) {
 // ackReservation writes the record that reserves the race for this
 // candidate (created at version 0) again, ready, and keeps its new version
 // for the grant's delete.
-func (e *Election) ackReservation() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
+func (h *Handovers) ackReservation() {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
 	defer cancel()
-	ep, err := e.sess.Wait(ctx)
+	ep, err := h.cfg.Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
-	p := recordPath(e.path)
+	p := recordPath(h.cfg.Path)
 	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
 		data, st, err := c.Get(p)
 		if err != nil || st.Version != 0 {
@@ -102,11 +101,11 @@ func (e *Election) ackReservation() {
 		rec.Ready = true
 		st, err = c.Set(p, encodeRecord(rec.recordJSON), 0)
 		if err == nil {
-			e.ho.mu.Lock()
-			if e.ho.mine == 0 {
-				e.ho.mine = st.Version
+			h.mu.Lock()
+			if h.mine == 0 {
+				h.mine = st.Version
 			}
-			e.ho.mu.Unlock()
+			h.mu.Unlock()
 		}
 		return err
 	})
@@ -116,11 +115,11 @@ func (e *Election) ackReservation() {
 // has taken the reservation (the record is gone: its grant deleted it),
 // bounded by the handover timeout; then it drops the reservation itself
 // and returns ErrNotTaken (the others race, as after a resign).
-func (e *Election) awaitTaken(ctx context.Context, p *plan) error {
-	tctx, cancel := context.WithTimeout(ctx, e.handOverTimeout())
+func (h *Handovers) awaitTaken(ctx context.Context, p *plan) error {
+	tctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
 	for {
-		ep, err := e.sess.Wait(tctx)
+		ep, err := h.cfg.Sess.Wait(tctx)
 		if err != nil {
 			break
 		}
@@ -140,46 +139,46 @@ func (e *Election) awaitTaken(ctx context.Context, p *plan) error {
 			break
 		}
 	}
-	e.dropRecord(p)
-	return fmt.Errorf("%w: %q within %v: the others race for it", ErrNotTaken, p.succ.ID, e.handOverTimeout())
+	h.dropRecord(p)
+	return fmt.Errorf("%w: %q within %v: the others race for it", h.cfg.Errors.NotTaken, p.succ.ID, h.timeout())
 }
 
-// race is the non-fair race for leadership (see acquireNonFair), with the
-// candidate registered, and held back while a record reserves the race
-// for another candidate.
-func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.Stat)) (*hold.Hold, error) {
-	if err := e.register(ctx); err != nil {
+// Race is the non-fair race for leadership (see the election's
+// acquireNonFair), with the candidate registered, and held back while a
+// record reserves the race for another candidate.
+func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk.Stat)) (*hold.Hold, error) {
+	if err := h.register(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		// It races all the same (a refusal of the race itself, by an ACL,
 		// is the race's to report), but cannot be named by a handover.
-		e.log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
+		h.cfg.Log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
 	}
 	// The race goes on across sessions: register again in each new one.
 	rctx, stop := context.WithCancel(ctx)
 	kept := make(chan struct{})
 	go func() {
 		defer close(kept)
-		e.keepRegistered(rctx)
+		h.keepRegistered(rctx)
 	}()
 	defer func() { stop(); <-kept }()
-	a := race.Attempt{GUID: guid, Data: e.nodeData(), Wait: true, Check: e.ho.check, Eager: e.ho.reserved,
+	a := race.Attempt{GUID: guid, Data: h.cfg.Of.Data("", ""), Wait: true, Check: h.check, Eager: h.reserved,
 		Seen: func(data []byte, st *zk.Stat) {
-			e.ho.sawLeader(data, st)
+			h.sawLeader(data, st)
 			if seen != nil {
 				seen(data, st)
 			}
 		}}
 	for {
-		h, err := e.single.Run(ctx, a)
+		held, err := h.cfg.Race.Run(ctx, a)
 		if !errors.Is(err, race.ErrCheckFailed) {
-			if h != nil {
-				e.ho.setMine(-1, 0)
+			if held != nil {
+				h.setMine(-1, 0)
 			}
-			return h, err
+			return held, err
 		}
-		if err := e.awaitReservation(ctx); err != nil {
+		if err := h.awaitReservation(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -189,20 +188,20 @@ func (e *Election) race(ctx context.Context, guid string, seen func([]byte, *zk.
 // the record's delete at its version when it reserves the race for this
 // candidate (the grant takes the reservation), else a probe that fails
 // while any record is there (its create, then its delete).
-func (h *handovers) check() []any {
-	p := recordPath(h.e.path)
+func (h *Handovers) check() []any {
+	p := recordPath(h.cfg.Path)
 	h.mu.Lock()
 	v := h.mine
 	h.mu.Unlock()
 	if v >= 0 {
 		return []any{&zk.DeleteRequest{Path: p, Version: v}}
 	}
-	return []any{&zk.CreateRequest{Path: p, Acl: h.e.sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
+	return []any{&zk.CreateRequest{Path: p, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
 }
 
 // reserved reports whether a record reserves the race for this candidate
 // (see race.Attempt.Eager).
-func (h *handovers) reserved() bool {
+func (h *Handovers) reserved() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.mine >= 0
@@ -211,7 +210,7 @@ func (h *handovers) reserved() bool {
 // setMine records the version of a record reserving the race for this
 // candidate (-1: none), as learnt under the leader whose node was created
 // at term.
-func (h *handovers) setMine(version int32, term int64) {
+func (h *Handovers) setMine(version int32, term int64) {
 	h.mu.Lock()
 	h.mine, h.mineTerm = version, term
 	h.mu.Unlock()
@@ -221,15 +220,15 @@ func (h *handovers) setMine(version int32, term int64) {
 // over to this candidate names its registration (HandOverTo), and the
 // record it made with it is new (version 0, never written again). A later
 // leader's node without it makes what an earlier one said stale.
-func (h *handovers) sawLeader(data []byte, st *zk.Stat) {
-	_, d := parseCandidate(data)
+func (h *Handovers) sawLeader(data []byte, st *zk.Stat) {
+	d := h.cfg.Of.Said(data)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case h.reg != nil && d.HandOverTo == h.reg.name:
 		if h.mineTerm != st.Czxid {
 			h.mine, h.mineTerm = 0, st.Czxid
-			go h.e.ackReservation()
+			go h.ackReservation()
 		}
 	case h.mine >= 0 && h.mineTerm != 0 && h.mineTerm != st.Czxid:
 		h.mine, h.mineTerm = -1, 0
@@ -239,12 +238,12 @@ func (h *handovers) sawLeader(data []byte, st *zk.Stat) {
 // awaitReservation is what a racer refused by a record does: it reads the
 // record (with a watch); if it names this candidate, the next grant takes
 // it; if it names another, it waits until it changes.
-func (e *Election) awaitReservation(ctx context.Context) error {
-	ep, err := e.sess.Wait(ctx)
+func (h *Handovers) awaitReservation(ctx context.Context) error {
+	ep, err := h.cfg.Sess.Wait(ctx)
 	if err != nil {
 		return err
 	}
-	rec, ch, err := readRecord(ctx, ep, recordPath(e.path))
+	rec, ch, err := readRecord(ctx, ep, recordPath(h.cfg.Path))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -252,18 +251,18 @@ func (e *Election) awaitReservation(ctx context.Context) error {
 		var pace line.Pacer
 		return pace.Wait(ctx, ep)
 	}
-	e.ho.mu.Lock()
-	mine := rec != nil && e.ho.reg != nil && rec.To == e.ho.reg.name
-	e.ho.mu.Unlock()
+	h.mu.Lock()
+	mine := rec != nil && h.reg != nil && rec.To == h.reg.name
+	h.mu.Unlock()
 	switch {
 	case rec == nil:
-		e.ho.setMine(-1, 0)
+		h.setMine(-1, 0)
 		return nil
 	case mine:
-		e.ho.setMine(rec.version, 0)
+		h.setMine(rec.version, 0)
 		return nil
 	}
-	e.ho.setMine(-1, 0)
+	h.setMine(-1, 0)
 	select {
 	case <-ch:
 	case <-ep.Done():

@@ -1,4 +1,4 @@
-package election
+package handover
 
 // The handover record (issue 38): the ephemeral node "handover" under an
 // election's path that announces a handover, and each candidate's watch
@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -30,8 +29,8 @@ const (
 	reasonOperator = "operator"
 )
 
-// byOperator is the "by" of a record an operator made.
-const byOperator = "operator"
+// ByOperator is the "by" of a record an operator made.
+const ByOperator = "operator"
 
 // recordJSON is the record's data.
 type recordJSON struct {
@@ -42,7 +41,7 @@ type recordJSON struct {
 	By     string `json:"by"`     // the leader's id, or "operator"
 	Reason string `json:"reason"` // directed, yield, stop, operator
 	// Ready: the successor watches the leader's node, right behind it (see
-	// Election.onWatch).
+	// Handovers.OnWatch).
 	Ready bool `json:"ready,omitempty"`
 }
 
@@ -56,15 +55,15 @@ type record struct {
 	czxid   int64
 }
 
-// HandOverRequest is a pending handover at an election's path (see
-// PendingHandOver).
-type HandOverRequest struct {
-	To        string    `json:"to"`         // the successor's node (full path)
-	ID        string    `json:"id"`         // the successor's id
-	By        string    `json:"by"`         // who asked: the leader's id, or "operator"
-	Reason    string    `json:"reason"`     // directed, yield, stop or operator
-	SessionID int64     `json:"session_id"` // the session that made it: it goes with it
-	Created   time.Time `json:"created"`    // ZooKeeper's clock
+// Request is a pending handover as election.PendingHandOver reports it
+// (its HandOverRequest, field for field).
+type Request struct {
+	To        string    // the successor's node (full path)
+	ID        string    // the successor's id
+	By        string    // who asked: the leader's id, or "operator"
+	Reason    string    // directed, yield, stop or operator
+	SessionID int64     // the session that made it: it goes with it
+	Created   time.Time // ZooKeeper's clock
 }
 
 // recordPath is the record's path under the election at path.
@@ -95,9 +94,9 @@ func (r *record) toSeq() int64 {
 	return n.Seq
 }
 
-// request is r as a HandOverRequest of the election at path.
-func (r *record) request(path string) *HandOverRequest {
-	return &HandOverRequest{To: path + "/" + r.To, ID: r.ID, By: r.By, Reason: r.Reason, SessionID: r.owner,
+// request is r as a Request of the election at path.
+func (r *record) request(path string) *Request {
+	return &Request{To: path + "/" + r.To, ID: r.ID, By: r.By, Reason: r.Reason, SessionID: r.owner,
 		Created: time.UnixMilli(r.ctime)}
 }
 
@@ -126,15 +125,11 @@ func readRecord(ctx context.Context, ep *session.Epoch, p string) (*record, <-ch
 	return r.rec, r.ch, err
 }
 
-// PendingHandOver returns the handover pending at the election at path
-// (nil when none): a leader handing over, or an operator's request
-// (`shepherd handover`), not yet taken.
-func PendingHandOver(ctx context.Context, sess *session.Session, path string) (*HandOverRequest, error) {
-	if sess == nil {
-		return nil, fmt.Errorf("election: %w: nil session", ErrInvalidArgument)
-	}
-	full := sess.Path(path)
-	var req *HandOverRequest
+// Pending returns the handover pending at the election at full path (nil
+// when none): a leader handing over, or an operator's request, not yet
+// taken (see election.PendingHandOver).
+func Pending(ctx context.Context, sess *session.Session, full string) (*Request, error) {
+	var req *Request
 	err := sess.Do(ctx, func(ep *session.Epoch) error {
 		data, st, err := ep.Conn().Get(recordPath(full))
 		if errors.Is(err, zk.ErrNoNode) {

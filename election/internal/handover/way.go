@@ -1,4 +1,4 @@
-package election
+package handover
 
 // A handover's preparation in the fair layout (issue 38): the successor
 // chosen, and the way to it cleared while the leader still leads (see
@@ -21,23 +21,12 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// cand is a candidate as a handover sees it.
-type cand struct {
-	Participant
-	// name is its node, relative to the election's path (a line node's
-	// name, or "candidates/c-<guid>" in the non-fair registry).
-	name string
-	// shepherd: a node of shepherd's, which steps aside when asked (see
-	// line.Name.Shepherd); another library's does not.
-	shepherd bool
-}
-
 // lineCands lists the line with each candidate's data, in line order.
-func (e *Election) lineCands(ctx context.Context) ([]cand, error) {
-	var out []cand
-	err := e.sess.Do(ctx, func(ep *session.Epoch) error {
+func (h *Handovers) lineCands(ctx context.Context) ([]Cand, error) {
+	var out []Cand
+	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
 		out = out[:0]
-		names, err := e.line().List(ep)
+		names, err := h.cfg.Of.Line().List(ep)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -45,15 +34,14 @@ func (e *Election) lineCands(ctx context.Context) ([]cand, error) {
 			return err
 		}
 		for _, n := range names {
-			data, st, err := ep.Conn().Get(e.path + "/" + n.Name)
+			data, st, err := ep.Conn().Get(h.cfg.Path + "/" + n.Name)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			out = append(out, cand{Participant: participantOf(e.path+"/"+n.Name, n.Seq, st, data),
-				name: n.Name, shepherd: n.Shepherd()})
+			out = append(out, h.cand(n.Name, h.cfg.Path+"/"+n.Name, n.Seq, n.Shepherd(), st, data))
 		}
 		return nil
 	})
@@ -66,19 +54,19 @@ func (e *Election) lineCands(ctx context.Context) ([]cand, error) {
 // pick is the index in cs (the other candidates, in order) of t's
 // successor: the one it names, or the best (highest priority, then the
 // first), above this candidate's priority if t.above; -1 if none.
-func (e *Election) pick(cs []cand, t target) int {
+func (h *Handovers) pick(cs []Cand, t target) int {
 	best := -1
 	for i, c := range cs {
 		switch {
 		case t.node != "":
-			if c.name == t.node {
+			if c.Name == t.node {
 				return i
 			}
 		case t.id != "":
 			if c.ID == t.id {
 				return i
 			}
-		case t.above && c.Priority <= e.ext.priority:
+		case t.above && c.Priority <= h.cfg.Priority:
 		case best < 0 || c.Priority > cs[best].Priority:
 			best = i
 		}
@@ -87,16 +75,16 @@ func (e *Election) pick(cs []cand, t target) int {
 }
 
 // noCandidate is ErrNoCandidate for t.
-func noCandidate(t target) error {
+func (h *Handovers) noCandidate(t target) error {
 	switch {
 	case t.node != "":
-		return fmt.Errorf("%w: %s is not in line", ErrNoCandidate, t.node)
+		return fmt.Errorf("%w: %s is not in line", h.cfg.Errors.NoCandidate, t.node)
 	case t.id != "":
-		return fmt.Errorf("%w: no candidate %q in line", ErrNoCandidate, t.id)
+		return fmt.Errorf("%w: no candidate %q in line", h.cfg.Errors.NoCandidate, t.id)
 	case t.above:
-		return fmt.Errorf("%w: none of higher priority", ErrNoCandidate)
+		return fmt.Errorf("%w: none of higher priority", h.cfg.Errors.NoCandidate)
 	}
-	return fmt.Errorf("%w: no other candidate in line", ErrNoCandidate)
+	return fmt.Errorf("%w: no other candidate in line", h.cfg.Errors.NoCandidate)
 }
 
 // prepareFair prepares a handover of l in the fair layout: the successor
@@ -104,44 +92,44 @@ func noCandidate(t target) error {
 // handover is refused) and steps aside once the record is there; l waits
 // until none is left between (bounded), then attaches the record to its
 // hold, so that the release deleting its node deletes the record with it.
-func (e *Election) prepareFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
-	cs, err := e.lineCands(ctx)
+func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
+	cs, err := h.lineCands(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(cs) == 0 || cs[0].name != l.node.name {
-		return nil, fmt.Errorf("election %s: %w: another candidate heads the line: %w", e.path, ErrNotLeader, ErrLost)
+	if len(cs) == 0 || cs[0].Name != l.Name {
+		return nil, fmt.Errorf("election %s: %w: another candidate heads the line: %w", h.cfg.Path, h.cfg.Errors.NotLeader, session.ErrLost)
 	}
 	others := cs[1:]
-	j := e.pick(others, t)
+	j := h.pick(others, t)
 	if j < 0 {
-		return nil, noCandidate(t)
+		return nil, h.noCandidate(t)
 	}
 	p := &plan{reason: reason, succ: others[j], began: time.Now()}
 	between := others[:j]
 	for _, c := range between {
-		if !c.shepherd {
-			n, _ := line.ParseName(c.name)
+		if !c.Shepherd {
+			n, _ := line.ParseName(c.Name)
 			return nil, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside "+
-				"(Resign hands leadership over in line order)", ErrHandOverRefused, c.name, c.ID, line.Library(n.Kind), p.succ.ID)
+				"(Resign hands leadership over in line order)", h.cfg.Errors.Refused, c.Name, c.ID, line.Library(n.Kind), p.succ.ID)
 		}
 	}
 	if len(between) == 0 {
 		return p, nil // the successor is next: the release alone hands over
 	}
 	if t.record == nil {
-		if err := e.makeRecord(ctx, l, p); err != nil {
+		if err := h.makeRecord(ctx, l, p); err != nil {
 			return nil, err
 		}
 	}
-	if err := e.awaitWay(ctx, l, p); err != nil {
-		e.dropRecord(p)
+	if err := h.awaitWay(ctx, l, p); err != nil {
+		h.dropRecord(p)
 		return nil, err
 	}
 	if p.rec != "" {
-		if err := l.hold.Attach(hold.Attached{Path: p.rec, Data: p.recData}); err != nil {
-			e.dropRecord(p)
-			return nil, l.ended()
+		if err := l.Hold.Attach(hold.Attached{Path: p.rec, Data: p.recData}); err != nil {
+			h.dropRecord(p)
+			return nil, l.Of.Ended()
 		}
 	}
 	return p, nil
@@ -150,17 +138,17 @@ func (e *Election) prepareFair(ctx context.Context, l *Leadership, t target, rea
 // makeRecord creates p's record (ephemeral, in l's session), with more
 // ops if any, as one fenced write: only while l holds. A pending record
 // refuses the handover.
-func (e *Election) makeRecord(ctx context.Context, l *Leadership, p *plan, more ...fence.Op) error {
-	rp := recordPath(e.path)
-	data := encodeRecord(recordJSON{To: p.succ.name, ID: p.succ.ID, By: e.id, Reason: p.reason})
-	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: e.sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
-	_, err := l.Fenced(ctx, ops...)
+func (h *Handovers) makeRecord(ctx context.Context, l *Leadership, p *plan, more ...fence.Op) error {
+	rp := recordPath(h.cfg.Path)
+	data := encodeRecord(recordJSON{To: p.succ.Name, ID: p.succ.ID, By: h.cfg.ID, Reason: p.reason})
+	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
+	_, err := l.Of.Fenced(ctx, ops...)
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
-		if req, perr := PendingHandOver(ctx, e.sess, strings.TrimPrefix(e.path, e.sess.Namespace())); perr == nil && req != nil {
-			return fmt.Errorf("%w: a handover is pending at %s (to %q, by %s)", ErrHandOverRefused, e.path, req.ID, req.By)
+		if req, perr := Pending(ctx, h.cfg.Sess, h.cfg.Path); perr == nil && req != nil {
+			return fmt.Errorf("%w: a handover is pending at %s (to %q, by %s)", h.cfg.Errors.Refused, h.cfg.Path, req.ID, req.By)
 		}
-		return fmt.Errorf("%w: a handover is pending at %s", ErrHandOverRefused, e.path)
+		return fmt.Errorf("%w: a handover is pending at %s", h.cfg.Errors.Refused, h.cfg.Path)
 	case err != nil:
 		return err
 	}
@@ -170,43 +158,43 @@ func (e *Election) makeRecord(ctx context.Context, l *Leadership, p *plan, more 
 
 // awaitWay waits until no candidate is left between l's node and p's
 // successor in line, and the successor says it is ready (it watches l's
-// node: see onWatch), bounded by the handover timeout: nil, or why not
+// node: see OnWatch), bounded by the handover timeout: nil, or why not
 // (ErrHandOverRefused naming those left, ErrNoCandidate when the successor
 // left, an error matching ErrLost when l ended, ctx's error). A successor
 // that does not say it is ready within a tenth of the timeout once the way
 // is clear (it cannot write the record, or is slow, or gone) is handed
 // over to all the same: it then looks at the line once more.
-func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
-	tctx, cancel := context.WithTimeout(ctx, e.handOverTimeout())
+func (h *Handovers) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
+	tctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
 	var left []string // the candidates still between, when last listed
 	var clear time.Time
 	for {
-		ep, err := e.sess.Wait(tctx)
+		ep, err := h.cfg.Sess.Wait(tctx)
 		if err != nil {
-			return e.wayErr(ctx, l, p, left)
+			return h.wayErr(ctx, l, p, left)
 		}
-		names, changed, err := e.listLine(tctx, ep)
+		names, changed, err := h.listLine(tctx, ep)
 		if err != nil {
 			if tctx.Err() != nil || !session.OutcomeUnknown(err) {
-				return e.wayErr(ctx, l, p, left)
+				return h.wayErr(ctx, l, p, left)
 			}
 			continue // the connection went: list again once it is back
 		}
-		i, j := line.Index(names, l.node.name), line.Index(names, p.succ.name)
+		i, j := line.Index(names, l.Name), line.Index(names, p.succ.Name)
 		var ready <-chan struct{}
 		var acked <-chan time.Time
 		switch {
 		case i < 0:
-			return l.ended()
+			return l.Of.Ended()
 		case j < 0:
-			return fmt.Errorf("%w: %q (%s) left the line", ErrNoCandidate, p.succ.ID, p.succ.name)
+			return fmt.Errorf("%w: %q (%s) left the line", h.cfg.Errors.NoCandidate, p.succ.ID, p.succ.Name)
 		case j == i+1:
 			if clear.IsZero() {
 				clear = time.Now()
 			}
 			var done bool
-			if done, ready, acked = e.successorReady(tctx, p, clear); done {
+			if done, ready, acked = h.successorReady(tctx, p, clear); done {
 				return nil
 			}
 		default:
@@ -220,29 +208,29 @@ func (e *Election) awaitWay(ctx context.Context, l *Leadership, p *plan) error {
 		case <-ready:
 		case <-acked:
 		case <-ep.Done():
-		case <-l.ctx.Done():
-			return l.ended()
+		case <-l.Ctx.Done():
+			return l.Of.Ended()
 		case <-tctx.Done():
-			return e.wayErr(ctx, l, p, left)
+			return h.wayErr(ctx, l, p, left)
 		}
 	}
 }
 
 // listLine lists the election's line in ep, in line order, with a watch
 // on its children.
-func (e *Election) listLine(ctx context.Context, ep *session.Epoch) ([]line.Name, <-chan zk.Event, error) {
+func (h *Handovers) listLine(ctx context.Context, ep *session.Epoch) ([]line.Name, <-chan zk.Event, error) {
 	type listed struct {
 		names []string
 		ch    <-chan zk.Event
 	}
 	r, err := line.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
-		names, _, ch, err := c.ChildrenW(e.path)
+		names, _, ch, err := c.ChildrenW(h.cfg.Path)
 		return listed{names, ch}, err
 	}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return line.Sort(r.names, e.names.Kind(recipe.KindLatch)), r.ch, nil
+	return line.Sort(r.names, h.cfg.Names.Kind(recipe.KindLatch)), r.ch, nil
 }
 
 // successorReady is awaitWay's step once p's successor is next in line
@@ -250,12 +238,12 @@ func (e *Election) listLine(ctx context.Context, ep *session.Epoch) ([]line.Name
 // is not this handover's, or a tenth of the handover timeout has passed
 // since clear; otherwise the channels to wait on (the record's change, the
 // rest of that tenth).
-func (e *Election) successorReady(ctx context.Context, p *plan, clear time.Time) (done bool, ready <-chan struct{}, acked <-chan time.Time) {
-	rec, ch, err := e.ho.records.look(ctx)
-	wait := time.Until(clear.Add(e.handOverTimeout() / 10))
+func (h *Handovers) successorReady(ctx context.Context, p *plan, clear time.Time) (done bool, ready <-chan struct{}, acked <-chan time.Time) {
+	rec, ch, err := h.records.look(ctx)
+	wait := time.Until(clear.Add(h.timeout() / 10))
 	// No record may be the watch not caught up yet with the one just
 	// made: wait for it, bounded as the rest.
-	if err != nil || (rec != nil && (rec.To != p.succ.name || rec.Ready)) || wait <= 0 {
+	if err != nil || (rec != nil && (rec.To != p.succ.Name || rec.Ready)) || wait <= 0 {
 		return true, nil, nil
 	}
 	return false, ch, time.After(wait) // bounded: a tenth of the timeout
@@ -263,27 +251,27 @@ func (e *Election) successorReady(ctx context.Context, p *plan, clear time.Time)
 
 // wayErr is why awaitWay gave up: ctx's error, l's end, or the timeout
 // (ErrHandOverRefused, naming the candidates that did not step aside).
-func (e *Election) wayErr(ctx context.Context, l *Leadership, p *plan, left []string) error {
+func (h *Handovers) wayErr(ctx context.Context, l *Leadership, p *plan, left []string) error {
 	switch {
-	case l.ctx.Err() != nil:
-		return l.ended()
+	case l.Ctx.Err() != nil:
+		return l.Of.Ended()
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
 	return fmt.Errorf("%w: %d candidate(s) between the leader and %q did not step aside within %v (%s): "+
-		"cut off, or of a shepherd version without handovers", ErrHandOverRefused, len(left), p.succ.ID,
-		e.handOverTimeout(), strings.Join(left, ", "))
+		"cut off, or of a shepherd version without handovers", h.cfg.Errors.Refused, len(left), p.succ.ID,
+		h.timeout(), strings.Join(left, ", "))
 }
 
 // dropRecord removes p's record, if this candidate made it and it is still
 // there (best effort: it goes with the session anyway).
-func (e *Election) dropRecord(p *plan) {
+func (h *Handovers) dropRecord(p *plan) {
 	if p == nil || p.rec == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
 	defer cancel()
-	ep, err := e.sess.Wait(ctx)
+	ep, err := h.cfg.Sess.Wait(ctx)
 	if err != nil {
 		return
 	}

@@ -1,0 +1,89 @@
+package handover
+
+// The fair layout's step-aside (issue 38): a candidate waiting in line
+// ahead of a handover's successor ends its wait and re-enters the line at
+// the back, so that the successor becomes the head (see docs/handover.md).
+// The election's wait in line (its acquireLine) runs WatchStepAside beside
+// it.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherdzk/shepherd/internal/line"
+)
+
+// ErrStepAside is the cause that ends a candidate's wait to step aside.
+var ErrStepAside = errors.New("election: stepping aside for a handover")
+
+// WatchStepAside cancels ctx (with ErrStepAside) when the election's record
+// names a successor behind this candidate's node; it returns when ctx ends.
+func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCauseFunc) {
+	for {
+		rec, changed, err := h.records.look(ctx)
+		if err != nil {
+			return // ctx ended, or the session is closed
+		}
+		if rec != nil && h.before(rec) {
+			cancel(ErrStepAside)
+			return
+		}
+		select {
+		case <-changed:
+		case <-h.poke:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// before reports whether this candidate's node is in line ahead of the
+// successor rec names.
+func (h *Handovers) before(rec *record) bool {
+	seq := rec.toSeq()
+	name, own, ok := h.cfg.Of.InLine()
+	return seq >= 0 && ok && name != rec.To && own < seq
+}
+
+// Poked tells the step-aside watch that the candidate's node changed.
+func (h *Handovers) Poked() {
+	select {
+	case h.poke <- struct{}{}:
+	default:
+	}
+}
+
+// OnWatch is the line's OnWatch: the successor a record names, once it
+// watches the leader's node right behind it (its deletion then grants
+// it, with no other request), says it is ready by writing the record
+// again (in the background: one request), for the leader waits for that
+// before it lets go (see awaitWay).
+func (h *Handovers) OnWatch(line []line.Name, i, w int) {
+	if i != 1 || w != 0 {
+		return
+	}
+	rec := h.records.cached()
+	if rec == nil || rec.Ready || rec.To != line[i].Name {
+		return
+	}
+	go h.ackRecord(rec)
+}
+
+// ackRecord writes rec again, ready, at the version read (best effort: a
+// record gone or changed meanwhile is left as it is).
+func (h *Handovers) ackRecord(rec *record) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
+	defer cancel()
+	ep, err := h.cfg.Sess.Wait(ctx)
+	if err != nil {
+		return
+	}
+	j := rec.recordJSON
+	j.Ready = true
+	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
+		_, err := c.Set(recordPath(h.cfg.Path), encodeRecord(j), rec.version)
+		return err
+	})
+}
