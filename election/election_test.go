@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -296,45 +295,4 @@ func TestFairAndNonFairOnOnePathRefuse(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestNonFairPathIsPersistent: a non-fair election's path is the race's,
-// whose data version fences the holds, so it is persistent whoever creates
-// it first, the candidate's registration included: once every candidate
-// has gone and the server has removed the empty registry (a container), the
-// path is still there, and the next grant's version counts on. (Created as
-// a container by the registration, the path was removed with its registry,
-// and came back at version 0.)
-func TestNonFairPathIsPersistent(t *testing.T) {
-	path := uniquePath(t)
-	s := open(t, zk.Servers())
-	ctx := testutil.Ctx(t, 60*time.Second)
-	e, err := election.New(s, path, "a", election.NonFair())
-	require.NoError(t, err)
-	l, err := e.Campaign(ctx)
-	require.NoError(t, err)
-	ep, err := s.Wait(ctx)
-	require.NoError(t, err)
-	_, st0, err := ep.Conn().Get(path)
-	require.NoError(t, err)
-	require.NoError(t, l.Resign(ctx)) // leaves: the registration goes too
-	require.Eventually(t, func() bool {
-		ok, _, err := ep.Conn().Exists(path + "/candidates")
-		return err == nil && !ok
-	}, 20*time.Second, 10*time.Millisecond, "the server never removed the empty registry")
-
-	// The server's container check passes again: it would remove the
-	// path now, were it a container.
-	testutil.AwaitContainerPass(t, s, "/container-pass")
-
-	ok, st1, err := ep.Conn().Exists(path)
-	require.NoError(t, err)
-	require.True(t, ok, "the idle non-fair election's path was removed")
-	require.Equal(t, st0.Czxid, st1.Czxid, "the path was made again")
-	l, err = e.Campaign(ctx)
-	require.NoError(t, err)
-	_, st2, err := ep.Conn().Get(path)
-	require.NoError(t, err)
-	require.Greater(t, st2.Version, st0.Version, "the grants' versions count on")
-	require.NoError(t, l.Resign(ctx))
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -20,59 +19,6 @@ func isClosed(c <-chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// A Campaign leadership's two end signals: Resign ends Context and leaves
-// Lost open (also once the session is lost later). Its loss is tested by
-// TestCampaignLostOnExpiry. Fenced writes land while it holds, with the ops
-// of package fence.
-func TestLeadershipResignIsNoLoss(t *testing.T) {
-	for _, fair := range []bool{true, false} {
-		name := "fair"
-		var opts []election.Option
-		if !fair {
-			name, opts = "nonfair", []election.Option{election.NonFair()}
-		}
-		t.Run(name, func(t *testing.T) {
-			tap := zktest.NewTap()
-			s := open(t, zk.Servers(), session.WithSessionTimeout(2*time.Second), session.WithDialer(tap.Dialer(nil)))
-			ctx := testutil.Ctx(t, 30*time.Second)
-			path := uniquePath(t)
-			target := path + "-state"
-			require.NoError(t, fence.Ensure(ctx, s, target, []byte("none")))
-			e, err := election.New(s, path, "a", opts...)
-			require.NoError(t, err)
-
-			l, err := e.Campaign(ctx)
-			require.NoError(t, err)
-			require.NoError(t, l.Validate(ctx))
-			res, err := l.Fenced(ctx, fence.Set(target, []byte(l.Term().String()), fence.AnyVersion))
-			require.NoError(t, err)
-			require.EqualValues(t, 1, res[0].Stat.Version)
-			require.NoError(t, l.Resign(ctx))
-			require.Error(t, l.Context().Err(), "Resign ends the leadership's Context")
-			require.False(t, isClosed(l.Lost()), "Resign closed Lost: a resignation is no loss")
-			require.ErrorIs(t, l.Resign(ctx), election.ErrNotLeader)
-			_, err = l.Fenced(ctx, fence.Set(target, nil, fence.AnyVersion))
-			require.ErrorIs(t, err, election.ErrLost, "a resigned leadership's fenced write")
-			require.ErrorIs(t, l.Validate(ctx), election.ErrNotLeader)
-
-			l2, err := e.Campaign(ctx)
-			require.NoError(t, err)
-			require.Greater(t, l2.Term(), l.Term())
-			cred, ok := tap.Credentials(s.SessionID())
-			require.True(t, ok)
-			require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
-			select {
-			case <-l2.Lost():
-			case <-ctx.Done():
-				t.Fatal("Lost not closed on expiry")
-			}
-			require.Error(t, l2.Context().Err())
-			require.False(t, isClosed(l.Lost()), "the epoch's end closed the Lost of a leadership resigned before it")
-			require.NoError(t, l2.Resign(ctx), "resigning a lost leadership")
-		})
 	}
 }
 

@@ -2,7 +2,6 @@ package election_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -95,77 +94,6 @@ func TestNonFairRetriedDeleteSparesNextLeader(t *testing.T) {
 			require.NoError(t, b.Resign(ctx))
 			require.NoError(t, <-cElected)
 			cElected <- nil
-		})
-	}
-}
-
-// TestNonFairTwoValuesOneSession: two non-fair candidates sharing one
-// session (as two recipes share one session) never lead together.
-func TestNonFairTwoValuesOneSession(t *testing.T) {
-	path := uniquePath(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s := open(t, zk.Servers())
-	one, err := election.New(s, path, "one", election.NonFair())
-	require.NoError(t, err)
-	two, err := election.New(s, path, "two", election.NonFair())
-	require.NoError(t, err)
-	_, err = one.Campaign(ctx)
-	require.NoError(t, err)
-	short, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = two.Campaign(short)
-	scancel()
-	require.ErrorIs(t, err, context.DeadlineExceeded, "a second candidate of the session was elected beside the first")
-	require.False(t, two.IsLeader())
-	require.True(t, one.IsLeader())
-
-	got := make(chan error, 1)
-	go func() { _, err := two.Campaign(ctx); got <- err }()
-	require.NoError(t, one.Resign(ctx))
-	require.NoError(t, <-got)
-	require.True(t, two.IsLeader())
-	require.False(t, one.IsLeader())
-	l, err := two.Leader(ctx)
-	require.NoError(t, err)
-	require.Equal(t, "two", l.ID)
-	require.NoError(t, two.Resign(ctx))
-}
-
-// TestResignWithDoneCtxLetsGo: Resign with a cancelled ctx still gives
-// leadership up: the next candidate is elected.
-func TestResignWithDoneCtxLetsGo(t *testing.T) {
-	for _, fair := range []bool{true, false} {
-		name := "fair"
-		var opts []election.Option
-		if !fair {
-			name = "nonfair"
-			opts = append(opts, election.NonFair())
-		}
-		t.Run(name, func(t *testing.T) {
-			path := uniquePath(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			a, err := election.New(open(t, zk.Servers()), path, "a", opts...)
-			require.NoError(t, err)
-			b, err := election.New(open(t, zk.Servers()), path, "b", opts...)
-			require.NoError(t, err)
-			_, err = a.Campaign(ctx)
-			require.NoError(t, err)
-			got := make(chan error, 1)
-			go func() { _, err := b.Campaign(ctx); got <- err }()
-			done, dcancel := context.WithCancel(ctx)
-			dcancel()
-			if err := a.Resign(done); err != nil {
-				require.True(t, errors.Is(err, context.Canceled), "Resign: %v", err)
-			}
-			require.False(t, a.IsLeader())
-			select {
-			case err := <-got:
-				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("b not elected: a's Resign with a done ctx did not let go")
-			}
-			require.NoError(t, b.Resign(ctx))
 		})
 	}
 }

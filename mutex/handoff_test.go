@@ -82,59 +82,6 @@ func foreign(t *testing.T, s *session.Session, path string) string {
 	return p
 }
 
-// TestLongLineHandoffCostsTheSame: a handoff in a line of a thousand costs a
-// few hundred bytes and a few requests, counted by the server: the holder
-// that waited marks its node, and the waiter behind it is granted on its
-// deletion without listing the line. Without the mark, every new holder but
-// the first lists the whole line (about 50 KB here).
-func TestLongLineHandoffCostsTheSame(t *testing.T) {
-	path := uniquePath(t)
-	ctx := ctxT(t, 60*time.Second)
-	const chain, tail = 6, 1000
-	h, err := mutex.New(open(t, zk.Servers()), path)
-	require.NoError(t, err)
-	require.NoError(t, h.Lock(ctx))
-	ws := make([]*waiter, chain)
-	for i := range ws {
-		m, err := mutex.New(open(t, zk.Servers()), path)
-		require.NoError(t, err)
-		ws[i] = queue(t, ctx, m)
-	}
-	// A thousand more contenders behind them (nodes only: they make the
-	// line long).
-	fill := open(t, zk.Servers())
-	ep, err := fill.Wait(ctx)
-	require.NoError(t, err)
-	for range tail {
-		_, err := ep.Conn().Create(path+"/"+line.ProtectedPrefix(line.NewGUID(), recipe.KindLock), nil,
-			gozk.FlagEphemeral|gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
-		require.NoError(t, err)
-	}
-
-	p0, b0 := testutil.Traffic(t, zk, 0)
-	require.NoError(t, h.Unlock(ctx))
-	for _, w := range ws {
-		<-w.got
-		require.NoError(t, w.err)
-		require.NoError(t, w.m.Unlock(ctx))
-	}
-	p1, b1 := testutil.Traffic(t, zk, 0)
-	perBytes := float64(b1-b0) / chain
-	perReq := float64(p1-p0-1) / chain // less the first mntr read's own packet
-	t.Logf("line of %d: %d handoffs cost %d bytes (%.0f per handoff) and %d requests (%.2f per handoff)",
-		chain+tail+1, chain, b1-b0, perBytes, p1-p0-1, perReq)
-	// About 640 (the holders release at once: none lasts the 10 ms after
-	// which a hold reads its own node, hold/ownwatch.go).
-	require.Less(t, perBytes, 1280.0, "bytes per handoff in a line of %d", chain+tail+1)
-	// The release, which marks the node as it deletes it (one multi:
-	// line.AwaitOptions.MarkOnRelease); the next waiter, told of the
-	// mark, sends nothing before its grant (its second watch, a child
-	// watch, fires at the deletion: line.Line.watch). It was 3 per
-	// handoff with a mark at the grant (a set of its own) and the waiter
-	// watching the marked node again, 2 without that second watch.
-	require.LessOrEqual(t, perReq, 1.5, "requests per handoff")
-}
-
 // TestWaitedHolderExpires: a holder that waited, then lost its session (it
 // never releases, so never marks: a lock's holder marks its node in its
 // release, line.AwaitOptions.MarkOnRelease): the waiter behind it is

@@ -66,6 +66,25 @@ func (x *exclusion) check(t *testing.T) {
 	require.Empty(t, x.violations)
 }
 
+// isClosed reports whether c is closed now.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// proxied opens a session through its own fault proxy.
+func proxied(t *testing.T, timeout time.Duration) (*session.Session, *zktest.Proxy) {
+	t.Helper()
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return open(t, p.Addrs(), session.WithSessionTimeout(timeout)), p
+}
+
 func ctxT(t testing.TB, d time.Duration) context.Context { return testutil.Ctx(t, d) }
 
 func children(t *testing.T, s *session.Session, path string) []string {

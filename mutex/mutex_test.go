@@ -505,3 +505,30 @@ func TestNonFairRefusesBeforeWriting(t *testing.T) {
 	require.Empty(t, data(fairPath), "the fair lock's path was written")
 	require.NoError(t, fair.Unlock(ctx))
 }
+
+// TestNonFairFenceChecksTheNode: the non-fair lock's fence also checks that
+// the lock's node exists: a write after the node is gone is refused even
+// when no one has been granted the lock since.
+func TestNonFairFenceChecksTheNode(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	s := open(t, zk.Servers())
+	m, err := mutex.New(s, path, mutex.NonFair())
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+	admin := open(t, zk.Servers())
+	aep, err := admin.Wait(ctx)
+	require.NoError(t, err)
+	res := admin.Path(path) + "-resource"
+	_, err = aep.Conn().Create(res, []byte("0"), 0, admin.ACL())
+	require.NoError(t, err)
+	// The node removed behind the holder's back (as the server does with an
+	// expired session), and no grant since.
+	require.NoError(t, aep.Conn().Delete(m.Node(), -1))
+	_, err = m.Fenced(ctx, fence.Raw(&gozk.SetDataRequest{Path: res, Data: []byte("1"), Version: -1}))
+	require.ErrorIs(t, err, mutex.ErrLost)
+	data, _, err := aep.Conn().Get(res)
+	require.NoError(t, err)
+	require.Equal(t, "0", string(data))
+	_ = m.Unlock(ctx)
+}

@@ -2,13 +2,17 @@ package mutex_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // TestDowngradeWithQueuedWriter: the holder of the write lock takes the read
@@ -81,4 +85,65 @@ func TestDowngradeWithQueuedWriter(t *testing.T) {
 	require.True(t, strings.Contains(line[0], "__WRIT__"), line)
 	require.NoError(t, w3.Unlock(ctx))
 	require.Empty(t, children(t, s, path))
+}
+
+// TestReadSideHoldEnds: the read side of a read-write lock keeps the hold's
+// two end signals (readers share, so the contract's table, which sets
+// contenders against each other, runs for the write side: TestHoldContract).
+// RUnlock ends Context and leaves Lost open (a release is no loss, even when
+// the session is lost later); a loss (the session expired) closes Lost and
+// ends Context.
+func TestReadSideHoldEnds(t *testing.T) {
+	tap := zktest.NewTap()
+	s := open(t, zk.Servers(), session.WithSessionTimeout(2*time.Second), session.WithDialer(tap.Dialer(nil)))
+	ctx := ctxT(t, 30*time.Second)
+	rw, err := mutex.NewRW(s, uniquePath(t))
+	require.NoError(t, err)
+	r := rw.Reader()
+
+	require.NoError(t, rw.RLock(ctx))
+	lost1, ctx1 := r.Lost(), r.Context()
+	require.False(t, isClosed(lost1))
+	require.NoError(t, ctx1.Err())
+	require.NoError(t, rw.RUnlock(ctx))
+	require.Error(t, ctx1.Err(), "RUnlock ends the hold's Context")
+	require.False(t, isClosed(lost1), "RUnlock closed Lost: a release is no loss")
+
+	require.NoError(t, rw.RLock(ctx))
+	lost2, ctx2 := r.Lost(), r.Context()
+	cred, ok := tap.Credentials(s.SessionID())
+	require.True(t, ok)
+	require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
+	select {
+	case <-lost2:
+	case <-ctx.Done():
+		t.Fatal("Lost not closed on expiry")
+	}
+	require.Error(t, ctx2.Err(), "a loss ends Context too")
+	require.False(t, isClosed(lost1), "the epoch's end closed the Lost of a hold released before it")
+	require.ErrorIs(t, rw.RUnlock(ctx), mutex.ErrLost)
+}
+
+// TestReadSideTopLevelPath: a read lock directly under the root, and
+// directly under a namespace's own root (a path with no parent of its own to
+// create), is taken, held and released like any other, and leaves nothing
+// behind but its container nodes (the write side: TestHoldContract).
+func TestReadSideTopLevelPath(t *testing.T) {
+	for _, namespaced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("namespace=%v", namespaced), func(t *testing.T) {
+			s, path, top := testutil.OpenTopLevel(t, zk.Servers(), "lock", namespaced)
+			ctx := ctxT(t, 10*time.Second)
+			rw, err := mutex.NewRW(s, path)
+			require.NoError(t, err)
+			require.NoError(t, rw.RLock(ctx))
+			m := rw.Reader()
+			require.True(t, m.IsHeld())
+			require.NoError(t, m.Validate(ctx), "the lock is not held")
+			full := m.Path()
+			require.NotEmpty(t, testutil.Leftovers(t, s, top, top, full), "no node holds the lock")
+			require.NoError(t, rw.RUnlock(ctx))
+			require.False(t, m.IsHeld())
+			require.Empty(t, testutil.Leftovers(t, s, top, top, full), "left behind")
+		})
+	}
 }

@@ -12,21 +12,21 @@ import (
 	"github.com/shepherdzk/shepherd/semaphore"
 )
 
-// TestTopLevelPath: a semaphore directly under the root, and directly under
-// a namespace's own root (a path with no parent of its own to create), is
-// acquired, held and released like any other, and leaves nothing behind but
-// its containers (its path, locks and leases, which the server removes).
-func TestTopLevelPath(t *testing.T) {
+// TestTopLevelPathAcquireN: a semaphore directly under the root, and
+// directly under a namespace's own root (a path with no parent of its own to
+// create), is acquired two leases at once, held and released like any other
+// (one lease at a time: TestHoldContract/TopLevelPath), and leaves nothing
+// behind but its containers (its path, locks and leases, which the server
+// removes).
+func TestTopLevelPathAcquireN(t *testing.T) {
 	acquires := []struct {
 		name    string
 		n       int
 		acquire func(*semaphore.Semaphore, context.Context) (*semaphore.Lease, error)
 	}{
-		{"Acquire", 1, (*semaphore.Semaphore).Acquire},
 		{"AcquireN", 2, func(s *semaphore.Semaphore, ctx context.Context) (*semaphore.Lease, error) {
 			return s.AcquireN(ctx, 2)
 		}},
-		{"TryAcquire", 1, (*semaphore.Semaphore).TryAcquire},
 	}
 	for _, namespaced := range []bool{false, true} {
 		for _, a := range acquires {

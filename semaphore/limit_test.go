@@ -1,9 +1,7 @@
 package semaphore_test
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"sync"
@@ -15,45 +13,6 @@ import (
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 )
-
-// TestReleaseWithDoneCtxLetsGo: Release with a cancelled or expired ctx
-// gives the lease back all the same: a waiter on another session gets it.
-func TestReleaseWithDoneCtxLetsGo(t *testing.T) {
-	for _, how := range []string{"cancelled", "expired"} {
-		t.Run(how, func(t *testing.T) {
-			path := uniquePath(t)
-			ctx := ctxT(t, 30*time.Second)
-			sem, err := semaphore.New(open(t, zk.Servers()), path, 1)
-			require.NoError(t, err)
-			other, err := semaphore.New(open(t, zk.Servers()), path, 1)
-			require.NoError(t, err)
-			l, err := sem.Acquire(ctx)
-			require.NoError(t, err)
-			var done context.Context
-			var cancel context.CancelFunc
-			if how == "cancelled" {
-				done, cancel = context.WithCancel(ctx)
-			} else {
-				done, cancel = context.WithDeadline(ctx, time.Now().Add(-time.Second))
-			}
-			cancel()
-			if err := l.Release(done); err != nil {
-				require.True(t, errors.Is(err, done.Err()), "Release: %v", err)
-			}
-			require.Error(t, l.Context().Err(), "the released lease's Context has not ended")
-			select {
-			case <-l.Lost():
-				t.Fatal("the released lease's Lost is closed: a release is no loss")
-			default:
-			}
-			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
-			defer ocancel()
-			l2, err := other.Acquire(octx)
-			require.NoError(t, err, "the lease was not given back")
-			require.NoError(t, l2.Release(ctx))
-		})
-	}
-}
 
 // TestSetMaxLeasesLostAnswer: SetMaxLeases whose answer is lost (the change
 // was applied) reports success and takes the new limit, instead of
