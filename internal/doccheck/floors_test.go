@@ -41,13 +41,14 @@ var floors = map[string]int{
 	"internal/zkdelete":  3,
 	"recipe":             3,
 
-	"mutex":              4,
-	"semaphore":          4,
-	"election":           4,
-	"schedule":           4,
-	"fence/sqlfence":     4,
-	"fence/httpfence":    4,
-	"observe/prometheus": 4,
+	"mutex":                      4,
+	"semaphore":                  4,
+	"election":                   4,
+	"election/internal/handover": 4,
+	"schedule":                   4,
+	"fence/sqlfence":             4,
+	"fence/httpfence":            4,
+	"observe/prometheus":         4,
 
 	"admin":             5,
 	"cmd/shepherd":      5,
@@ -56,7 +57,7 @@ var floors = map[string]int{
 
 // beside are the folders of floor 6 (every package under them).
 var beside = []string{"bench", "chaos", "interop", "examples", "internal/testutil",
-	"internal/pgtest", "internal/doccheck", "internal/consumercheck", "internal/dashrules"}
+	"internal/pgtest", "internal/holdtest", "internal/doccheck", "internal/consumercheck", "internal/dashrules"}
 
 // TestFloors: every package of the module has a floor, and imports nothing
 // of a floor above its own (from its non-test files). A new package must be
