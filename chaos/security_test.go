@@ -1,11 +1,9 @@
 package chaos_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,34 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestACLs: nodes are created with the session's ACL; with digest auth, a
 // second identity can neither delete nor overwrite another's lock, lease or
 // candidate nodes, nor join its line; credentials appear in no log or error.
 func TestACLs(t *testing.T) {
 	const secret = "s3cr3t-pw"
-	logs := &syncBuf{}
+	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	acl := []gozk.ACL{{Perms: gozk.PermAll, Scheme: "auth"}, {Perms: gozk.PermRead, Scheme: "world", ID: "anyone"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -13,15 +13,6 @@ import (
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // Under Run, OnElected's ctx is the leadership's Context, and
 // Election.Leadership gives its Lost, Validate and Fenced. A loss (the
 // connection stalled) closes Lost; Run's end (no loss) leaves it open.
@@ -77,7 +68,7 @@ func TestRunLeadership(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 	require.Error(t, second.ctx.Err())
-	require.False(t, isClosed(second.l.Lost()), "Run's end closed Lost: no loss")
+	require.False(t, testutil.IsClosed(second.l.Lost()), "Run's end closed Lost: no loss")
 	require.Nil(t, e.Leadership())
 }
 

@@ -66,17 +66,13 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node)
 		// The term is the node's creation zxid, which a create's answer
 		// does not carry. Read it now, before waiting, so that a handoff
 		// costs no extra round trip.
-		st, err := line.Call(ctx, ep, func(c *zk.Conn) (*zk.Stat, error) {
-			ok, st, err := c.Exists(n.Path)
-			if err == nil && !ok {
-				err = recipe.ErrNodeGone
-			}
-			return st, err
-		}, nil)
-		if err != nil {
+		err := c.readTerm(ctx, ep)
+		if err != nil && (errors.Is(err, recipe.ErrNodeGone) || ep.Context().Err() == nil) {
 			return nil, err // the contender loop removes the node
 		}
-		c.czxid = st.Czxid
+		// The connection was lost with the read in flight: the node keeps
+		// its place (its session may live), and the grant reads the term
+		// (see acquireFair's Grant).
 	}
 	e.mu.Lock()
 	e.node = c
@@ -89,6 +85,22 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node)
 		_ = line.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
 	}
 	return c, nil
+}
+
+// readTerm reads c's term, its node's creation zxid, within ep.
+func (c *candidate) readTerm(ctx context.Context, ep *session.Epoch) error {
+	st, err := line.Call(ctx, ep, func(conn *zk.Conn) (*zk.Stat, error) {
+		ok, st, err := conn.Exists(c.path)
+		if err == nil && !ok {
+			err = recipe.ErrNodeGone
+		}
+		return st, err
+	}, nil)
+	if err != nil {
+		return err
+	}
+	c.czxid = st.Czxid
+	return nil
 }
 
 // warnDuplicates logs other candidates using our id (a second process

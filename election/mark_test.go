@@ -314,7 +314,7 @@ func TestMarkedLeaderExpires(t *testing.T) {
 	require.NoError(t, p.ExpireSession(ctx, ep.SessionID()))
 	lb := b.elected(t)
 	require.True(t, b.at.After(expired), "elected before the leader's session ended")
-	require.True(t, isClosed(ll.Lost()), "elected before the old leader was told")
+	require.True(t, testutil.IsClosed(ll.Lost()), "elected before the old leader was told")
 	require.Equal(t, int32(-1), testutil.Version(t, ss[0], nl), "elected while the expired leader's node is there")
 	require.NoError(t, lb.Resign(ctx))
 }

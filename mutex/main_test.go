@@ -2,9 +2,7 @@ package mutex_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,55 +23,6 @@ func uniquePath(t testing.TB) string { return testutil.UniquePath(t, "mutex-test
 
 func open(t testing.TB, servers []string, opts ...session.Option) *session.Session {
 	return testutil.Open(t, servers, opts...)
-}
-
-// exclusion checks mutual exclusion on one clock: when a holder is granted,
-// the previous holder's loss signal must have fired or it must have released.
-type exclusion struct {
-	mu         sync.Mutex
-	holder     string
-	lost       <-chan struct{}
-	grants     int
-	violations []string
-}
-
-func (x *exclusion) granted(id string, lost <-chan struct{}) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.holder != "" {
-		select {
-		case <-x.lost:
-		default:
-			x.violations = append(x.violations, fmt.Sprintf("%s granted while %s holds", id, x.holder))
-		}
-	}
-	x.holder, x.lost = id, lost
-	x.grants++
-}
-
-func (x *exclusion) released(id string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.holder == id {
-		x.holder, x.lost = "", nil
-	}
-}
-
-func (x *exclusion) check(t *testing.T) {
-	t.Helper()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	require.Empty(t, x.violations)
-}
-
-// isClosed reports whether c is closed now.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // proxied opens a session through its own fault proxy.

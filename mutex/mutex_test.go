@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/holdtest"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/mutex"
@@ -52,7 +53,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// The rest of hold's rule for a value that holds nothing: the end's
 	// signals have fired, a request to act never fires, a value is zero.
-	require.True(t, isClosed(m.Paused()), "Paused of a lock not held must be closed")
+	require.True(t, testutil.IsClosed(m.Paused()), "Paused of a lock not held must be closed")
 	require.Error(t, m.Context().Err(), "the Context of a lock not held has ended")
 	require.Nil(t, m.RevokeRequested())
 	require.ErrorIs(t, m.Gate(ctx), mutex.ErrNotHeld)
@@ -93,7 +94,7 @@ func TestLockUnlockReentrantToken(t *testing.T) {
 	require.NoError(t, m.Unlock(ctx))
 	require.False(t, m.IsHeld())
 	<-hctx.Done() // a released hold's context ends
-	require.False(t, isClosed(lost), "a release is no loss")
+	require.False(t, testutil.IsClosed(lost), "a release is no loss")
 	require.ErrorIs(t, m.Unlock(ctx), mutex.ErrNotHeld)
 	require.Empty(t, children(t, s, path))
 
@@ -146,7 +147,7 @@ func TestExclusion(t *testing.T) {
 				opts = append(opts, mutex.NonFair())
 			}
 			path := uniquePath(t)
-			var x exclusion
+			var x holdtest.Exclusion
 			ctx := ctxT(t, 60*time.Second)
 			var wg sync.WaitGroup
 			const n, rounds = 12, 8
@@ -164,9 +165,9 @@ func TestExclusion(t *testing.T) {
 							errs <- err
 							return
 						}
-						x.granted(id, m.Lost())
+						x.Granted(id, m.Lost())
 						time.Sleep(time.Millisecond) // the work done under the lock
-						x.released(id)
+						x.Released(id)
 						if err := m.Unlock(ctx); err != nil {
 							errs <- err
 							return
@@ -179,8 +180,8 @@ func TestExclusion(t *testing.T) {
 			for err := range errs {
 				require.NoError(t, err)
 			}
-			x.check(t)
-			require.Equal(t, n*rounds, x.grants)
+			x.Check(t)
+			require.Equal(t, n*rounds, x.Grants())
 		})
 	}
 }

@@ -103,11 +103,11 @@ func TestReadSideHoldEnds(t *testing.T) {
 
 	require.NoError(t, rw.RLock(ctx))
 	lost1, ctx1 := r.Lost(), r.Context()
-	require.False(t, isClosed(lost1))
+	require.False(t, testutil.IsClosed(lost1))
 	require.NoError(t, ctx1.Err())
 	require.NoError(t, rw.RUnlock(ctx))
 	require.Error(t, ctx1.Err(), "RUnlock ends the hold's Context")
-	require.False(t, isClosed(lost1), "RUnlock closed Lost: a release is no loss")
+	require.False(t, testutil.IsClosed(lost1), "RUnlock closed Lost: a release is no loss")
 
 	require.NoError(t, rw.RLock(ctx))
 	lost2, ctx2 := r.Lost(), r.Context()
@@ -120,7 +120,7 @@ func TestReadSideHoldEnds(t *testing.T) {
 		t.Fatal("Lost not closed on expiry")
 	}
 	require.Error(t, ctx2.Err(), "a loss ends Context too")
-	require.False(t, isClosed(lost1), "the epoch's end closed the Lost of a hold released before it")
+	require.False(t, testutil.IsClosed(lost1), "the epoch's end closed the Lost of a hold released before it")
 	require.ErrorIs(t, rw.RUnlock(ctx), mutex.ErrLost)
 }
 

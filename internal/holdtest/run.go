@@ -142,15 +142,6 @@ func await(t *testing.T, got <-chan result, d time.Duration, msg string) result 
 	}
 }
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // errIs asserts err matches want, or is nil when want is nil.
 func errIs(t *testing.T, err, want error, msg string) {
 	t.Helper()
@@ -211,7 +202,7 @@ func (x *contract) endSignals(t *testing.T) {
 
 			h1 := acquire(t, ctx, cd)
 			lost1, ctx1 := h1.Lost(), h1.Context()
-			require.False(t, isClosed(lost1))
+			require.False(t, testutil.IsClosed(lost1))
 			require.NoError(t, ctx1.Err())
 			require.NoError(t, h1.Validate(ctx))
 			tok1, err := h1.Token(ctx)
@@ -221,7 +212,7 @@ func (x *contract) endSignals(t *testing.T) {
 			require.EqualValues(t, 1, res[0].Stat.Version)
 			require.NoError(t, h1.Release(ctx))
 			require.Error(t, ctx1.Err(), "a release ends the hold's Context")
-			require.False(t, isClosed(lost1), "a release closed Lost: a release is no loss")
+			require.False(t, testutil.IsClosed(lost1), "a release closed Lost: a release is no loss")
 			errIs(t, h1.Release(ctx), x.r.ReleaseAgain, "a second release")
 			_, err = h1.Fenced(ctx, fence.Set(target, nil, fence.AnyVersion))
 			require.ErrorIs(t, err, x.r.ReleasedFenced, "a released hold's fenced write")
@@ -243,7 +234,7 @@ func (x *contract) endSignals(t *testing.T) {
 				t.Fatalf("Lost not closed at the %s", loss)
 			}
 			require.Error(t, ctx2.Err(), "a loss ends Context too")
-			require.False(t, isClosed(lost1), "the epoch's end closed the Lost of a hold released before it")
+			require.False(t, testutil.IsClosed(lost1), "the epoch's end closed the Lost of a hold released before it")
 			_, err = h2.Fenced(ctx, fence.Set(target, nil, fence.AnyVersion))
 			require.ErrorIs(t, err, recipe.ErrLost, "a lost hold's fenced write")
 			heal()
@@ -355,7 +346,7 @@ func (x *contract) releaseWithDoneCtx(t *testing.T) {
 			}
 			held(t, a, false, "the value still holds")
 			require.Error(t, hctx.Err(), "the released hold's Context has not ended")
-			require.False(t, isClosed(lost), "the released hold's Lost is closed: a release is no loss")
+			require.False(t, testutil.IsClosed(lost), "the released hold's Lost is closed: a release is no loss")
 			r := await(t, got, 10*time.Second, "the hold was not released")
 			require.NoError(t, r.err, "the hold was not released")
 			if a.Try != nil {
@@ -563,40 +554,6 @@ func (x *contract) topLevelPath(t *testing.T) {
 	}
 }
 
-// exclusion checks mutual exclusion on one clock: when a holder is granted,
-// the previous holder's loss signal must have fired or it must have released.
-type exclusion struct {
-	mu         sync.Mutex
-	holder     string
-	lost       <-chan struct{}
-	grants     int
-	violations []string
-}
-
-func (e *exclusion) granted(id string, lost <-chan struct{}) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.holder != "" && !isClosed(e.lost) {
-		e.violations = append(e.violations, fmt.Sprintf("%s granted while %s holds", id, e.holder))
-	}
-	e.holder, e.lost = id, lost
-	e.grants++
-}
-
-func (e *exclusion) released(id string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.holder == id {
-		e.holder, e.lost = "", nil
-	}
-}
-
-func (e *exclusion) current() (string, <-chan struct{}) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.holder, e.lost
-}
-
 // expiredHolderIsToldFirst: the holder's session is ended by the server,
 // again and again, while three contenders take the hold in turn; its Lost
 // must close before another session is granted.
@@ -610,7 +567,7 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 		s, p := x.proxied(t, 2*time.Second)
 		cds[id], sessions[id], proxies[id] = x.r.New(t, s, path, id), s, p
 	}
-	var ex exclusion
+	var ex Exclusion
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	// Each contender holds until its hold is lost or a short time passes.
@@ -632,13 +589,13 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 					cancel()
 					return
 				}
-				ex.granted(id, h.Lost())
+				ex.Granted(id, h.Lost())
 				select {
 				case <-h.Lost():
 				case <-time.After(30 * time.Millisecond):
 				case <-stop:
 				}
-				ex.released(id)
+				ex.Released(id)
 				_ = h.Release(context.Background())
 				cancel()
 			}
@@ -647,9 +604,7 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 	defer func() {
 		close(stop)
 		wg.Wait()
-		ex.mu.Lock()
-		defer ex.mu.Unlock()
-		require.Empty(t, ex.violations)
+		ex.Check(t)
 	}()
 	expired := 0
 	for round := 0; round < 40 && expired < 6; round++ {
@@ -657,11 +612,11 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 		var holder string
 		var lost <-chan struct{}
 		require.Eventually(t, func() bool {
-			holder, lost = ex.current()
+			holder, lost = ex.Current()
 			return holder != ""
 		}, 10*time.Second, time.Millisecond)
 		sid := sessions[holder].SessionID()
-		if isClosed(lost) || (cds[holder].Held != nil && !cds[holder].Held()) {
+		if testutil.IsClosed(lost) || (cds[holder].Held != nil && !cds[holder].Held()) {
 			continue
 		}
 		if err := proxies[holder].ExpireSession(ctx, sid); err != nil {
@@ -676,9 +631,7 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 		}, 10*time.Second, 5*time.Millisecond)
 	}
 	require.GreaterOrEqual(t, expired, 4)
-	ex.mu.Lock()
-	t.Logf("%d expiries, %d grants", expired, ex.grants)
-	ex.mu.Unlock()
+	t.Logf("%d expiries, %d grants", expired, ex.Grants())
 }
 
 // stalledHolderIsToldFirst: the holder's network is stalled past the
@@ -720,7 +673,7 @@ func (x *contract) stalledHolderIsToldFirst(t *testing.T) {
 // lossIsLogged: a lost hold is logged at Warn with its path, node and
 // session; nothing is logged by default.
 func (x *contract) lossIsLogged(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, p := x.proxied(t, 2*time.Second, session.WithLogger(log))
 	path := x.path(t)
@@ -732,23 +685,6 @@ func (x *contract) lossIsLogged(t *testing.T) {
 	require.Contains(t, buf.String(), "path="+s.Path(path))
 	require.Contains(t, buf.String(), "session=0x")
 	errIs(t, h.Release(ctx), x.r.ReleaseLost, "releasing a lost hold")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // nonFairPathIsPersistent: a non-fair recipe's path is its race's, whose

@@ -34,15 +34,6 @@ type pausable interface {
 	Context() context.Context
 }
 
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // waitClosed fails the test unless ch closes within d.
 func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
@@ -217,7 +208,7 @@ func TestPausePartitionLost(t *testing.T) {
 	grantedAfterLoss := make(chan bool, 1)
 	go func() {
 		if waiter.Lock(ctx) == nil {
-			grantedAfterLoss <- closed(h.Lost())
+			grantedAfterLoss <- testutil.IsClosed(h.Lost())
 			_ = waiter.Unlock(context.Background())
 		}
 	}()
@@ -226,7 +217,7 @@ func TestPausePartitionLost(t *testing.T) {
 	stalled := time.Now()
 	waitClosed(t, h.Paused(), 5*time.Second, "paused")
 	pausedAt := time.Since(stalled)
-	require.False(t, closed(h.Lost()), "lost at the pause")
+	require.False(t, testutil.IsClosed(h.Lost()), "lost at the pause")
 	require.NoError(t, h.Context().Err(), "a pause ends the hold's context")
 	waitClosed(t, h.Lost(), 10*time.Second, "lost")
 	t.Logf("paused %v and lost %v after the stall began (session timeout %v)", pausedAt, time.Since(stalled), hs.Timeout())
@@ -323,7 +314,7 @@ func TestPauseFencedWritesWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting fenced write never landed")
 	}
-	require.False(t, closed(m.Lost()))
+	require.False(t, testutil.IsClosed(m.Lost()))
 	cur, err := hs.Wait(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ep.SessionID(), cur.SessionID())
@@ -466,7 +457,7 @@ func TestPauseLostAnswers(t *testing.T) {
 		there, _, err := ep.Conn().Exists(node)
 		return err == nil && !there
 	}, 10*time.Second, 5*time.Millisecond, "the released node is gone once the session is back")
-	require.False(t, closed(h.Lost()), "a release is no loss")
+	require.False(t, testutil.IsClosed(h.Lost()), "a release is no loss")
 }
 
 // TestHoldContextCause: a hold's Context says why it ended: a release, a

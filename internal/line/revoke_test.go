@@ -57,7 +57,7 @@ func contests() map[string]contestFn {
 			got := make(chan bool, 1)
 			go func() {
 				if b.Lock(ctx) == nil {
-					got <- closed(h.Lost())
+					got <- testutil.IsClosed(h.Lost())
 					_ = b.Unlock(context.Background())
 				}
 			}()
@@ -73,7 +73,7 @@ func contests() map[string]contestFn {
 			got := make(chan bool, 1)
 			go func() {
 				if lb, err := b.Acquire(ctx); err == nil {
-					got <- closed(l.Lost())
+					got <- testutil.IsClosed(l.Lost())
 					_ = lb.Release(context.Background())
 				}
 			}()
@@ -89,7 +89,7 @@ func contests() map[string]contestFn {
 			got := make(chan bool, 1)
 			go func() {
 				if lb, err := b.Campaign(ctx); err == nil {
-					got <- closed(l.Lost())
+					got <- testutil.IsClosed(l.Lost())
 					_ = lb.Resign(context.Background())
 				}
 			}()
@@ -131,7 +131,7 @@ func TestRevokeForced(t *testing.T) {
 					t.Fatal("the waiter was never granted")
 				}
 				t.Logf("revoked and handed over in %v", time.Since(began))
-				require.True(t, closed(c.held.Lost()))
+				require.True(t, testutil.IsClosed(c.held.Lost()))
 				cause := context.Cause(c.held.Context())
 				require.ErrorIs(t, cause, line.ErrRevoked)
 				require.ErrorIs(t, cause, line.ErrLost)
@@ -162,7 +162,7 @@ func TestRevokeAsk(t *testing.T) {
 			cancel()
 			require.ErrorIs(t, err, context.DeadlineExceeded, "the holder never released")
 			waitClosed(t, c.held.RevokeRequested(), 5*time.Second, "RevokeRequested")
-			require.False(t, closed(c.held.Lost()), "an ask ended the hold")
+			require.False(t, testutil.IsClosed(c.held.Lost()), "an ask ended the hold")
 			require.NoError(t, c.held.Context().Err())
 			select {
 			case <-c.granted:
