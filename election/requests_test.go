@@ -40,7 +40,10 @@ func TestRequestsPerHandoff(t *testing.T) {
 	require.NoError(t, eb.Resign(ctx))
 	require.NoError(t, <-got)
 	// ... and, once elected, the leadership's watch on its own node
-	// (hold/ownwatch.go), off the handoff's path.
+	// (hold/ownwatch.go), off the handoff's path: sent 10 ms into the
+	// hold, later on a loaded machine, so it is awaited before counting.
+	own := ea.Leadership().Hold().Node()
+	testutil.AwaitWatching(t, zk, 0, a, func(p string) bool { return p == own })
 	xid := func() int64 { return testutil.LastXid(t, zk, 0, ep.SessionID()) }
 	// 5+1 on a quiet machine; one more was counted in make test (a hold's
 	// own-node read starts after 10 ms: one of a's earlier, briefer holds

@@ -25,7 +25,9 @@ func Example() {
 	defer sess.Close()
 
 	s, err := schedule.New(sess, "/examples/jobs/report", "worker-a", 100*time.Millisecond,
-		schedule.WithCatchUp(schedule.CatchUpAll(3)), schedule.WithRunTimeout(time.Minute)) // a late tick still runs: all three print
+		// Late ticks still run, in order (up to 1,000 behind): all three
+		// print, even on a machine that stalls for a second.
+		schedule.WithCatchUp(schedule.CatchUpAll(1000)), schedule.WithRunTimeout(time.Minute))
 	if err != nil {
 		log.Fatal(err)
 	}

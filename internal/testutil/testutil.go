@@ -300,19 +300,14 @@ func Stalled(t testing.TB, s *session.Session, p *zktest.Proxy, d time.Duration,
 	unwatch := context.AfterFunc(ctx, func() { late <- lateness(); ended <- time.Now() })
 	err := call(ctx)
 	returned := time.Now()
-	slack := StallSlack
-	if !unwatch() { // the ctx ended: its lateness probe runs
-		slack += (<-late)()
-	}
-	heal(t, s, p, ep)
 	// Measured from when the ctx's end could be seen: on a loaded machine its
 	// timer may fire late, which is not the call's doing.
-	var took time.Duration
-	select {
-	case at := <-ended:
-		took = max(returned.Sub(at), 0)
-	default: // the call returned before its ctx ended
+	slack, took := StallSlack, time.Duration(0)
+	if !unwatch() { // the ctx ended: its lateness probe runs (else the call returned first)
+		slack += (<-late)()
+		took = max(returned.Sub(<-ended), 0)
 	}
+	heal(t, s, p, ep)
 	t.Logf("returned %v after a %v ctx under a stall, %v after its end was seen (bound %v): %v",
 		returned.Sub(start).Round(100*time.Microsecond), d, took.Round(100*time.Microsecond), slack.Round(100*time.Microsecond), err)
 	require.LessOrEqualf(t, took, slack, "returned %v after its %v ctx ended, under a stall (error: %v)", took, d, err)
@@ -359,22 +354,22 @@ func StalledWhileWaiting(t testing.TB, s *session.Session, p *zktest.Proxy, d ti
 	select {
 	case r = <-done:
 	case <-time.After(30 * time.Second):
-		unwatch()
+		if !unwatch() {
+			(<-late)() // stop the probe
+		}
 		t.Fatal("the call never returned")
 	}
-	slack := StallSlack
-	if !unwatch() { // the ctx ended: its lateness probe runs
+	// Measured from when the ctx's end could be seen (see above).
+	slack, took := StallSlack, time.Duration(0)
+	switch {
+	case !unwatch(): // the ctx ended, and its probe runs
 		slack += (<-late)()
+		took = max(r.at.Sub(<-cancelled), 0)
+	case ctx.Err() == nil:
+		t.Fatalf("the call returned before its ctx was cancelled: %v", r.err)
+	default: // the call saw the cancel before the cancel reached the probe: at once
 	}
 	heal(t, s, p, ep)
-	// Measured from when the ctx's end could be seen (see above).
-	var took time.Duration
-	select {
-	case at := <-cancelled:
-		took = max(r.at.Sub(at), 0)
-	default:
-		t.Fatalf("the call returned before its ctx was cancelled: %v", r.err)
-	}
 	t.Logf("returned %v after its ctx was cancelled (bound %v), %v after the stall: %v", took.Round(100*time.Microsecond),
 		slack.Round(100*time.Microsecond), r.at.Sub(start).Round(100*time.Microsecond), r.err)
 	require.LessOrEqualf(t, took, slack, "returned %v after its ctx was cancelled under a stall (error: %v)", took, r.err)
