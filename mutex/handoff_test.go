@@ -91,7 +91,7 @@ func TestWaitedHolderExpires(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	h, err := mutex.New(open(t, zk.Servers()), path)
 	require.NoError(t, err)
-	sa, pa := proxied(t, 4*time.Second)
+	sa, pa := testutil.Proxied(t, zk, 4*time.Second)
 	a, err := mutex.New(sa, path)
 	require.NoError(t, err)
 	bs := open(t, zk.Servers())

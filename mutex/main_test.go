@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -23,15 +21,6 @@ func uniquePath(t testing.TB) string { return testutil.UniquePath(t, "mutex-test
 
 func open(t testing.TB, servers []string, opts ...session.Option) *session.Session {
 	return testutil.Open(t, servers, opts...)
-}
-
-// proxied opens a session through its own fault proxy.
-func proxied(t *testing.T, timeout time.Duration) (*session.Session, *zktest.Proxy) {
-	t.Helper()
-	p, err := zktest.NewProxy(zk.Servers()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	return open(t, p.Addrs(), session.WithSessionTimeout(timeout)), p
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context { return testutil.Ctx(t, d) }

@@ -72,10 +72,7 @@ func TestEnterListsTheLineWithItsCreate(t *testing.T) {
 // list right after the create. Sent one after the other, the list would
 // wait for an answer that never comes.
 func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
-	p, err := zktest.NewProxy(zk.Servers()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+	s, p := testutil.Proxied(t, zk, 8*time.Second)
 	ctx := testutil.Ctx(t, 20*time.Second)
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
@@ -108,10 +105,7 @@ func TestEnterSendsTheListWithoutWaitingForTheCreate(t *testing.T) {
 // The second node is made here with the first's guid, through the same
 // session, while the answers are muted.
 func TestEnterRemovesADuplicateOfItsGUID(t *testing.T) {
-	p, err := zktest.NewProxy(zk.Servers()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+	s, p := testutil.Proxied(t, zk, 8*time.Second)
 	other := testutil.Open(t, zk.Servers())
 	ctx := testutil.Ctx(t, 30*time.Second)
 	ep, err := s.Wait(ctx)
@@ -169,10 +163,7 @@ func enterWithDuplicateGUID(t *testing.T, ctx context.Context, p *zktest.Proxy, 
 // and a delete sent after it reaches the server after the multi's set (the
 // set succeeds, not NoNode).
 func TestMultiWrittenDoesNotWaitForTheAnswer(t *testing.T) {
-	p, err := zktest.NewProxy(zk.Servers()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	s := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second))
+	s, p := testutil.Proxied(t, zk, 8*time.Second)
 	ctx := testutil.Ctx(t, 20*time.Second)
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)

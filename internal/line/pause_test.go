@@ -44,15 +44,6 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 	}
 }
 
-// proxiedSession opens a session through a fault proxy of its own.
-func proxiedSession(t *testing.T, timeout time.Duration, opts ...session.Option) (*session.Session, *zktest.Proxy) {
-	t.Helper()
-	p, err := zktest.NewProxy(zk.Servers()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	return testutil.Open(t, p.Addrs(), append([]session.Option{session.WithSessionTimeout(timeout)}, opts...)...), p
-}
-
 var pause = session.WithDisconnectPolicy(session.PauseOnDisconnect)
 
 // TestPauseRollingRestart: every server of a 3-node ensemble is stopped for a
@@ -192,7 +183,7 @@ func TestPausePartitionLost(t *testing.T) {
 	t.Parallel() // its own paths, sessions and proxies
 	path := testutil.UniquePath(t, "pause-partition")
 	ctx := testutil.Ctx(t, 60*time.Second)
-	hs, p := proxiedSession(t, 2*time.Second, pause)
+	hs, p := testutil.Proxied(t, zk, 2*time.Second, pause)
 	var reason atomic.Value
 	hs.Listen(func(ev session.Event) {
 		if ev.State == session.Lost {
@@ -248,7 +239,7 @@ func TestPauseExpiredElsewhere(t *testing.T) {
 			}
 			path := testutil.UniquePath(t, "pause-expired")
 			ctx := testutil.Ctx(t, 60*time.Second)
-			hs, p := proxiedSession(t, 8*time.Second, pause)
+			hs, p := testutil.Proxied(t, zk, 8*time.Second, pause)
 			holder, err := mutex.New(hs, path, opts...)
 			require.NoError(t, err)
 			require.NoError(t, holder.Lock(ctx))
@@ -284,7 +275,7 @@ func TestPauseFencedWritesWait(t *testing.T) {
 	t.Parallel() // its own paths, sessions and proxies
 	path := testutil.UniquePath(t, "pause-fenced")
 	ctx := testutil.Ctx(t, 60*time.Second)
-	hs, p := proxiedSession(t, 8*time.Second, pause)
+	hs, p := testutil.Proxied(t, zk, 8*time.Second, pause)
 	m, err := mutex.New(hs, path+"/lock")
 	require.NoError(t, err)
 	require.NoError(t, fence.Ensure(ctx, hs, path+"/state", nil))
@@ -390,7 +381,7 @@ func TestHoldDeletedFromOutside(t *testing.T) {
 			})
 		}
 		t.Run(name+"/paused", func(t *testing.T) {
-			s, p := proxiedSession(t, 8*time.Second, pause)
+			s, p := testutil.Proxied(t, zk, 8*time.Second, pause)
 			g := acquire(t, s, testutil.UniquePath(t, "deleted"))
 			defer g.release()
 			requireWatched(t, s, g.node)
@@ -426,7 +417,7 @@ func TestPauseLostAnswers(t *testing.T) {
 	t.Parallel() // its own paths, sessions and proxies
 	path := testutil.UniquePath(t, "pause-answers")
 	ctx := testutil.Ctx(t, 60*time.Second)
-	hs, p := proxiedSession(t, 4*time.Second, pause)
+	hs, p := testutil.Proxied(t, zk, 4*time.Second, pause)
 	m, err := mutex.New(hs, path+"/lock")
 	require.NoError(t, err)
 	require.NoError(t, fence.Ensure(ctx, hs, path+"/state", nil))
@@ -480,7 +471,7 @@ func TestHoldContextCause(t *testing.T) {
 		require.NotErrorIs(t, context.Cause(hctx), line.ErrLost)
 	})
 	t.Run("disconnected", func(t *testing.T) {
-		s, p := proxiedSession(t, 4*time.Second)
+		s, p := testutil.Proxied(t, zk, 4*time.Second)
 		m := lock(t, s)
 		p.Sever()
 		waitClosed(t, m.Lost(), 5*time.Second, "lost")

@@ -594,3 +594,13 @@ func IsClosed(c <-chan struct{}) bool {
 		return false
 	}
 }
+
+// Proxied opens a session on c through a fault proxy of its own (closed
+// when the test ends), with the session timeout given.
+func Proxied(t testing.TB, c *zktest.Cluster, timeout time.Duration, opts ...session.Option) (*session.Session, *zktest.Proxy) {
+	t.Helper()
+	p, err := zktest.NewProxy(c.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return Open(t, p.Addrs(), append([]session.Option{session.WithSessionTimeout(timeout)}, opts...)...), p
+}
