@@ -136,12 +136,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 			}
 			return err
 		},
-		Grant: func(ctx context.Context, ep *session.Epoch, _ *line.Node) (*Leadership, error) {
-			if cand.czxid == 0 { // its read was cut off by a lost connection (see entered)
-				if err := cand.readTerm(ctx, ep); err != nil {
-					return nil, err
-				}
-			}
+		Grant: func(_ context.Context, ep *session.Epoch, _ *line.Node) (*Leadership, error) {
 			return e.electedFair(ep, cand, report), nil
 		},
 		Gone: func(own *line.Node) {

@@ -66,13 +66,9 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node)
 		// The term is the node's creation zxid, which a create's answer
 		// does not carry. Read it now, before waiting, so that a handoff
 		// costs no extra round trip.
-		err := c.readTerm(ctx, ep)
-		if err != nil && (errors.Is(err, recipe.ErrNodeGone) || ep.Context().Err() == nil) {
-			return nil, err // the contender loop removes the node
+		if err := c.readTerm(ctx, ep); err != nil {
+			return nil, err // the contender loop removes the node, or keeps it for its next round (a lost connection)
 		}
-		// The connection was lost with the read in flight: the node keeps
-		// its place (its session may live), and the grant reads the term
-		// (see acquireFair's Grant).
 	}
 	e.mu.Lock()
 	e.node = c

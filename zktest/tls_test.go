@@ -56,7 +56,11 @@ func TestProxyTLS(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(4*time.Second),
+	// 10 s: the stall below is seen at the read timeout (2/3 of it), and the
+	// TLS reconnect after the heal must fit in the third left, before the
+	// server expires the session, on a loaded machine too (at 4 s, 1.3 s
+	// was not always enough).
+	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(10*time.Second),
 		session.WithTLS(c.ClientTLS()))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })

@@ -36,7 +36,11 @@ type Driver[T any] struct {
 	MaxRounds int
 	// Entered, if set, is called with each node the loop enters the line
 	// with, within the epoch that made it. An error removes the node (see
-	// Line.Leave) and is classified as Enter's are.
+	// Line.Leave) and is classified as Enter's are; but when the epoch
+	// ended during the call (a lost connection: the session may live), the
+	// node keeps its place and Entered is called again with it in the next
+	// round of the same session (a node Entered never accepted is removed
+	// when Contend fails, whatever Keep says).
 	Entered func(ctx context.Context, ep *session.Epoch, own *Node) error
 	// Prepare, if set, is called before each wait, within its epoch, with
 	// the node in line. Its errors are classified as Enter's are.
@@ -116,7 +120,10 @@ type contender[T any] struct {
 	d     Driver[T]
 	own   *Node          // our node in line (nil: none)
 	ownEp *session.Epoch // the epoch own was created in (nil: an earlier call's)
-	pace  Pacer
+	// unentered: own is not accepted by Driver.Entered yet (its call was
+	// cut off by a lost connection).
+	unentered bool
+	pace      Pacer
 }
 
 // again wraps an error after which the loop goes round again at once (its
@@ -138,6 +145,8 @@ func (c *contender[T]) round(ctx context.Context, ep *session.Epoch) (T, error) 
 		if err := c.enter(ctx, ep); err != nil {
 			return zero, err
 		}
+	} else if err := c.entered(ctx, ep); err != nil {
+		return zero, err
 	}
 	if c.d.Prepare != nil {
 		if err := c.d.Prepare(ctx, ep); err != nil {
@@ -181,13 +190,25 @@ func (c *contender[T]) enter(ctx context.Context, ep *session.Epoch) error {
 	if err != nil {
 		return err
 	}
-	if c.d.Entered != nil {
-		if err := c.d.Entered(ctx, ep, own); err != nil {
-			c.l.Leave(ep, own.Path)
-			return err
-		}
+	c.own, c.ownEp, c.unentered = own, ep, c.d.Entered != nil
+	return c.entered(ctx, ep)
+}
+
+// entered gives own to Driver.Entered if it has not accepted it yet. An
+// error removes the node, unless ep ended during the call (the session may
+// live): the node then keeps its place, for the next round to try again.
+func (c *contender[T]) entered(ctx context.Context, ep *session.Epoch) error {
+	if !c.unentered {
+		return nil
 	}
-	c.own, c.ownEp = own, ep
+	if err := c.d.Entered(ctx, ep, c.own); err != nil {
+		if ep.Context().Err() == nil || errors.Is(err, ErrNodeGone) {
+			c.l.Leave(ep, c.own.Path)
+			c.own, c.unentered = nil, false
+		}
+		return err
+	}
+	c.unentered = false
 	return nil
 }
 
@@ -215,8 +236,8 @@ func (c *contender[T]) classify(ctx context.Context, ep *session.Epoch, err erro
 // leave removes our node, not granted, unless the driver keeps it: now, or
 // once the session is back.
 func (c *contender[T]) leave() {
-	if c.own == nil || c.d.Keep {
-		return
+	if c.own == nil || (c.d.Keep && !c.unentered) {
+		return // the driver keeps the node it accepted
 	}
 	ep := c.ownEp
 	if ep == nil {
