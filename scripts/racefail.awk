@@ -1,15 +1,31 @@
 # Used by scripts/test.sh: which tests of a go test run failed by the
-# race detector alone.
+# race detector alone, and a -run pattern for each, precise to the subtest.
 # Reads go test output; prints "bad" if a failure other than a race report
 # is in it (a failed test whose own output has no "race detected" line, a
-# build failure, a panic), else the names of the top-level tests that failed
-# only by the race detector, one per line.
+# build failure, a panic), else one -run pattern per top-level test that
+# failed only by the race detector, one per line. A pattern names the
+# failed subtests level by level (^(Top)$/^(a|b)$/...): it may match a few
+# siblings more (a cross product within one top-level test), never fewer;
+# it stops at the shallowest test that failed by its own report.
 function close_blk() {
   if (inblk && own > 0) {
-    if (race) { split(name, p, "/"); races[p[1]] = 1 } else { bad = 1 }
+    if (race) add(name); else bad = 1
   }
   inblk = 0
 }
+# add records a test the race alone failed: its top-level test, the
+# shallowest depth failed, and each level's names in the order they came.
+function add(t,    n, p, top, i, key) {
+  n = split(t, p, "/")
+  top = p[1]
+  if (!(top in depth)) order[++tops] = top
+  if (!(top in depth) || n < depth[top]) depth[top] = n
+  for (i = 2; i <= n; i++) {
+    key = top SUBSEP i SUBSEP p[i]
+    if (!(key in seen)) { seen[key] = 1; alt[top, i] = alt[top, i] (alt[top, i] == "" ? "" : "|") quote(p[i]) }
+  }
+}
+function quote(s) { gsub(/[][\\.+*?(){}|^$]/, "\\\\&", s); return s }
 /\[build failed\]|^panic: / { bad = 1 }
 /^[[:space:]]*--- (FAIL|PASS|SKIP):/ {
   close_blk()
@@ -21,5 +37,10 @@ inblk { own++; if ($0 ~ /race detected during execution of test/) race = 1 }
 END {
   close_blk()
   if (bad) { print "bad"; exit }
-  for (t in races) print t
+  for (k = 1; k <= tops; k++) {
+    top = order[k]
+    pat = "^(" quote(top) ")$"
+    for (i = 2; i <= depth[top]; i++) pat = pat "/^(" alt[top, i] ")$"
+    print pat
+  }
 }

@@ -8,7 +8,9 @@
 # fired in run again: with -race against the fixed copy, and without -race
 # against upstream; the output says so. Only the tests that failed by that
 # race report alone run again (scripts/racefail.awk): any other failure in
-# the run fails the suite, even beside the race.
+# the run fails the suite, even beside the race. They run again to the
+# subtest: a table of forty subtests, one of which the race hit, runs that
+# one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -91,17 +93,28 @@ if [ "$status" -ne 0 ]; then
   mapfile -t racy < <(awk -f scripts/racefail.awk "$log")
   if [ "$races" -gt 0 ] && [ "$races" -eq "$known" ] && [ "${#failed[@]}" -gt 0 ] &&
     [ "${#racy[@]}" -gt 0 ] && [ "${racy[0]}" != bad ]; then
-    run="^($(IFS='|'; echo "${racy[*]}"))\$"
     echo "== upstream go-zookeeper's lastZxid data race fired ($races report(s)) in: ${failed[*]}"
-    echo "== those tests ($run) again, in the background: -race against the fixed copy, and without -race against upstream"
+    echo "== the subtests it failed, again, in the background: -race against the fixed copy, and without -race against upstream:"
+    printf '   -run %s\n' "${racy[@]}"
     # Both runs at once, beside what follows: the tests the race hits are
-    # the long outage tests, which mostly wait for timers.
-    setsid bash -c 'GOWORK="$1" "$2" test -race -count=1 -timeout 20m $3 -run "$4" "${@:6}" >"$5" 2>&1; echo $? >"$5.rc"' \
-      _ "$work" "$GO" "$TESTFLAGS" "$run" "$rerun_log.fixed" "${failed[@]}" &
-    rerun_pids+=($!)
-    setsid bash -c 'GOWORK=off "$1" test -count=1 -timeout 20m $2 -run "$3" "${@:5}" >"$4" 2>&1; echo $? >"$4.rc"' \
-      _ "$GO" "$TESTFLAGS" "$run" "$rerun_log.upstream" "${failed[@]}" &
-    rerun_pids+=($!)
+    # the long outage tests, which mostly wait for timers. One go test a
+    # pattern (a -run pattern cannot join two top-level tests' subtests).
+    for mode in fixed upstream; do
+      setsid bash -c 'out=$1 mode=$2 work=$3 go=$4 flags=$5; shift 5
+        pats=() pkgs=()
+        while [ "$1" != -- ]; do pats+=("$1"); shift; done; shift; pkgs=("$@")
+        rc=0
+        for pat in "${pats[@]}"; do
+          if [ "$mode" = fixed ]; then
+            GOWORK="$work" "$go" test -race -count=1 -timeout 20m $flags -run "$pat" "${pkgs[@]}" || rc=1
+          else
+            GOWORK=off "$go" test -count=1 -timeout 20m $flags -run "$pat" "${pkgs[@]}" || rc=1
+          fi
+        done >"$out" 2>&1
+        echo $rc >"$out.rc"' \
+        _ "$rerun_log.$mode" "$mode" "$work" "$GO" "$TESTFLAGS" "${racy[@]}" -- "${failed[@]}" &
+      rerun_pids+=($!)
+    done
   else
     echo "== not run again: a failure other than upstream go-zookeeper's known lastZxid race (digest below)"
     awk -f scripts/failsummary.awk "$log"

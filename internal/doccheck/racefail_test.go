@@ -1,0 +1,65 @@
+package doccheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// racefail runs scripts/racefail.awk (make test's judge of which tests
+// upstream go-zookeeper's data race alone failed) on a go test output.
+func racefail(t *testing.T, out string) []string {
+	t.Helper()
+	cmd := exec.Command("awk", "-f", "../../scripts/racefail.awk")
+	cmd.Stdin = strings.NewReader(out)
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("awk: %v", err)
+	}
+	return strings.Fields(string(b))
+}
+
+// The subtests the race report alone failed are named level by level, a
+// pattern a top-level test, with the names quoted for -run.
+func TestRaceFailPatterns(t *testing.T) {
+	got := racefail(t, `--- FAIL: TestHoldContract (45.00s)
+    --- FAIL: TestHoldContract/fair (10.00s)
+        --- FAIL: TestHoldContract/fair/TokenCost (3.00s)
+            testing.go:1490: race detected during execution of test
+    --- FAIL: TestHoldContract/rw.write (10.00s)
+        --- FAIL: TestHoldContract/rw.write/FencedAnswerLost (3.00s)
+            testing.go:1490: race detected during execution of test
+--- FAIL: TestOther (1.00s)
+    testing.go:1490: race detected during execution of test
+FAIL
+FAIL	github.com/shepherdzk/shepherd/mutex	50.0s
+`)
+	want := map[string]bool{
+		`^(TestHoldContract)$/^(fair|rw\.write)$/^(TokenCost|FencedAnswerLost)$`: true,
+		`^(TestOther)$`: true,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("patterns %q, want %d", got, len(want))
+	}
+	for _, p := range got {
+		if !want[p] {
+			t.Errorf("pattern %q not among %v", p, want)
+		}
+	}
+}
+
+// A failure of any other kind beside the race's is "bad": nothing runs
+// again, the suite fails.
+func TestRaceFailOtherFailure(t *testing.T) {
+	got := racefail(t, `--- FAIL: TestHoldContract (45.00s)
+    --- FAIL: TestHoldContract/fair (10.00s)
+        --- FAIL: TestHoldContract/fair/TokenCost (3.00s)
+            testing.go:1490: race detected during execution of test
+        --- FAIL: TestHoldContract/fair/EndSignals (3.00s)
+            run.go:50: lost not closed
+FAIL
+`)
+	if len(got) != 1 || got[0] != "bad" {
+		t.Fatalf("got %q, want bad", got)
+	}
+}
