@@ -100,17 +100,13 @@ func (e *Election) acquireLine(ctx context.Context, report func(Leader)) (*Leade
 
 // acquireFair waits in the line through the contender loop (see
 // line.Contend) until this candidate leads. The candidate's node is kept
-// across calls (line.Driver.Keep: leave removes it): after a loss, a
+// across calls (a line.Keeper: leave removes it): after a loss, a
 // candidate whose session survived waits again with the node it has, and
 // leads again at once, with the same term, if it still heads the line.
 func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	e.mu.Lock()
 	cand := e.node
 	e.mu.Unlock()
-	var own *line.Node
-	if cand != nil {
-		own = cand.node
-	}
 	// When leader changes are reported, the head is watched as well as the
 	// predecessor (every candidate then hears of each change, by design).
 	var onHead func(line.Name, []byte, *zk.Stat)
@@ -119,7 +115,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 			report(leaderOf(Leader{Term: Term(st.Czxid), Node: e.path + "/" + h.Name, SessionID: st.EphemeralOwner}, data))
 		}
 	}
-	return line.Contend(ctx, e.line(), line.Driver[*Leadership]{
+	return line.Contend(ctx, e.line(), line.Entry{
 		Kind: recipe.KindLatch,
 		Data: e.nodeData(),
 		// A leader that waited marks its node when the candidate after it
@@ -127,27 +123,48 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 		// then elected by the node's deletion alone, without listing the
 		// line.
 		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: e.ho.OnWatch},
-		Node:    own,
-		Keep:    true,
-		Entered: func(ctx context.Context, ep *session.Epoch, own *line.Node) error {
-			c, err := e.entered(ctx, ep, own)
-			if err == nil {
-				cand = c
-			}
-			return err
-		},
-		Grant: func(_ context.Context, ep *session.Epoch, _ *line.Node) (*Leadership, error) {
-			return e.electedFair(ep, cand, report), nil
-		},
-		Gone: func(own *line.Node) {
-			// Our node is gone: its session must be too. Re-enter.
-			e.mu.Lock()
-			if e.node != nil && e.node.node == own {
-				e.node = nil
-			}
-			e.mu.Unlock()
-		},
-	})
+	}, &campaign{e: e, cand: cand, report: report})
+}
+
+// campaign is one acquireFair's Driver (and Keeper) of the contender loop:
+// the candidate's node is the election's, kept across calls.
+type campaign struct {
+	line.Head
+	e      *Election
+	cand   *candidate // the candidate as entered (nil: not in line)
+	report func(Leader)
+}
+
+// Kept is the node of the candidate from an earlier call, if any.
+func (c *campaign) Kept() *line.Node {
+	if c.cand == nil {
+		return nil
+	}
+	return c.cand.node
+}
+
+// Entered makes own the candidate's node (see Election.entered).
+func (c *campaign) Entered(ctx context.Context, ep *session.Epoch, own *line.Node) error {
+	cand, err := c.e.entered(ctx, ep, own)
+	if err == nil {
+		c.cand = cand
+	}
+	return err
+}
+
+// Gone forgets own: our node is gone, its session must be too; the loop
+// enters again.
+func (c *campaign) Gone(own *line.Node) {
+	c.e.mu.Lock()
+	if c.e.node != nil && c.e.node.node == own {
+		c.e.node = nil
+	}
+	c.e.mu.Unlock()
+}
+
+// Grant makes the leadership of the candidate.
+func (c *campaign) Grant(_ context.Context, ep *session.Epoch, _ *line.Node) (*Leadership, error) {
+	return c.e.electedFair(ep, c.cand, c.report), nil
 }
 
 // acquireNonFair races for the single leader node (race.Race) until

@@ -17,26 +17,37 @@ import (
 // release (line.AwaitOptions.MarkOnRelease; a reader never: readers before
 // it may still hold). TryLock's "not now" is a nil hold.
 func (m *Mutex) acquireFair(ctx context.Context, wait bool) (*hold.Hold, error) {
-	start := time.Now()
-	h, err := line.Contend(ctx, &m.line, line.Driver[*hold.Hold]{
+	h, err := line.Contend(ctx, &m.line, line.Entry{
 		Kind:    m.kind,
 		Data:    m.data,
-		Turn:    m.turnFor(),
 		Options: line.AwaitOptions{NoWait: !wait, MarkOnRelease: m.kind != recipe.KindRead},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *line.Node) (*hold.Hold, error) {
-			h := m.line.HoldOf(ep, own)
-			if h.Context().Err() != nil {
-				_ = h.Release(ctx) // lost at once: it returns without waiting
-				return nil, recipe.ErrNodeGone
-			}
-			h.Observe(m.line.Recipe, m.path, time.Since(start), max(own.Position, 0))
-			return h, nil
-		},
-	})
+	}, &locker{m: m, turn: m.turnFor(), start: time.Now()})
 	if errors.Is(err, recipe.ErrWouldWait) {
 		return nil, nil // our node is removed
 	}
 	return h, err
+}
+
+// locker is one acquireFair's Driver of the contender loop: m's turn rule,
+// and a hold of the granted node.
+type locker struct {
+	m     *Mutex
+	turn  line.Turn
+	start time.Time
+}
+
+func (k *locker) Turn(names []line.Name, i int) (bool, int, bool) { return k.turn(names, i) }
+
+// Grant makes own the hold; a hold lost at once (its session's epoch
+// ended) is released and the contender enters again.
+func (k *locker) Grant(ctx context.Context, ep *session.Epoch, own *line.Node) (*hold.Hold, error) {
+	h := k.m.line.HoldOf(ep, own)
+	if h.Context().Err() != nil {
+		_ = h.Release(ctx) // lost at once: it returns without waiting
+		return nil, recipe.ErrNodeGone
+	}
+	h.Observe(k.m.line.Recipe, k.m.path, time.Since(k.start), max(own.Position, 0))
+	return h, nil
 }
 
 // turnFor is the rule of m's kind: who may hold, whom to watch.

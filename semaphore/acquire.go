@@ -23,9 +23,10 @@ var errRecheck = errors.New("semaphore: limit changed")
 var errNoLeases = errors.New("semaphore: no leases child")
 
 // acquire waits in the line through the contender loop (see
-// line.Contend): the head of the line waits for n leases to be free
-// (line.Room) and takes them with a multi-op that consumes its node (see
-// take). A head that had waited marks its node in that multi-op (see
+// line.Contend): the semaphore composes the fair line on locks/, as a lock
+// does, and its head waits for n leases to be free (see room) and takes
+// them with a multi-op that consumes its node (see take). A head that had
+// waited marks its node in that multi-op (see
 // line.AwaitOptions.MarkOnRelease): the next in line then takes over from
 // it without listing the line.
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, error) {
@@ -35,48 +36,73 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) (*Lease, erro
 	if n < 1 || n > s.MaxLeases() {
 		return nil, fmt.Errorf("semaphore %s: %w: n = %d (want 1..maxLeases %d)", s.path, ErrInvalidArgument, n, s.MaxLeases())
 	}
-	start := time.Now()
-	noLeases := 0 // times the leases child was found missing
-	l, err := line.Contend(ctx, &s.locks, line.Driver[*Lease]{
-		// Entered first: our node pins the path (a container) before its
-		// limit is read, so the limit read is the one of the path our
-		// leases are taken in.
-		Kind: recipe.KindLock,
-		Data: s.data,
-		Options: line.AwaitOptions{NoWait: !wait, MarkOnRelease: true,
-			Room: &line.Room{Path: s.leases, Kinds: []string{recipe.KindLease}, Need: n, Max: s.MaxLeases}},
-		MaxRounds: 10000,
-		Prepare: func(ctx context.Context, ep *session.Epoch) error {
-			if s.fresh() {
-				return nil
-			}
-			// Reads the limit (and records it the first time): its writes
-			// are idempotent, a late one needs no undo.
-			return line.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureMeta(ep) })
-		},
-		Fix: func(ctx context.Context, ep *session.Epoch, err error) error {
-			switch {
-			case errors.Is(err, errRecheck):
-				s.mu.Lock()
-				s.known = false
-				s.mu.Unlock()
-				return nil
-			case (errors.Is(err, zk.ErrNoNode) || errors.Is(err, errNoLeases)) && noLeases < 10:
-				// The leases container was removed (no lease was held): our
-				// node still pins the path and its locks.
-				noLeases++
-				return line.Exec(ctx, ep, func(*zk.Conn) error { return s.ensureChildren(ep) })
-			}
-			return err
-		},
-		Grant: func(ctx context.Context, ep *session.Epoch, own *line.Node) (*Lease, error) {
-			return s.granted(ctx, ep, own, n, start)
-		},
-	})
+	l, err := line.Contend(ctx, &s.locks, line.Entry{
+		Kind:    recipe.KindLock,
+		Data:    s.data,
+		Options: line.AwaitOptions{NoWait: !wait, MarkOnRelease: true},
+	}, &acquirer{s: s, n: n, wait: wait, start: time.Now()})
 	if errors.Is(err, recipe.ErrWouldWait) {
 		return nil, ErrNoLease
 	}
 	return l, err
+}
+
+// An acquirer's repairs are bounded: the limit read again after it changed
+// under a take (maxRechecks), the leases container made again
+// (maxRemakes). Past them, the error is returned.
+const (
+	maxRechecks = 100
+	maxRemakes  = 10
+)
+
+// acquirer is one acquire's Driver (and Fixer) of the contender loop: the
+// head of the line waits for room and takes its leases.
+type acquirer struct {
+	line.Head
+	s                 *Semaphore
+	n                 int
+	wait              bool
+	start             time.Time
+	rechecks, remakes int // repairs so far
+}
+
+// Prepare reads the limit (and records it the first time) before each wait
+// unless it is fresh. Our node is in line first: it pins the path (a
+// container) before the limit is read, so the limit read is the one of the
+// path our leases are taken in. Its writes are idempotent: a late one needs
+// no undo.
+func (a *acquirer) Prepare(ctx context.Context, ep *session.Epoch) error {
+	if a.s.fresh() {
+		return nil
+	}
+	return line.Exec(ctx, ep, func(*zk.Conn) error { return a.s.ensureMeta(ep) })
+}
+
+// Fix repairs what a wait or a take reported: a limit changed under the
+// take (read it again), the leases container removed while no lease was
+// held (our node still pins the path and its locks: make it again).
+func (a *acquirer) Fix(ctx context.Context, ep *session.Epoch, err error) error {
+	switch {
+	case errors.Is(err, errRecheck) && a.rechecks < maxRechecks:
+		a.rechecks++
+		a.s.mu.Lock()
+		a.s.known = false
+		a.s.mu.Unlock()
+		return nil
+	case (errors.Is(err, zk.ErrNoNode) || errors.Is(err, errNoLeases)) && a.remakes < maxRemakes:
+		a.remakes++
+		return line.Exec(ctx, ep, func(*zk.Conn) error { return a.s.ensureChildren(ep) })
+	}
+	return err
+}
+
+// Grant, at the head of the line, waits for n leases to be free (see room),
+// then takes them (see granted).
+func (a *acquirer) Grant(ctx context.Context, ep *session.Epoch, own *line.Node) (*Lease, error) {
+	if err := a.s.room(ctx, ep, a.n, a.wait); err != nil {
+		return nil, err
+	}
+	return a.s.granted(ctx, ep, own, a.n, a.start)
 }
 
 // granted takes n leases for own, at the head of the line with n free (see

@@ -36,8 +36,6 @@ type AwaitOptions struct {
 	// it wakes the waiter, which looks again. The election reports its
 	// leaders with it.
 	OnHead func(head Name, data []byte, st *zk.Stat)
-	// Room, when set, is a second condition once turn grants (see Room).
-	Room *Room
 	// A mark says "every node before this one is gone", for good
 	// (sequence numbers only grow): a holder that waited writes its node's
 	// own data again, so its version moves from 0, and the waiter watching
@@ -174,18 +172,14 @@ func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, 
 }
 
 // granted is what a waiter whose turn has come does: mark its node (see
-// AwaitOptions.MarkFor), then wait for room (see Room), if any. It is granted
-// only while ep is live.
+// AwaitOptions.MarkFor). It is granted only while ep is live.
 func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) error {
 	if opt.MarkFor != nil && own.Position > 0 && !own.marked {
 		l.mark(ctx, ep, own, opt.MarkFor)
 	}
 	own.markDue = opt.MarkOnRelease && own.Position > 0 && !own.markRefused
-	if opt.Room != nil {
-		return l.room(ctx, ep, opt)
-	}
 	if ep.Context().Err() != nil {
-		return errEpochEnded
+		return ErrEpochEnded
 	}
 	return nil
 }
@@ -203,7 +197,7 @@ type sleeper struct {
 
 // sleep waits for a change that matters to a waiter: it reports true when
 // the change grants the waiter without looking again, false when it is to
-// look again, or an error (errEpochEnded, ctx.Err(), a failed watch).
+// look again, or an error (ErrEpochEnded, ctx.Err(), a failed watch).
 func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
 	for {
 		var w wake
@@ -216,7 +210,7 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 		case ev := <-s.ws.head:
 			w, err = l.onHead(ctx, ep, opt, s, ev)
 		case <-ep.Done():
-			return false, errEpochEnded
+			return false, ErrEpochEnded
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}

@@ -10,55 +10,70 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Driver is what a fair recipe adds to the contender loop (Contend): its
-// turn rule, its options, and what it does with a grant. Everything else
-// (entering the line, waiting, going round again across reconnects and lost
-// answers, giving up and leaving the line) is the loop's, once for every
-// recipe. Only Grant is required.
-type Driver[T any] struct {
-	// Kind and Data are the kind and data of the node the contender enters
-	// the line with (see Line.Enter).
-	Kind string
-	Data []byte
-	// Turn is the recipe's rule (HeadTurn when nil).
-	Turn Turn
-	// Options are the waiting options (see AwaitOptions).
+// Driver is what a fair recipe plugs into the contender loop (Contend):
+// its turn rule and its grant. Everything else (entering the line,
+// waiting, going round again across reconnects and lost answers, giving up
+// and leaving the line) is the loop's, once for every recipe. A Driver may
+// also be a Keeper (it keeps its node across calls) or a Fixer (it prepares
+// each wait and repairs what an error reports).
+type Driver[T any] interface {
+	// Turn is the recipe's rule (see Turn; embed Head for HeadTurn).
+	Turn(line []Name, i int) (granted bool, watch int, deletionGrants bool)
+	// Grant makes the recipe's hold once own is granted within ep. On
+	// success own is the hold's. An error matching ErrNodeGone means own
+	// has left the line (the contender enters again at once); one wrapped
+	// by Spent means own was consumed (the error is then classified);
+	// ErrWouldWait, when the contender does not wait, is returned; any
+	// other leaves own in line (see Fixer).
+	Grant(ctx context.Context, ep *session.Epoch, own *Node) (T, error)
+}
+
+// Entry is how a contender enters the line and waits: its node's kind and
+// data (see Line.Enter) and the waiting options (see AwaitOptions).
+type Entry struct {
+	Kind    string
+	Data    []byte
 	Options AwaitOptions
-	// Node is a node of the contender already in line (nil: none), kept
-	// from an earlier call: it is used while its session lives.
-	Node *Node
-	// Keep, when set, leaves the contender's node in line when Contend
-	// fails (the caller removes it: an election keeps its place across
-	// calls). By default the node is removed (see Line.Leave).
-	Keep bool
-	// MaxRounds, when above 0, bounds the rounds: a retryable failure
-	// after MaxRounds rounds is returned.
-	MaxRounds int
-	// Entered, if set, is called with each node the loop enters the line
-	// with, within the epoch that made it. An error removes the node (see
+}
+
+// A Keeper is a Driver that keeps its node in line across Contend calls
+// (an election's candidate keeps its place after a loss): Contend waits
+// with the kept node while its session lives, and leaves in line a node the
+// Keeper accepted when it fails (the Keeper removes it).
+type Keeper interface {
+	// Kept is the node kept from an earlier call (nil: none).
+	Kept() *Node
+	// Entered is given each node the loop enters the line with, within
+	// the epoch that made it; it keeps it. An error removes the node (see
 	// Line.Leave) and is classified as Enter's are; but when the epoch
 	// ended during the call (a lost connection: the session may live), the
 	// node keeps its place and Entered is called again with it in the next
 	// round of the same session (a node Entered never accepted is removed
-	// when Contend fails, whatever Keep says).
-	Entered func(ctx context.Context, ep *session.Epoch, own *Node) error
-	// Prepare, if set, is called before each wait, within its epoch, with
-	// the node in line. Its errors are classified as Enter's are.
-	Prepare func(ctx context.Context, ep *session.Epoch) error
-	// Fix, if set, is told each error of a wait or of Grant that leaves
-	// the node in line (not ErrWouldWait, ErrNodeGone or Spent), before it
-	// is classified: it returns nil to go round again at once (having
-	// repaired what the error reported), or the error to classify.
-	Fix func(ctx context.Context, ep *session.Epoch, err error) error
-	// Grant makes the recipe's hold once own is granted within ep. On
-	// success own is the hold's. An error matching ErrNodeGone means own
-	// has left the line (the contender enters again at once); one wrapped
-	// by Spent means own was consumed (the error is then classified); any
-	// other leaves own in line (see Fix).
-	Grant func(ctx context.Context, ep *session.Epoch, own *Node) (T, error)
-	// Gone, if set, is told when own has left the line (ErrNodeGone).
-	Gone func(own *Node)
+	// when Contend fails).
+	Entered(ctx context.Context, ep *session.Epoch, own *Node) error
+	// Gone is told when own has left the line (ErrNodeGone).
+	Gone(own *Node)
 }
+
+// A Fixer is a Driver that prepares each wait and repairs what an error
+// reports (the semaphore reads its limit, and makes its containers again).
+type Fixer interface {
+	// Prepare is called before each wait, within its epoch, with the node
+	// in line. Its errors are classified as Enter's are.
+	Prepare(ctx context.Context, ep *session.Epoch) error
+	// Fix is told each error of a wait or of Grant that leaves the node
+	// in line (not ErrWouldWait, ErrNodeGone or Spent), before it is
+	// classified: it returns nil to go round again at once (having
+	// repaired what the error reported), or the error to classify.
+	Fix(ctx context.Context, ep *session.Epoch, err error) error
+}
+
+// Head is the turn of a line whose head alone is granted (see HeadTurn):
+// a Driver embeds it.
+type Head struct{}
+
+// Turn is HeadTurn.
+func (Head) Turn(line []Name, i int) (bool, int, bool) { return HeadTurn(line, i) }
 
 // HeadTurn is the turn of a line whose head alone is granted (a lock, a
 // writer, the semaphore's head, the leader): a waiter watches its
@@ -82,22 +97,25 @@ func (e *spentError) Error() string { return e.err.Error() }
 func (e *spentError) Unwrap() error { return e.err }
 
 // Contend is the contender loop of every fair recipe: it waits for the
-// session, enters l (or keeps d.Node), waits for its turn (see
-// Line.AwaitWith) and returns what d.Grant makes of the grant. It goes round
-// again, paced (see Pacer), after an error matching Retryable (a lost
-// connection or answer, a session lost: a node of a lost session is never
-// reused), and at once when its node has left the line. It returns
-// ctx.Err() once ctx has ended, ErrWouldWait with d.Options.NoWait when not
-// granted at once, and any other error as it is. On any failure the
-// contender's node is removed (unless d.Keep) before Contend returns, with a
-// short bounded wait (see Line.Leave).
-func Contend[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
-	c := contender[T]{l: l, d: d, own: d.Node}
-	if c.d.Turn == nil {
-		c.d.Turn = HeadTurn
+// session, enters l as e says (or with the node a Keeper kept), waits for
+// its turn (see Line.AwaitWith) and returns what d.Grant makes of the
+// grant. It goes round again, paced (see Pacer), after an error matching
+// Retryable (a lost connection or answer, a session lost: a node of a lost
+// session is never reused), and at once when its node has left the line or
+// a Fixer repaired an error. It returns ctx.Err() once ctx has ended,
+// ErrWouldWait with e.Options.NoWait when not granted at once, and any other
+// error as it is. On any failure the contender's node is removed (unless a
+// Keeper accepted it) before Contend returns, with a short bounded wait
+// (see Line.Leave).
+func Contend[T any](ctx context.Context, l *Line, e Entry, d Driver[T]) (T, error) {
+	c := contender[T]{l: l, e: e, d: d}
+	c.keeper, _ = d.(Keeper)
+	c.fixer, _ = d.(Fixer)
+	if c.keeper != nil {
+		c.own = c.keeper.Kept()
 	}
 	defer c.leave()
-	for round := 1; ; round++ {
+	for {
 		ep, err := l.Sess.Wait(ctx)
 		if err != nil {
 			var zero T
@@ -107,7 +125,7 @@ func Contend[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
 		if err == nil {
 			return res, nil
 		}
-		if err = c.classify(ctx, ep, err, round); err != nil {
+		if err = c.classify(ctx, ep, err); err != nil {
 			var zero T
 			return zero, err
 		}
@@ -116,19 +134,22 @@ func Contend[T any](ctx context.Context, l *Line, d Driver[T]) (T, error) {
 
 // contender is the state of one Contend.
 type contender[T any] struct {
-	l     *Line
-	d     Driver[T]
-	own   *Node          // our node in line (nil: none)
-	ownEp *session.Epoch // the epoch own was created in (nil: an earlier call's)
-	// unentered: own is not accepted by Driver.Entered yet (its call was
-	// cut off by a lost connection).
+	l      *Line
+	e      Entry
+	d      Driver[T]
+	keeper Keeper // d as a Keeper (nil: it is not one)
+	fixer  Fixer  // d as a Fixer (nil: it is not one)
+	own    *Node  // our node in line (nil: none)
+	// ownEp is the epoch own was created in (nil: an earlier call's).
+	ownEp *session.Epoch
+	// unentered: own is not accepted by the Keeper yet (its call was cut
+	// off by a lost connection).
 	unentered bool
 	pace      Pacer
 }
 
 // again wraps an error after which the loop goes round again at once (its
-// node gone, or the error fixed): the error is returned if the rounds run
-// out (see Driver.MaxRounds).
+// node gone, or the error fixed).
 type again struct{ err error }
 
 func (e *again) Error() string { return e.err.Error() }
@@ -148,12 +169,12 @@ func (c *contender[T]) round(ctx context.Context, ep *session.Epoch) (T, error) 
 	} else if err := c.entered(ctx, ep); err != nil {
 		return zero, err
 	}
-	if c.d.Prepare != nil {
-		if err := c.d.Prepare(ctx, ep); err != nil {
+	if c.fixer != nil {
+		if err := c.fixer.Prepare(ctx, ep); err != nil {
 			return zero, err
 		}
 	}
-	err := c.l.AwaitWith(ctx, ep, c.own, c.d.Turn, c.d.Options)
+	err := c.l.AwaitWith(ctx, ep, c.own, c.d.Turn, c.e.Options)
 	if err == nil {
 		var res T
 		res, err = c.d.Grant(ctx, ep, c.own)
@@ -170,13 +191,13 @@ func (c *contender[T]) round(ctx context.Context, ep *session.Epoch) (T, error) 
 	case errors.Is(err, ErrWouldWait):
 		return zero, err
 	case errors.Is(err, ErrNodeGone):
-		if c.d.Gone != nil {
-			c.d.Gone(c.own)
+		if c.keeper != nil {
+			c.keeper.Gone(c.own)
 		}
 		c.own = nil
 		return zero, &again{err}
-	case c.d.Fix != nil && ctx.Err() == nil:
-		if ferr := c.d.Fix(ctx, ep, err); ferr != nil {
+	case c.fixer != nil && ctx.Err() == nil:
+		if ferr := c.fixer.Fix(ctx, ep, err); ferr != nil {
 			return zero, ferr
 		}
 		return zero, &again{err}
@@ -184,24 +205,24 @@ func (c *contender[T]) round(ctx context.Context, ep *session.Epoch) (T, error) 
 	return zero, err
 }
 
-// enter enters the line within ep (see Driver.Entered).
+// enter enters the line within ep (see Keeper.Entered).
 func (c *contender[T]) enter(ctx context.Context, ep *session.Epoch) error {
-	own, err := c.l.Enter(ctx, ep, c.d.Kind, c.d.Data)
+	own, err := c.l.Enter(ctx, ep, c.e.Kind, c.e.Data)
 	if err != nil {
 		return err
 	}
-	c.own, c.ownEp, c.unentered = own, ep, c.d.Entered != nil
+	c.own, c.ownEp, c.unentered = own, ep, c.keeper != nil
 	return c.entered(ctx, ep)
 }
 
-// entered gives own to Driver.Entered if it has not accepted it yet. An
+// entered gives own to the Keeper if it has not accepted it yet. An
 // error removes the node, unless ep ended during the call (the session may
 // live): the node then keeps its place, for the next round to try again.
 func (c *contender[T]) entered(ctx context.Context, ep *session.Epoch) error {
 	if !c.unentered {
 		return nil
 	}
-	if err := c.d.Entered(ctx, ep, c.own); err != nil {
+	if err := c.keeper.Entered(ctx, ep, c.own); err != nil {
 		if ep.Context().Err() == nil || errors.Is(err, ErrNodeGone) {
 			c.l.Leave(ep, c.own.Path)
 			c.own, c.unentered = nil, false
@@ -214,20 +235,16 @@ func (c *contender[T]) entered(ctx context.Context, ep *session.Epoch) error {
 
 // classify decides what an error of round means: nil to go round again
 // (after a pause when the error is retryable), or the error to return.
-func (c *contender[T]) classify(ctx context.Context, ep *session.Epoch, err error, round int) error {
-	bounded := c.d.MaxRounds > 0 && round > c.d.MaxRounds
+func (c *contender[T]) classify(ctx context.Context, ep *session.Epoch, err error) error {
 	var a *again
 	switch {
 	case errors.As(err, &a):
-		if bounded {
-			return a.err
-		}
 		return nil
 	case errors.Is(err, ErrWouldWait):
 		return err
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case !Retryable(err) || bounded:
+	case !Retryable(err):
 		return err
 	}
 	return c.pace.Wait(ctx, ep)
@@ -236,8 +253,8 @@ func (c *contender[T]) classify(ctx context.Context, ep *session.Epoch, err erro
 // leave removes our node, not granted, unless the driver keeps it: now, or
 // once the session is back.
 func (c *contender[T]) leave() {
-	if c.own == nil || (c.d.Keep && !c.unentered) {
-		return // the driver keeps the node it accepted
+	if c.own == nil || (c.keeper != nil && !c.unentered) {
+		return // the Keeper keeps the node it accepted
 	}
 	ep := c.ownEp
 	if ep == nil {

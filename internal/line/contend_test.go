@@ -27,27 +27,35 @@ func TestHeadTurn(t *testing.T) {
 	require.Equal(t, []any{false, 1, false}, []any{ok, w, del})
 }
 
+// holder is a Driver whose grant is a hold of the node.
+type holder struct {
+	line.Head
+	l *line.Line
+}
+
+func (d holder) Grant(_ context.Context, ep *session.Epoch, own *line.Node) (*hold.Hold, error) {
+	return d.l.NewHold(ep, hold.Token(own.Czxid), own.Path), nil
+}
+
 // A contender that is not granted at once (NoWait) or whose ctx ends leaves
 // no node behind; the one granted keeps its node as its hold's.
 func TestAcquireLeavesTheLineWhenNotGranted(t *testing.T) {
 	path := testutil.UniquePath(t, "recipe-test")
 	s := testutil.Open(t, zk.Servers())
 	l := &line.Line{Sess: s, Recipe: "test", Path: s.Path(path)}
-	grant := func(ctx context.Context, ep *session.Epoch, own *line.Node) (*hold.Hold, error) {
-		return l.NewHold(ep, hold.Token(own.Czxid), own.Path), nil
-	}
+	d := holder{l: l}
+	lock := line.Entry{Kind: line.KindLock}
 	ctx := testutil.Ctx(t, 10*time.Second)
-	h, err := line.Contend(ctx, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant})
+	h, err := line.Contend(ctx, l, lock, d)
 	require.NoError(t, err)
 	defer func() { _ = h.Release(ctx) }()
 
-	_, err = line.Contend(ctx, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant,
-		Options: line.AwaitOptions{NoWait: true}})
+	_, err = line.Contend(ctx, l, line.Entry{Kind: line.KindLock, Options: line.AwaitOptions{NoWait: true}}, d)
 	require.True(t, errors.Is(err, line.ErrWouldWait), "got %v", err)
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = line.Contend(short, l, line.Driver[*hold.Hold]{Kind: line.KindLock, Grant: grant})
+	_, err = line.Contend(short, l, lock, d)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	ep, err := s.Wait(ctx)

@@ -86,9 +86,9 @@
 // a multi that checks that candidate is still there: Curator's LeaderLatch
 // acts only on its predecessor's deletion, and a data change would spend its
 // one-shot watch. Its options cover what recipes add: the election watches
-// the head to report leaders (OnHead), the semaphore's head waits for a
-// lease to be free (Room), TryLock and TryAcquire look once (NoWait), the
-// exclusive holders and leaders mark (MarkOnRelease, MarkFor).
+// the head to report leaders (OnHead), TryLock and TryAcquire look once
+// (NoWait), the exclusive holders and leaders mark (MarkOnRelease,
+// MarkFor).
 //
 // # Contending
 //
@@ -97,12 +97,15 @@
 // lost connection or answer (one classification, Retryable; one pacing,
 // Pacer: exponential backoff with jitter, 20 ms to 1 s, cut short by a new
 // epoch), entering again at once when its node has left the line; on any
-// failure it removes its node (Line.Leave). A recipe supplies only what
-// differs, in a Driver: its Turn (HeadTurn for a lock, a writer, the
-// semaphore's head and the leader), its AwaitOptions, and Grant, which makes
-// its hold (a Hold, the semaphore's take, a leadership); Prepare, Fix,
-// Entered, Gone, Keep and MaxRounds cover the rest (the semaphore's limit
-// and containers, the election's term and kept place).
+// failure it removes its node (Line.Leave). A recipe plugs in a Driver of
+// two methods: its Turn (Head for a lock, a writer, the semaphore's head
+// and the leader) and Grant, which makes its hold (a Hold, the semaphore's
+// take, a leadership); an Entry says how it enters and waits (its node's
+// kind and data, its AwaitOptions). Two optional interfaces cover the
+// rest: a Keeper keeps its node across calls (the election's kept place),
+// a Fixer prepares each wait and repairs what an error reports (the
+// semaphore's limit and containers). The semaphore composes the line: its
+// head waits for free leases in its own Grant.
 //
 // # Deadlines
 //

@@ -42,12 +42,12 @@ func (l *Line) Enter(ctx context.Context, ep *session.Epoch, kind string, data [
 		// what it made, or look for it by guid if its answer was lost.
 		if err == nil {
 			l.Delete(ep, made.path)
-		} else if session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded) {
+		} else if session.OutcomeUnknown(err) || errors.Is(err, ErrEpochEnded) {
 			l.cleanupGUID(ep, guid)
 		}
 	})
 	if err != nil {
-		if ctx.Err() == nil && (session.OutcomeUnknown(err) || errors.Is(err, errEpochEnded)) {
+		if ctx.Err() == nil && (session.OutcomeUnknown(err) || errors.Is(err, ErrEpochEnded)) {
 			// A create may have landed unseen: find it by guid once the
 			// connection is back and remove it (the caller enters again with
 			// a new node).
@@ -86,7 +86,7 @@ func (l *Line) create(ep *session.Epoch, guid, prefix string, data []byte) (ente
 					return l.adopt(ep, e, dups), nil
 				}
 			}
-			return entered{}, fmt.Errorf("%w: connection lost while entering the line", errEpochEnded)
+			return entered{}, fmt.Errorf("%w: connection lost while entering the line", ErrEpochEnded)
 		}
 		r := wiretap.CreateThenChildren(ep.Conn(), ep.WireTap(), prefix, data, zk.FlagEphemeral|zk.FlagSequence, l.Sess.ACL(), l.Path)
 		switch err := r.Err; {

@@ -25,7 +25,7 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 	ch, data, st, err := l.rewatchData(ctx, ep, s.line[s.w])
 	if errors.Is(err, zk.ErrNoNode) {
 		if ep.Context().Err() != nil {
-			return false, errEpochEnded
+			return false, ErrEpochEnded
 		}
 		return true, nil // marked, then deleted
 	} else if err != nil {

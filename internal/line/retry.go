@@ -35,9 +35,10 @@ func AfterDelays(sess *session.Session, ep *session.Epoch, delays []time.Duratio
 	}
 }
 
-// errEpochEnded: the connection was lost while waiting; wait for the session
-// to be usable again and go on (same session) or re-enter (new session).
-var errEpochEnded = errors.New("connection lost")
+// ErrEpochEnded: the connection was lost while waiting (the epoch a wait
+// began in ended); wait for the session to be usable again and go on (same
+// session) or re-enter (new session). Retryable.
+var ErrEpochEnded = errors.New("connection lost")
 
 // Retryable reports whether err from Enter or Await means "the connection was
 // lost: wait for the session to be usable and try again" (a new session, if
@@ -50,6 +51,6 @@ func Retryable(err error) bool {
 		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) {
 		return false
 	}
-	return errors.Is(err, errEpochEnded) || errors.Is(err, ErrNodeGone) ||
+	return errors.Is(err, ErrEpochEnded) || errors.Is(err, ErrNodeGone) ||
 		errors.Is(err, ErrLost) || errors.Is(err, zk.ErrSessionExpired) || session.OutcomeUnknown(err)
 }
