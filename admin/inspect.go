@@ -232,13 +232,13 @@ func (in *inspector) entries(dir string, names []line.Name) ([]Entry, error) {
 	return out, nil
 }
 
-// semaphore reads a semaphore's layout at path (data: its marker and its
+// semaphore reads a semaphore's layout at path (data: its stamp and its
 // limit; none for Curator's InterProcessSemaphoreV2): the leases as
 // holders, with their slots, and the lease waiters under locks.
 func (in *inspector) semaphore(path string, data []byte) (*Snapshot, error) {
 	snap := newSnapshot(path)
 	snap.Kind = layout.Semaphore.Name
-	rest, _ := strings.CutPrefix(string(data), layout.SemaphoreMarker)
+	rest, _ := strings.CutPrefix(string(data), layout.SemaphoreStamp)
 	for _, ch := range rest {
 		if ch < '0' || ch > '9' {
 			break
@@ -283,7 +283,7 @@ func (in *inspector) schedule(path string) (*Snapshot, error) {
 // contenders reads the path's children: a non-fair recipe's node (k, when
 // the path is a non-fair recipe's) and a line of contenders (shepherd's,
 // Curator's or Kazoo's names).
-func (in *inspector) contenders(path string, names []string, k *layout.Kind) (*Snapshot, error) {
+func (in *inspector) contenders(path string, names []string, k *layout.Recipe) (*Snapshot, error) {
 	snap := newSnapshot(path)
 	if k == layout.NonFairMutex || k == layout.NonFairElection {
 		snap.Fair, snap.Kind = false, k.Name

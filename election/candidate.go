@@ -18,15 +18,15 @@ import (
 	"github.com/shepherdzk/shepherd/internal/line"
 )
 
-// candidateMark separates a candidate's id from the rest of its data (a
+// candidateSeparator separates a candidate's id from the rest of its data (a
 // NUL, which no id has: see ValidateID).
-const candidateMark = layout.CandidateMark
+const candidateSeparator = layout.CandidateSeparator
 
 // MaxAttributesLen bounds a candidate's attributes and a proclaimed value,
 // as encoded in its node (keys, values and JSON's quoting).
 const MaxAttributesLen = 8 << 10
 
-// candidateData is the JSON after candidateMark.
+// candidateData is the JSON after candidateSeparator.
 type candidateData struct {
 	Priority   int               `json:"priority,omitempty"`
 	Attributes map[string]string `json:"attributes,omitempty"`
@@ -51,7 +51,7 @@ func encodeCandidate(id string, d candidateData) []byte {
 		return []byte(id)
 	}
 	b, _ := json.Marshal(d) // strings and ints only: it cannot fail
-	return append([]byte(id+candidateMark), b...)
+	return append([]byte(id+candidateSeparator), b...)
 }
 
 // parseCandidate reads a candidate's node data (an operator's revocation
@@ -59,12 +59,12 @@ func encodeCandidate(id string, d candidateData) []byte {
 // (a Curator participant's id) is all id.
 func parseCandidate(data []byte) (string, candidateData) {
 	data = line.StripRevoke(data)
-	i := bytes.Index(data, []byte(candidateMark))
+	i := bytes.Index(data, []byte(candidateSeparator))
 	if i < 0 {
 		return string(data), candidateData{}
 	}
 	var d candidateData
-	if json.Unmarshal(data[i+len(candidateMark):], &d) != nil {
+	if json.Unmarshal(data[i+len(candidateSeparator):], &d) != nil {
 		return string(data[:i]), candidateData{}
 	}
 	return string(data[:i]), d

@@ -247,7 +247,7 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
 		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger(), ext: c.ext}
 	e.log = e.log.With("election", e.path, "id", id)
-	e.single = race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Mark: nonFairMark,
+	e.single = race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Stamp: nonFairStamp,
 		Layout: layout.NonFairElection, OnDisconnect: c.policy}
 	e.layout = line.NewPathCheck(layout.FairElection)
 	e.nfLayout = line.NewPathCheck(layout.NonFairElection)

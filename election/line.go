@@ -15,9 +15,9 @@ import (
 
 const leaderChild = layout.NonFairLeaderNode // the node of the non-fair mode
 
-// nonFairMark is the data the non-fair mode writes to the election's path
+// nonFairStamp is the data the non-fair mode writes to the election's path
 // with each grant, followed by the attempt's guid (see race.Race).
-const nonFairMark = layout.NonFairLeaderMark
+const nonFairStamp = layout.NonFairLeaderStamp
 
 type member struct {
 	name string

@@ -79,7 +79,7 @@ func newMutex(sess *session.Session, path, kind string, c config) (*Mutex, error
 	}
 	m.line = line.Line{Sess: sess, Recipe: recipeName(kind), Path: full, Naming: c.names, Layout: line.NewPathCheck(lineKind),
 		OnDisconnect: c.policy}
-	m.single = race.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Mark: nonFairMark,
+	m.single = race.Race{Sess: sess, Recipe: recipeName(kind), Path: full, Name: NonFairNode, Stamp: nonFairStamp,
 		Layout: layout.NonFairMutex, OnDisconnect: c.policy}
 	return m, nil
 }

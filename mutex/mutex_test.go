@@ -463,7 +463,7 @@ func TestFairAndNonFairOnOnePathRefuse(t *testing.T) {
 }
 
 // TestNonFairRefusesBeforeWriting: a non-fair lock refuses another recipe's
-// path before it writes there (each of its grants writes its mark in the
+// path before it writes there (each of its grants writes its stamp in the
 // path's data): a semaphore's limit record and a fair lock's empty path are
 // left as they were, and their clients go on.
 func TestNonFairRefusesBeforeWriting(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 // NonFairNode is the name of the single node of a non-fair lock.
 const NonFairNode = layout.NonFairLockNode
 
-// nonFairMark is the data a non-fair lock writes to its path with each
+// nonFairStamp is the data a non-fair lock writes to its path with each
 // grant, followed by the grant attempt's guid (see race.Race).
-const nonFairMark = layout.NonFairLockMark
+const nonFairStamp = layout.NonFairLockStamp
 
 func (m *Mutex) acquireNonFair(ctx context.Context, wait bool) (*hold.Hold, error) {
 	start := time.Now()

@@ -114,7 +114,7 @@ func (s *Schedule) Run(ctx context.Context, job func(ctx context.Context, t Tick
 		return construct.NotMade("schedule", "a Schedule not made by New")
 	}
 	// Another kind of recipe's path is refused before anything is written
-	// there (see package layout), then the path is marked as a schedule's;
+	// there (see package layout), then the path is stamped as a schedule's;
 	// another schedule's record is refused before standing for election.
 	if err := line.ClaimPath(ctx, s.sess, layout.Schedule, s.sess.Path(s.path)); err != nil {
 		if ctx.Err() != nil {

@@ -4,7 +4,7 @@
 // # Layout and protocol
 //
 // The path's node records the limit ("shepherd:semaphore:v1 maxLeases=N"),
-// which marks the path as a semaphore's. Under it, "locks" holds the line of
+// which stamps the path as a semaphore's. Under it, "locks" holds the line of
 // waiters (EPHEMERAL_SEQUENTIAL "_c_<guid>-lock-<seq>") and "leases" the
 // leases ("_c_<guid>-lease-<seq>"), as Apache Curator's InterProcessSemaphoreV2
 // lays them out. Only the head of the line may take leases: it reads the lease

@@ -61,7 +61,7 @@ func (s *Semaphore) create(ep *session.Epoch) error {
 		if err = line.EnsurePath(s.sess, ep, zkpath.Parent(s.path)); err != nil {
 			return err
 		}
-		_, err = ep.Conn().CreateContainer(s.path, markerData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
+		_, err = ep.Conn().CreateContainer(s.path, limitData(s.MaxLeases()), zk.FlagContainer, s.sess.ACL())
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // a parent was removed meanwhile
 		}
@@ -133,7 +133,7 @@ func (s *Semaphore) ensureMeta(ep *session.Epoch) error {
 			}
 			continue
 		}
-		recorded, ok := parseMarker(data)
+		recorded, ok := parseLimit(data)
 		if !ok && isDecimal(data) {
 			return kazooSemaphore(s.path, data)
 		}
@@ -165,7 +165,7 @@ func (s *Semaphore) adopt(ep *session.Epoch, version int32) error {
 		return fmt.Errorf("semaphore: %w: %s: %v", ErrWrongKind, s.path, m)
 	}
 	_, err = ep.Conn().Multi(
-		&zk.SetDataRequest{Path: s.path, Data: markerData(s.MaxLeases()), Version: version})
+		&zk.SetDataRequest{Path: s.path, Data: limitData(s.MaxLeases()), Version: version})
 	if err != nil && !errors.Is(err, zk.ErrBadVersion) {
 		return aclerr.Map("setData", s.path, err)
 	}
@@ -212,7 +212,7 @@ func (s *Semaphore) SetMaxLeases(ctx context.Context, max int) error {
 			s.mu.Lock()
 			version := s.version
 			s.mu.Unlock()
-			_, err := ep.Conn().Set(s.path, markerData(max), version)
+			_, err := ep.Conn().Set(s.path, limitData(max), version)
 			sent = sent || session.OutcomeUnknown(err)
 			if errors.Is(err, zk.ErrNoNode) && gone < 5 {
 				continue
@@ -236,7 +236,7 @@ func (s *Semaphore) records(ep *session.Epoch, max int) (bool, error) {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return false, err
 	}
-	recorded, ok := parseMarker(data)
+	recorded, ok := parseLimit(data)
 	return err == nil && ok && recorded == max, nil
 }
 
@@ -248,11 +248,11 @@ func (s *Semaphore) useMax(max int) {
 	s.mu.Unlock()
 }
 
-func markerData(max int) []byte { return []byte(layout.SemaphoreMarker + strconv.Itoa(max)) }
+func limitData(max int) []byte { return []byte(layout.SemaphoreStamp + strconv.Itoa(max)) }
 
-// parseMarker returns the limit recorded in data.
-func parseMarker(data []byte) (int, bool) {
-	rest, ok := strings.CutPrefix(string(data), layout.SemaphoreMarker)
+// parseLimit returns the limit recorded in data.
+func parseLimit(data []byte) (int, bool) {
+	rest, ok := strings.CutPrefix(string(data), layout.SemaphoreStamp)
 	if !ok {
 		return 0, false
 	}

@@ -1,5 +1,5 @@
 // Package layout declares, once, what each kind of shepherd recipe keeps at
-// its path: the mark in the path's data, the fixed-name children, and the
+// its path: the stamp in the path's data, the fixed-name children, and the
 // contender nodes of its waiting line. Every reader of layouts derives from
 // these declarations: the recipes' refusals of one another's paths (before
 // their first write there and after each grant), admin.Inspect, `shepherd
@@ -8,7 +8,7 @@
 //
 // The contender nodes' names are Curator's protected "_c_<guid>-lock-<seq>"
 // and the other kinds (see package recipe), shared with Curator and Kazoo;
-// the marks and the fixed names are shepherd's own.
+// the stamps and the fixed names are shepherd's own.
 //
 // Two kinds never share a path: each would grant a holder the other cannot
 // see. The one exception is Kazoo's naming, whose Lock, WriteLock and
@@ -23,34 +23,34 @@ import (
 )
 
 // The non-fair mutex: one ephemeral node under its path, and the path's data
-// is NonFairLockMark followed by the guid of the last grant (its version is
+// is NonFairLockStamp followed by the guid of the last grant (its version is
 // the grant's fence).
 const (
-	NonFairLockNode = "nonfair-lock"
-	NonFairLockMark = "shepherd:mutex:nonfair "
+	NonFairLockNode  = "nonfair-lock"
+	NonFairLockStamp = "shepherd:mutex:nonfair "
 )
 
-// The non-fair election: as the non-fair mutex, with its own node and mark.
+// The non-fair election: as the non-fair mutex, with its own node and stamp.
 const (
-	NonFairLeaderNode = "leader"
-	NonFairLeaderMark = "shepherd:election:nonfair "
+	NonFairLeaderNode  = "leader"
+	NonFairLeaderStamp = "shepherd:election:nonfair "
 )
 
-// The semaphore: its path's data is SemaphoreMarker followed by maxLeases
+// The semaphore: its path's data is SemaphoreStamp followed by maxLeases
 // (decimal); its waiters queue in SemaphoreLocks (lock- nodes, as Curator's
 // InterProcessSemaphoreV2), its holders' lease nodes are in SemaphoreLeases,
 // and with slots each holder's claim is SemaphoreSlots/<n>.
 const (
-	SemaphoreMarker = "shepherd:semaphore:v1 maxLeases="
+	SemaphoreStamp  = "shepherd:semaphore:v1 maxLeases="
 	SemaphoreLocks  = "locks"
 	SemaphoreLeases = "leases"
 	SemaphoreSlots  = "slots"
 )
 
-// The schedule: its path's data is ScheduleMark, an election at
+// The schedule: its path's data is ScheduleStamp, an election at
 // ScheduleLeader under its path, and its record (JSON) in ScheduleState.
 const (
-	ScheduleMark   = "shepherd:schedule:v1"
+	ScheduleStamp  = "shepherd:schedule:v1"
 	ScheduleLeader = "leader"
 	ScheduleState  = "state"
 )
@@ -58,12 +58,12 @@ const (
 // An election's priorities and handovers (issue 38, election's
 // candidate.go and package election/internal/handover): a candidate's
 // node data is its id, followed, when it has a priority, attributes or a
-// proclaimed value, by CandidateMark and JSON. A pending handover is the ephemeral node
+// proclaimed value, by CandidateSeparator and JSON. A pending handover is the ephemeral node
 // ElectionHandOver under the election's path (JSON naming the successor).
 // A non-fair election's candidates register as ephemeral children
 // "c-<guid>" of ElectionCandidates (a container under the path).
 const (
-	CandidateMark      = "\x00shepherd:candidate="
+	CandidateSeparator = "\x00shepherd:candidate="
 	ElectionHandOver   = "handover"
 	ElectionCandidates = "candidates"
 )
@@ -78,20 +78,20 @@ const (
 	kazooReadKind = "__rlock__"
 )
 
-// Kind is one kind of recipe's layout at its path.
-type Kind struct {
+// Recipe is one kind of recipe's layout at its path.
+type Recipe struct {
 	// Name is the kind as status and ls print it: mutex, rwlock,
 	// semaphore, election, schedule.
 	Name string
 	// Fair: the kind keeps a waiting line (or, for the semaphore and the
 	// schedule, is built on one); false for a single-node race.
 	Fair bool
-	// Mark, if not "", starts the path's data.
-	Mark string
+	// Stamp, if not "", starts the path's data.
+	Stamp string
 	// Nodes are the fixed-name children the kind makes.
 	Nodes []Node
-	// Legacy, if set, are children whose presence together marks a path
-	// of the kind made before it had a Mark (a schedule's, by releases
+	// Legacy, if set, are children whose presence together identifies a
+	// path of the kind made before it had a Stamp (a schedule's, by releases
 	// before v0.2).
 	Legacy []string
 	// Contenders are the kinds of the contender nodes of its line, directly
@@ -108,49 +108,49 @@ type Node struct {
 	// record). Two kinds use the name "leader": the non-fair election's
 	// holder's node (ephemeral) and the schedule's election (a path).
 	Ephemeral bool
-	// Marks: the child alone marks its parent as the kind's path. Names
+	// Stamps: the child alone stamps its parent as the kind's path. Names
 	// as common as a schedule's "leader" and "state" do not: an
 	// application may have a child of that name (an election at
 	// /services/cron/leader is no schedule at /services/cron).
-	Marks bool
-	What  string
+	Stamps bool
+	What   string
 }
 
 // The kinds, each declared once.
 var (
-	FairMutex = &Kind{Name: "mutex", Fair: true, Contenders: []string{lockKind, kazooLockKind},
+	FairMutex = &Recipe{Name: "mutex", Fair: true, Contenders: []string{lockKind, kazooLockKind},
 		Idle: "nothing (an empty container, removed by the server)"}
-	NonFairMutex = &Kind{Name: "mutex", Mark: NonFairLockMark,
-		Nodes: []Node{{Name: NonFairLockNode, Ephemeral: true, Marks: true, What: "the holder's node"}},
-		Idle:  "the path, persistent, its data the mark (its version fences the grants)"}
-	RWLock = &Kind{Name: "rwlock", Fair: true, Contenders: []string{readKind, writeKind, kazooReadKind, kazooLockKind},
+	NonFairMutex = &Recipe{Name: "mutex", Stamp: NonFairLockStamp,
+		Nodes: []Node{{Name: NonFairLockNode, Ephemeral: true, Stamps: true, What: "the holder's node"}},
+		Idle:  "the path, persistent, its data the stamp (its version fences the grants)"}
+	RWLock = &Recipe{Name: "rwlock", Fair: true, Contenders: []string{readKind, writeKind, kazooReadKind, kazooLockKind},
 		Idle: "nothing (an empty container, removed by the server)"}
-	Semaphore = &Kind{Name: "semaphore", Fair: true, Mark: SemaphoreMarker, Nodes: []Node{
-		{Name: SemaphoreLocks, Marks: true, What: "the waiters' line, a container"},
-		{Name: SemaphoreLeases, Marks: true, What: "the lease nodes, a container"},
+	Semaphore = &Recipe{Name: "semaphore", Fair: true, Stamp: SemaphoreStamp, Nodes: []Node{
+		{Name: SemaphoreLocks, Stamps: true, What: "the waiters' line, a container"},
+		{Name: SemaphoreLeases, Stamps: true, What: "the lease nodes, a container"},
 		{Name: SemaphoreSlots, What: "the slot claims, a container"}},
 		Idle: "the path's data (maxLeases) until the server removes the empty containers"}
-	FairElection = &Kind{Name: "election", Fair: true, Contenders: []string{latchKind, kazooLockKind},
+	FairElection = &Recipe{Name: "election", Fair: true, Contenders: []string{latchKind, kazooLockKind},
 		Nodes: []Node{{Name: ElectionHandOver, Ephemeral: true, What: "a pending handover's record"}},
 		Idle:  "nothing (an empty container, removed by the server)"}
-	NonFairElection = &Kind{Name: "election", Mark: NonFairLeaderMark,
-		Nodes: []Node{{Name: NonFairLeaderNode, Ephemeral: true, Marks: true, What: "the leader's node"},
-			{Name: ElectionCandidates, Marks: true, What: "the candidates' registrations, a container"},
+	NonFairElection = &Recipe{Name: "election", Stamp: NonFairLeaderStamp,
+		Nodes: []Node{{Name: NonFairLeaderNode, Ephemeral: true, Stamps: true, What: "the leader's node"},
+			{Name: ElectionCandidates, Stamps: true, What: "the candidates' registrations, a container"},
 			{Name: ElectionHandOver, Ephemeral: true, What: "a pending handover's record"}},
-		Idle: "the path, persistent, its data the mark (its version fences the grants)"}
-	Schedule = &Kind{Name: "schedule", Fair: true, Mark: ScheduleMark, Nodes: []Node{
+		Idle: "the path, persistent, its data the stamp (its version fences the grants)"}
+	Schedule = &Recipe{Name: "schedule", Fair: true, Stamp: ScheduleStamp, Nodes: []Node{
 		{Name: ScheduleLeader, What: "its election's path"},
 		{Name: ScheduleState, What: "its record, persistent"}},
 		Legacy: []string{ScheduleLeader, ScheduleState},
-		Idle:   "the path (its data the mark) and the record (state), persistent, once a tick has run"}
+		Idle:   "the path (its data the stamp) and the record (state), persistent, once a tick has run"}
 )
 
 // Kinds are all the kinds, in the order a path is classified by (see
 // Classify) and the docs list them.
-var Kinds = []*Kind{FairMutex, NonFairMutex, RWLock, Semaphore, FairElection, NonFairElection, Schedule}
+var Kinds = []*Recipe{FairMutex, NonFairMutex, RWLock, Semaphore, FairElection, NonFairElection, Schedule}
 
 // Mode is "fair" or "non-fair".
-func (k *Kind) Mode() string {
+func (k *Recipe) Mode() string {
 	if k.Fair {
 		return "fair"
 	}
@@ -158,7 +158,7 @@ func (k *Kind) Mode() string {
 }
 
 // String names the kind as a refusal does: "a non-fair mutex", "a semaphore".
-func (k *Kind) String() string {
+func (k *Recipe) String() string {
 	switch {
 	case k == NonFairMutex || k == NonFairElection:
 		return "a non-fair " + k.Name
@@ -199,20 +199,20 @@ type Evidence struct {
 	What string
 	// Kinds are the kinds it belongs to (more than one only for Kazoo's
 	// "__lock__", shared by design).
-	Kinds []*Kind
-	// Contender is the contender kind of a line's node ("" for a mark or a
+	Kinds []*Recipe
+	// Contender is the contender kind of a line's node ("" for a stamp or a
 	// fixed-name child).
 	Contender string
 }
 
-// Classify returns what at a path belongs to which kinds: its data's mark,
+// Classify returns what at a path belongs to which kinds: its data's stamp,
 // its fixed-name children, its contender nodes. Children no kind declares
 // (another application's, a name that does not parse) are no evidence.
 func Classify(s Seen) []Evidence {
 	var ev []Evidence
 	for _, k := range Kinds {
-		if k.Mark != "" && strings.HasPrefix(string(s.Data), k.Mark) {
-			ev = append(ev, Evidence{What: fmt.Sprintf("data %q", short(s.Data)), Kinds: []*Kind{k}})
+		if k.Stamp != "" && strings.HasPrefix(string(s.Data), k.Stamp) {
+			ev = append(ev, Evidence{What: fmt.Sprintf("data %q", short(s.Data)), Kinds: []*Recipe{k}})
 		}
 	}
 	for _, c := range s.Children {
@@ -224,7 +224,7 @@ func Classify(s Seen) []Evidence {
 				e.Contender = c.Contender
 			}
 			for _, n := range k.Nodes {
-				if n.Marks && n.Name == c.Name && (!Ambiguous(c.Name) || n.Ephemeral == c.Ephemeral) {
+				if n.Stamps && n.Name == c.Name && (!Ambiguous(c.Name) || n.Ephemeral == c.Ephemeral) {
 					e.Kinds = append(e.Kinds, k)
 					e.What = fmt.Sprintf("child %q (%s)", c.Name, n.What)
 				}
@@ -236,8 +236,8 @@ func Classify(s Seen) []Evidence {
 	}
 	for _, k := range Kinds {
 		if len(k.Legacy) > 0 && hasAll(s.Children, k.Legacy) {
-			ev = append(ev, Evidence{What: fmt.Sprintf("children %q (a %s made before its mark)", k.Legacy, k.Name),
-				Kinds: []*Kind{k}})
+			ev = append(ev, Evidence{What: fmt.Sprintf("children %q (a %s made before its stamp)", k.Legacy, k.Name),
+				Kinds: []*Recipe{k}})
 		}
 	}
 	return ev
@@ -258,10 +258,10 @@ func hasAll(children []Child, names []string) bool {
 	return true
 }
 
-// Kind returns the kind a path is, by the first evidence Classify finds
+// KindOf returns the kind a path is, by the first evidence Classify finds
 // (nil: no kind's), and the other kinds whose evidence is there too (a path
 // that mixes kinds, which no shepherd recipe makes).
-func KindOf(ev []Evidence) (k *Kind, others []*Kind) {
+func KindOf(ev []Evidence) (k *Recipe, others []*Recipe) {
 	for _, e := range ev {
 		for _, ek := range e.Kinds {
 			switch {
@@ -277,10 +277,10 @@ func KindOf(ev []Evidence) (k *Kind, others []*Kind) {
 
 // Mismatch is a path that belongs to another kind than the one that looked.
 type Mismatch struct {
-	There    *Kind  // the kind it belongs to
-	Evidence string // what says so
+	There    *Recipe // the kind it belongs to
+	Evidence string  // what says so
 	// Contender is the contender kind when the evidence is a line's node
-	// ("" for a mark or a fixed-name child).
+	// ("" for a stamp or a fixed-name child).
 	Contender string
 }
 
@@ -291,7 +291,7 @@ func (m *Mismatch) Error() string {
 // Refuse returns a Mismatch when s shows evidence of a kind other than me
 // that is not shared with me (see the package doc), nil when the path is
 // free (nothing of any kind's) or me's.
-func Refuse(me *Kind, s Seen) *Mismatch {
+func Refuse(me *Recipe, s Seen) *Mismatch {
 	for _, e := range Classify(s) {
 		if !hasKind(e.Kinds, me) {
 			return &Mismatch{There: e.Kinds[0], Evidence: e.What, Contender: e.Contender}
@@ -302,17 +302,17 @@ func Refuse(me *Kind, s Seen) *Mismatch {
 
 // RefusesChild reports, for a listing of a line's path (names only, no
 // Stat), whether a child named name belongs to another kind than me: one of
-// another kind's marking fixed names, or a contender of a kind me's line
+// another kind's stamping fixed names, or a contender of a kind me's line
 // does not take. It names that kind. An Ambiguous name, which a listing
 // cannot tell, is no evidence here (the single-node race, whose node it is,
 // refuses a line's node after its own grant).
-func RefusesChild(me *Kind, name, contender string) (*Kind, bool) {
+func RefusesChild(me *Recipe, name, contender string) (*Recipe, bool) {
 	for _, k := range Kinds {
 		if k == me {
 			continue
 		}
 		for _, n := range k.Nodes {
-			if n.Marks && n.Name == name && !Ambiguous(name) && !hasNode(me.Nodes, name) {
+			if n.Stamps && n.Name == name && !Ambiguous(name) && !hasNode(me.Nodes, name) {
 				return k, true
 			}
 		}
@@ -332,7 +332,7 @@ func has(list []string, s string) bool {
 	return false
 }
 
-func hasKind(list []*Kind, k *Kind) bool {
+func hasKind(list []*Recipe, k *Recipe) bool {
 	for _, x := range list {
 		if x == k {
 			return true
@@ -364,9 +364,9 @@ func Table() string {
 	b.WriteString("| kind | mode | data of the path | children | contender nodes | when idle |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, k := range Kinds {
-		mark := "-"
-		if k.Mark != "" {
-			mark = "`" + k.Mark + "…`"
+		stamp := "-"
+		if k.Stamp != "" {
+			stamp = "`" + k.Stamp + "…`"
 		}
 		var nodes []string
 		for _, n := range k.Nodes {
@@ -380,7 +380,7 @@ func Table() string {
 		for _, c := range k.Contenders {
 			cs = append(cs, "`"+c+"`")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Name, k.Mode(), mark, orDash(strings.Join(nodes, "; ")),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Name, k.Mode(), stamp, orDash(strings.Join(nodes, "; ")),
 			orDash(strings.Join(cs, " ")), k.Idle)
 	}
 	return b.String()
@@ -393,12 +393,12 @@ func orDash(s string) string {
 	return s
 }
 
-// Trace is what a path of the kind shows while held: its mark, its marking
+// Trace is what a path of the kind shows while held: its stamp, its stamping
 // children, a contender of its first kind.
-func (k *Kind) Trace() Seen {
-	s := Seen{Data: []byte(k.Mark)}
+func (k *Recipe) Trace() Seen {
+	s := Seen{Data: []byte(k.Stamp)}
 	for _, n := range k.Nodes {
-		if n.Marks {
+		if n.Stamps {
 			s.Children = append(s.Children, Child{Name: n.Name, Ephemeral: n.Ephemeral})
 		}
 	}
@@ -416,7 +416,7 @@ func (k *Kind) Trace() Seen {
 // Matrix is, as a Markdown table, what each kind (row) does on a path
 // another kind (column) holds: refused, or shared.
 func Matrix() string {
-	label := func(k *Kind) string {
+	label := func(k *Recipe) string {
 		if k.Name == "mutex" || k.Name == "election" {
 			return k.Mode() + " " + k.Name
 		}

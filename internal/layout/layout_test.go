@@ -7,7 +7,7 @@ import (
 // at is what each kind leaves at its path while held (a holder's node, a
 // line's node, a record), and, for the kinds that leave something, while
 // idle.
-func at(k *Kind, held bool) Seen {
+func at(k *Recipe, held bool) Seen {
 	switch k {
 	case FairMutex:
 		if held {
@@ -22,25 +22,25 @@ func at(k *Kind, held bool) Seen {
 			return Seen{Children: []Child{{Name: "_c_x-latch-0000000001", Contender: latchKind}}}
 		}
 	case NonFairMutex:
-		s := Seen{Data: []byte(NonFairLockMark + "g")}
+		s := Seen{Data: []byte(NonFairLockStamp + "g")}
 		if held {
 			s.Children = []Child{{Name: NonFairLockNode}}
 		}
 		return s
 	case NonFairElection:
-		s := Seen{Data: []byte(NonFairLeaderMark + "g")}
+		s := Seen{Data: []byte(NonFairLeaderStamp + "g")}
 		if held {
 			s.Children = []Child{{Name: NonFairLeaderNode, Ephemeral: true}}
 		}
 		return s
 	case Semaphore:
-		s := Seen{Data: []byte(SemaphoreMarker + "2")}
+		s := Seen{Data: []byte(SemaphoreStamp + "2")}
 		if held {
 			s.Children = []Child{{Name: SemaphoreLocks}, {Name: SemaphoreLeases}, {Name: SemaphoreSlots}}
 		}
 		return s
 	case Schedule:
-		s := Seen{Data: []byte(ScheduleMark)}
+		s := Seen{Data: []byte(ScheduleStamp)}
 		if held {
 			s.Children = []Child{{Name: ScheduleLeader}, {Name: ScheduleState}}
 		}
@@ -84,8 +84,8 @@ func TestEveryKindRefusesEveryOther(t *testing.T) {
 
 // TestLeaderNamesTwoKinds: a child "leader" is the non-fair election's
 // holder's node when ephemeral; a persistent one (an election's path below,
-// a schedule's or an application's) marks no kind by itself, and a
-// schedule made before its mark is known by "leader" and "state" together.
+// a schedule's or an application's) stamps no kind by itself, and a
+// schedule made before its stamp is known by "leader" and "state" together.
 func TestLeaderNamesTwoKinds(t *testing.T) {
 	eph, _ := KindOf(Classify(Seen{Children: []Child{{Name: "leader", Ephemeral: true}}}))
 	path, _ := KindOf(Classify(Seen{Children: []Child{{Name: "leader"}}}))
@@ -133,7 +133,7 @@ func TestForeignChildrenAreNoEvidence(t *testing.T) {
 // TestMixedPath: a path holding two kinds' nodes is classified by the
 // first, and names the other.
 func TestMixedPath(t *testing.T) {
-	s := Seen{Data: []byte(SemaphoreMarker + "1"), Children: []Child{{Name: SemaphoreLeases}, {Name: NonFairLockNode}}}
+	s := Seen{Data: []byte(SemaphoreStamp + "1"), Children: []Child{{Name: SemaphoreLeases}, {Name: NonFairLockNode}}}
 	k, others := KindOf(Classify(s))
 	if k != Semaphore || len(others) != 1 || others[0] != NonFairMutex {
 		t.Fatalf("kind %v, others %v", k, others)

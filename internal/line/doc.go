@@ -131,6 +131,6 @@
 // line. A race and a line never share a path (each would grant a holder the
 // other cannot see): after each grant the race checks that the path holds no
 // waiting line's node, and the fair recipes' lines refuse the race's node
-// and mark (see PathCheck); either way the later one fails with
+// and stamp (see PathCheck); either way the later one fails with
 // ErrWrongKind.
 package line

@@ -72,7 +72,7 @@ func WrongKind(path string, m *layout.Mismatch) error {
 
 // Refusal is layout.Refuse's answer for seen at path, as an error (nil: the
 // path is free, or kind's).
-func Refusal(kind *layout.Kind, path string, seen layout.Seen) error {
+func Refusal(kind *layout.Recipe, path string, seen layout.Seen) error {
 	if m := layout.Refuse(kind, seen); m != nil {
 		return WrongKind(path, m)
 	}
@@ -87,7 +87,7 @@ func Refusal(kind *layout.Kind, path string, seen layout.Seen) error {
 // and a line's listing after each create sees one that came at the same
 // moment.
 type PathCheck struct {
-	Kind *layout.Kind
+	Kind *layout.Recipe
 	// Path is the recipe's path when a line checks it on the recipe's
 	// behalf from another path (a semaphore's waiters' line, under it); ""
 	// for the line's own path.
@@ -96,7 +96,7 @@ type PathCheck struct {
 }
 
 // NewPathCheck is the check of a recipe value of kind.
-func NewPathCheck(kind *layout.Kind) *PathCheck { return &PathCheck{Kind: kind} }
+func NewPathCheck(kind *layout.Recipe) *PathCheck { return &PathCheck{Kind: kind} }
 
 // Check reads the recipe's path (p.Path, or path) in ep, unless done
 // before, and returns an error matching ErrWrongKind when another kind's
@@ -125,22 +125,22 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 }
 
 // ClaimPath checks path for a recipe of kind (see PathCheck), waiting for
-// the session to be usable, then records kind's Mark in its data: creating
-// it (a container, its parents too) with the mark, or writing the mark to
+// the session to be usable, then records kind's Stamp in its data: creating
+// it (a container, its parents too) with the stamp, or writing the stamp to
 // an empty path at the version read. For a recipe whose path carries its
-// mark and whose first write is not a line's (a schedule).
-func ClaimPath(ctx context.Context, sess *session.Session, kind *layout.Kind, path string) error {
+// stamp and whose first write is not a line's (a schedule).
+func ClaimPath(ctx context.Context, sess *session.Session, kind *layout.Recipe, path string) error {
 	p := NewPathCheck(kind)
 	return sess.Do(ctx, func(ep *session.Epoch) error {
 		if err := p.Check(ctx, ep, path); err != nil {
 			return err
 		}
-		return Exec(ctx, ep, func(c *zk.Conn) error { return mark(sess, ep, c, kind, path) })
+		return Exec(ctx, ep, func(c *zk.Conn) error { return stamp(sess, ep, c, kind, path) })
 	})
 }
 
-// mark records kind's Mark in path's data (see ClaimPath).
-func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kind, path string) error {
+// stamp records kind's Stamp in path's data (see ClaimPath).
+func stamp(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Recipe, path string) error {
 	for range ensureRounds {
 		data, st, err := c.Get(path)
 		switch {
@@ -148,7 +148,7 @@ func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kin
 			if err := EnsurePath(sess, ep, zkpath.Parent(path)); err != nil {
 				return err
 			}
-			_, err = c.CreateContainer(path, []byte(kind.Mark), zk.FlagContainer, sess.ACL())
+			_, err = c.CreateContainer(path, []byte(kind.Stamp), zk.FlagContainer, sess.ACL())
 			if err == nil {
 				return nil
 			}
@@ -157,12 +157,12 @@ func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kin
 			}
 		case err != nil:
 			return aclerr.Map("getData", path, err)
-		case string(data) == kind.Mark:
+		case string(data) == kind.Stamp:
 			return nil
 		case len(data) > 0:
-			return fmt.Errorf("%w: %s records %q (this recipe writes %q there)", ErrWrongKind, path, TruncateData(data), kind.Mark)
+			return fmt.Errorf("%w: %s records %q (this recipe writes %q there)", ErrWrongKind, path, TruncateData(data), kind.Stamp)
 		default:
-			_, err = c.Set(path, []byte(kind.Mark), st.Version)
+			_, err = c.Set(path, []byte(kind.Stamp), st.Version)
 			if err == nil {
 				return nil
 			}
@@ -171,7 +171,7 @@ func mark(sess *session.Session, ep *session.Epoch, c *zk.Conn, kind *layout.Kin
 			}
 		}
 	}
-	return fmt.Errorf("%w: %s kept changing while its mark was written", ErrWrongKind, path)
+	return fmt.Errorf("%w: %s kept changing while its stamp was written", ErrWrongKind, path)
 }
 
 // TruncateData is data for an error message: at most 64 bytes.

@@ -28,7 +28,7 @@ import (
 // it go), and how to try it at a path another kind holds or left.
 type matrixKind struct {
 	name   string
-	layout *layout.Kind
+	layout *layout.Recipe
 	// hold takes the kind at path and returns its release.
 	hold func(ctx context.Context, t *testing.T, s *session.Session, path string) (release func())
 	// try takes the kind at path within ctx: nil once granted (and let
@@ -96,7 +96,7 @@ func matrixKinds() []matrixKind {
 			}
 	}
 	var ks []matrixKind
-	add := func(name string, l *layout.Kind, hold func(context.Context, *testing.T, *session.Session, string) func(),
+	add := func(name string, l *layout.Recipe, hold func(context.Context, *testing.T, *session.Session, string) func(),
 		try func(context.Context, *session.Session, string) error) {
 		ks = append(ks, matrixKind{name, l, hold, try})
 	}
@@ -274,7 +274,7 @@ func matrixCell(t *testing.T, f, sk matrixKind, state, path string, first, secon
 	before := settled(t, observer, full)
 	snap, err := admin.Inspect(ctx, observer, full)
 	require.NoError(t, err)
-	leaves := len(before) > 0 && (state == "held" || f.layout.Mark != "")
+	leaves := len(before) > 0 && (state == "held" || f.layout.Stamp != "")
 	if leaves {
 		require.Equal(t, f.layout.Name, snap.Kind, "Inspect of %s %s", state, f.name)
 	}

@@ -32,7 +32,7 @@ import (
 //
 // A fixed name is reused by every grant, so the node alone cannot tell one
 // grant from the next, nor one contender of a session from another of the
-// same session. Each grant therefore creates the node and writes Mark and the
+// same session. Each grant therefore creates the node and writes Stamp and the
 // attempt's guid to Path's data in one multi-op. Path's data version (the
 // fence) grows with every grant, its data names the attempt granted last, and
 // its last change is the node's creation. Hence:
@@ -55,13 +55,13 @@ type Race struct {
 	Recipe string
 	Path   string // the parent's full path (namespace included)
 	Name   string // the node's name under Path
-	Mark   string // written to Path's data with each grant, before the attempt's guid
+	Stamp  string // written to Path's data with each grant, before the attempt's guid
 	// Layout is the kind of recipe racing here (layout.NonFairMutex,
 	// layout.NonFairElection): a path that holds another kind's nodes or
-	// mark (a waiting line's node too: a race and a line on one path would
+	// stamp (a waiting line's node too: a race and a line on one path would
 	// each grant a holder) is refused before the race's first write there
 	// and after each grant. Run then fails with line.ErrWrongKind.
-	Layout *layout.Kind
+	Layout *layout.Recipe
 	// OnDisconnect is what a lost connection does to the race's holds (0:
 	// the session's DisconnectPolicy).
 	OnDisconnect session.DisconnectPolicy
@@ -126,7 +126,7 @@ func (s *Race) Run(ctx context.Context, a Attempt) (*hold.Hold, error) {
 	}
 }
 
-// create makes attempt a's grant: the node and Path's mark, in one multi-op.
+// create makes attempt a's grant: the node and Path's stamp, in one multi-op.
 // If ctx ends with it in flight, a node it made is deleted once its answer
 // (or the connection) is back.
 func (s *Race) create(ctx context.Context, ep *session.Epoch, a Attempt, version int32) ([]zk.MultiResponse, error) {
@@ -136,7 +136,7 @@ func (s *Race) create(ctx context.Context, ep *session.Epoch, a Attempt, version
 	}
 	ops := []any{
 		&zk.CreateRequest{Path: s.node(), Data: a.Data, Acl: s.Sess.ACL(), Flags: zk.FlagEphemeral},
-		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Mark + a.GUID), Version: version},
+		&zk.SetDataRequest{Path: s.Path, Data: []byte(s.Stamp + a.GUID), Version: version},
 	}
 	if a.Check != nil {
 		ops = append(ops, a.Check()...)
@@ -177,7 +177,7 @@ func (s *Race) lastGrant(ctx context.Context, ep *session.Epoch) (string, *zk.St
 		if err != nil {
 			return res{}, aclerr.Map("getData", s.Path, err)
 		}
-		g, ok := strings.CutPrefix(string(data), s.Mark)
+		g, ok := strings.CutPrefix(string(data), s.Stamp)
 		if !ok {
 			g = ""
 		}

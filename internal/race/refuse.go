@@ -65,7 +65,7 @@ func (s *Race) foreignChild(names []string) error {
 }
 
 // refuseForeign checks, before this race first writes to Path (each grant
-// writes its Mark there), that Path is not another kind's (layout.Refuse:
+// writes its Stamp there), that Path is not another kind's (layout.Refuse:
 // its data, its children). It returns Path's version, for the write to be
 // made at (so that Path did not change in between), or -1 when there is no
 // Path yet (the create then fails, Path is made, and the check runs again).
@@ -85,10 +85,10 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 		return -1, nil
 	case err != nil:
 		return 0, err
-	case len(r.seen.Data) > 0 && !strings.HasPrefix(string(r.seen.Data), s.Mark) && layout.Refuse(s.Layout, r.seen) == nil:
+	case len(r.seen.Data) > 0 && !strings.HasPrefix(string(r.seen.Data), s.Stamp) && layout.Refuse(s.Layout, r.seen) == nil:
 		// Data no kind declares: an application's node, not a race's.
 		return 0, fmt.Errorf("%w: %s records %q, another recipe's (this one writes %q there)", line.ErrWrongKind, s.Path,
-			line.TruncateData(r.seen.Data), strings.TrimSpace(s.Mark))
+			line.TruncateData(r.seen.Data), strings.TrimSpace(s.Stamp))
 	}
 	return r.st.Version, line.Refusal(s.Layout, s.Path, r.seen)
 }

@@ -50,9 +50,9 @@ type Handovers struct {
 	records *recordWatch
 	poke    chan struct{} // our line node changed (see WatchStepAside)
 
-	// turn is held (a value in it) while a handover of this candidate's
+	// busy is held (a value in it) while a handover of this candidate's
 	// leadership is under way.
-	turn chan struct{}
+	busy chan struct{}
 
 	mu    sync.Mutex
 	tried int64 // the record (czxid) this leader last acted on
@@ -70,13 +70,13 @@ type Handovers struct {
 // I/O.
 func New(cfg Config) *Handovers {
 	return &Handovers{cfg: cfg, records: newRecordWatch(cfg.Sess, cfg.Path), poke: make(chan struct{}, 1),
-		turn: make(chan struct{}, 1), mine: -1}
+		busy: make(chan struct{}, 1), mine: -1}
 }
 
-// begin marks a handover under way; false if one is.
+// begin holds busy: a handover is under way; false if one is.
 func (h *Handovers) begin() bool {
 	select {
-	case h.turn <- struct{}{}:
+	case h.busy <- struct{}{}:
 		return true
 	default:
 		return false
@@ -87,15 +87,15 @@ func (h *Handovers) begin() bool {
 // ctx ends first).
 func (h *Handovers) beginWait(ctx context.Context) bool {
 	select {
-	case h.turn <- struct{}{}:
+	case h.busy <- struct{}{}:
 		return true
 	case <-ctx.Done():
 		return false
 	}
 }
 
-// end marks the handover over.
-func (h *Handovers) end() { <-h.turn }
+// end lets go of busy: the handover is over.
+func (h *Handovers) end() { <-h.busy }
 
 // SetValue records the value the leader proclaimed (Leadership.Proclaim),
 // which a non-fair leader's node keeps saying while it hands over.
