@@ -132,7 +132,7 @@ func New(sess *session.Session, path string, maxLeases int, opts ...Option) (*Se
 	// The waiters' line checks the semaphore's path before the first
 	// write there (another kind's is refused).
 	s.locks = line.Line{Sess: sess, Recipe: "semaphore", Path: full + "/" + locksChild, Ensure: s.ensureLocks,
-		Layout: &line.PathCheck{Kind: layout.Semaphore, Path: full}, OnDisconnect: c.policy}
+		Layout: &line.PathCheck{Recipe: layout.Semaphore, Path: full}, OnDisconnect: c.policy}
 	return s, nil
 }
 

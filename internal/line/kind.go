@@ -82,12 +82,12 @@ func Refusal(kind *layout.Recipe, path string, seen layout.Seen) error {
 // PathCheck refuses, once per recipe value, a path that another kind of
 // recipe keeps (see package layout), before the value's first write there:
 // whatever that kind leaves there, held, idle or only a record. A path
-// found free or of Kind is not read again by the same value; later
+// found free or of Recipe is not read again by the same value; later
 // arrivals of another kind are refused by them (they look before writing),
 // and a line's listing after each create sees one that came at the same
 // moment.
 type PathCheck struct {
-	Kind *layout.Recipe
+	Recipe *layout.Recipe
 	// Path is the recipe's path when a line checks it on the recipe's
 	// behalf from another path (a semaphore's waiters' line, under it); ""
 	// for the line's own path.
@@ -96,13 +96,13 @@ type PathCheck struct {
 }
 
 // NewPathCheck is the check of a recipe value of kind.
-func NewPathCheck(kind *layout.Recipe) *PathCheck { return &PathCheck{Kind: kind} }
+func NewPathCheck(kind *layout.Recipe) *PathCheck { return &PathCheck{Recipe: kind} }
 
 // Check reads the recipe's path (p.Path, or path) in ep, unless done
 // before, and returns an error matching ErrWrongKind when another kind's
 // evidence is there. A missing path is free.
 func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) error {
-	if p == nil || p.Kind == nil || p.done.Load() {
+	if p == nil || p.Recipe == nil || p.done.Load() {
 		return nil
 	}
 	if p.Path != "" {
@@ -116,7 +116,7 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 		if err != nil {
 			return err
 		}
-		return Refusal(p.Kind, path, seen)
+		return Refusal(p.Recipe, path, seen)
 	})
 	if err == nil {
 		p.done.Store(true)

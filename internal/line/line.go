@@ -106,7 +106,7 @@ func (l *Line) sorted(names []string) ([]Name, error) {
 // layout): another recipe kind's fixed-name child, or a contender of a kind
 // this line does not take.
 func (l *Line) otherKind(names []string) error {
-	if l.Layout == nil || l.Layout.Kind == nil || (l.Layout.Path != "" && l.Layout.Path != l.Path) {
+	if l.Layout == nil || l.Layout.Recipe == nil || (l.Layout.Path != "" && l.Layout.Path != l.Path) {
 		return nil // no recipe's own path: its nodes are the line's
 	}
 	for _, n := range names {
@@ -114,7 +114,7 @@ func (l *Line) otherKind(names []string) error {
 		if p, ok := ParseName(n); ok {
 			contender = p.Kind
 		}
-		if k, ok := layout.RefusesChild(l.Layout.Kind, n, contender); ok {
+		if k, ok := layout.RefusesChild(l.Layout.Recipe, n, contender); ok {
 			what := fmt.Sprintf("child %q", n)
 			if contender != "" {
 				what = fmt.Sprintf("child %q (a %s contender's node)", n, contender)
