@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -78,14 +79,14 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node)
 	e.mu.Unlock()
 	if first {
 		// Once per Election: it costs a read per candidate.
-		_ = line.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
+		_ = epcall.Exec(ctx, ep, func(*zk.Conn) error { e.warnDuplicates(ep, c); return nil })
 	}
 	return c, nil
 }
 
 // readTerm reads c's term, its node's creation zxid, within ep.
 func (c *candidate) readTerm(ctx context.Context, ep *session.Epoch) error {
-	st, err := line.Call(ctx, ep, func(conn *zk.Conn) (*zk.Stat, error) {
+	st, err := epcall.Call(ctx, ep, func(conn *zk.Conn) (*zk.Stat, error) {
 		ok, st, err := conn.Exists(c.path)
 		if err == nil && !ok {
 			err = recipe.ErrNodeGone

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -204,7 +205,7 @@ func watchLeader(ctx context.Context, ep *session.Epoch, full string) (w, lw <-c
 		w, lw <-chan zk.Event
 		l     Leader
 	}
-	r, err := line.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
+	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (seen, error) {
 		names, _, w, err := c.ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, w, err = c.ExistsW(full)

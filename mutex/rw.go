@@ -180,3 +180,64 @@ func (rw *RWMutex) Reader() *Mutex { return rw.r }
 
 // Writer is the write side as a Mutex (Lost, Token, Fenced, Validate).
 func (rw *RWMutex) Writer() *Mutex { return rw.w }
+
+// reading is the read side's Driver of the contender loop: a reader waits
+// only for the writers ahead of it, and ignores the node of its own writer
+// (a downgrade that shares that node).
+type reading struct {
+	locker
+	writerNode string // our writer's node name ("" none)
+}
+
+// reader is the read side's driver for one acquire of m.
+func (m *Mutex) reader(k locker) *reading {
+	r := &reading{locker: k}
+	if m.writer != nil {
+		if own := m.writer.Node(); own != "" {
+			r.writerNode = own[len(m.path)+1:]
+		}
+	}
+	return r
+}
+
+// Turn is readTurn on the line without our writer's node.
+func (r *reading) Turn(names []line.Name, i int) (bool, int, bool) {
+	if r.writerNode == "" {
+		return readTurn(names, i)
+	}
+	rest := make([]line.Name, 0, len(names))
+	j := i
+	for k, n := range names {
+		if n.Name == r.writerNode {
+			if k < i {
+				j--
+			}
+			continue
+		}
+		rest = append(rest, n)
+	}
+	ok, w, grants := readTurn(rest, j)
+	if !ok {
+		w = line.Index(names, rest[w].Name)
+	}
+	return ok, w, grants
+}
+
+// isReader reports whether a node is a reader's (readers share).
+func isReader(n line.Name) bool { return n.Kind == recipe.KindRead || n.Kind == recipe.KindKazooRead }
+
+// readTurn: granted when no writer is ahead; else watch the nearest writer
+// ahead, whose deletion grants us if it is the only writer ahead.
+func readTurn(names []line.Name, i int) (bool, int, bool) {
+	w, writers := -1, 0
+	for j := 0; j < i; j++ {
+		if !isReader(names[j]) {
+			w = j
+			writers++
+		}
+	}
+	if w < 0 {
+		return true, 0, false
+	}
+	return false, w, writers == 1
+}

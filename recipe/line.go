@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
 )
@@ -139,10 +140,10 @@ func Index(names []Name, name string) int { return line.Index(names, name) }
 // the caller gave up on did after all (a create that landed). Reads need no
 // undo.
 func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T, error), undo func(T, error)) (T, error) {
-	return line.Call(ctx, ep, fn, undo)
+	return epcall.Call(ctx, ep, fn, undo)
 }
 
 // Exec is Call for calls with no result to return or undo.
 func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
-	return line.Exec(ctx, ep, fn)
+	return epcall.Exec(ctx, ep, fn)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -75,7 +76,7 @@ func (a *acquirer) Prepare(ctx context.Context, ep *session.Epoch) error {
 	if a.s.fresh() {
 		return nil
 	}
-	return line.Exec(ctx, ep, func(*zk.Conn) error { return a.s.ensureMeta(ep) })
+	return epcall.Exec(ctx, ep, func(*zk.Conn) error { return a.s.ensureMeta(ep) })
 }
 
 // Fix repairs what a wait or a take reported: a limit changed under the
@@ -91,7 +92,7 @@ func (a *acquirer) Fix(ctx context.Context, ep *session.Epoch, err error) error 
 		return nil
 	case (errors.Is(err, zk.ErrNoNode) || errors.Is(err, errNoLeases)) && a.remakes < maxRemakes:
 		a.remakes++
-		return line.Exec(ctx, ep, func(*zk.Conn) error { return a.s.ensureChildren(ep) })
+		return epcall.Exec(ctx, ep, func(*zk.Conn) error { return a.s.ensureChildren(ep) })
 	}
 	return err
 }
@@ -131,7 +132,7 @@ func (s *Semaphore) granted(ctx context.Context, ep *session.Epoch, own *line.No
 func (s *Semaphore) take(ctx context.Context, ep *session.Epoch, own *line.Node, n int) (*Lease, error) {
 	guid := line.NewGUID()
 	ops := s.takeOps(guid, n)
-	t, err := line.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
+	t, err := epcall.Call(ctx, ep, func(c *zk.Conn) (taken, error) {
 		return s.multiTake(c, ep, own, guid, ops, n), nil
 	}, func(t taken, _ error) {
 		// The caller gave up: leases taken after all are held by no one.

@@ -6,6 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -73,7 +74,7 @@ type counted struct {
 
 // countLeases counts the leases held, with a watch on them if watch is set.
 func (s *Semaphore) countLeases(ctx context.Context, ep *session.Epoch, watch bool) (counted, error) {
-	return line.Call(ctx, ep, func(c *zk.Conn) (counted, error) {
+	return epcall.Call(ctx, ep, func(c *zk.Conn) (counted, error) {
 		var names []string
 		var ch <-chan zk.Event
 		var err error

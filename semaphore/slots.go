@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
@@ -148,7 +149,7 @@ func (s *Semaphore) listSlots(ctx context.Context, r *claimResult, h *hold.Hold,
 	if err := s.ready(ctx, r, h); err != nil {
 		return err
 	}
-	names, err := line.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
+	names, err := epcall.Call(ctx, r.ep, func(c *zk.Conn) ([]string, error) {
 		names, _, err := c.Children(dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			err = nil // created with the first claim
@@ -214,7 +215,7 @@ func (s *Semaphore) createClaimNode(ctx context.Context, ep *session.Epoch, p st
 	if f := testHookBeforeClaim.Load(); f != nil {
 		(*f)()
 	}
-	return line.Exec(ctx, ep, func(c *zk.Conn) error {
+	return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.Create(p, data, zk.FlagEphemeral, s.sess.ACL())
 		return aclerr.Map("create", p, err)
 	})
@@ -222,7 +223,7 @@ func (s *Semaphore) createClaimNode(ctx context.Context, ep *session.Epoch, p st
 
 // ensureSlots creates the slots container dir if it is missing.
 func (s *Semaphore) ensureSlots(ctx context.Context, ep *session.Epoch, dir string) error {
-	return line.Exec(ctx, ep, func(c *zk.Conn) error {
+	return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.CreateContainer(dir, nil, zk.FlagContainer, s.sess.ACL())
 		if errors.Is(err, zk.ErrNodeExists) {
 			err = nil
@@ -255,7 +256,7 @@ func (s *Semaphore) lookClaim(ctx context.Context, r *claimResult, h *hold.Hold,
 		data []byte
 		st   *zk.Stat
 	}
-	f, err := line.Call(ctx, cur, func(c *zk.Conn) (found, error) {
+	f, err := epcall.Call(ctx, cur, func(c *zk.Conn) (found, error) {
 		// Sync first: the server we are on now may not have applied yet
 		// a create the one we lost forwarded to the leader.
 		if _, err := c.Sync(dir); err != nil && !errors.Is(err, zk.ErrNoNode) {

@@ -15,7 +15,7 @@ import (
 // Recipes bind each hold to the epoch it was granted in.
 type Epoch struct {
 	conn    *zk.Conn
-	h       *handle
+	tap     *wiretap.Tap // the connection's (nil: none)
 	sid     int64
 	sctx    context.Context // ends with the session (Lost, Closed)
 	scancel context.CancelCauseFunc
@@ -122,12 +122,7 @@ func (e *Epoch) Conn() *zk.Conn { return e.conn }
 // of package wiretap (internal: the recipes' CreateThenChildren,
 // MultiWritten); nil for a connection without one (then they wait for each
 // answer).
-func (e *Epoch) WireTap() *wiretap.Tap {
-	if e.h == nil {
-		return nil
-	}
-	return &e.h.written
-}
+func (e *Epoch) WireTap() *wiretap.Tap { return e.tap }
 
 // SessionID is the ZooKeeper session this epoch belongs to; it is the
 // ephemeralOwner of the nodes the session creates.

@@ -137,7 +137,7 @@ func (s *Session) beginEpochLocked(st State, now time.Time, reason string) {
 	prev := s.epoch
 	ctx, cancel := context.WithCancelCause(prev.sctx)
 	s.epochs++
-	e := &Epoch{conn: s.cur.conn, h: s.cur, sid: s.cur.sid, sctx: prev.sctx, scancel: prev.scancel,
+	e := &Epoch{conn: s.cur.conn, tap: &s.cur.written, sid: s.cur.sid, sctx: prev.sctx, scancel: prev.scancel,
 		shooks: prev.shooks, ctx: ctx, cancel: cancel, n: s.epochs, started: now}
 	s.epoch = e
 	s.setStateLocked(st, now, reason)

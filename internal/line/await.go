@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -254,7 +255,9 @@ func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt Awa
 	// line[w] is marked, and its deletion is still watched (ws.gone): that
 	// deletion now grants us.
 	s.ws.node, s.delGrants = nil, true
-	l.learnNext(ctx, ep, own, opt)
+	if opt.MarkFor != nil {
+		l.learnNext(ctx, ep, own)
+	}
 	return sleepOn, nil
 }
 
@@ -298,9 +301,9 @@ func (l *Line) onHead(ctx context.Context, ep *session.Epoch, opt AwaitOptions, 
 	}
 }
 
-// listCtx is List, honouring ctx (see Call).
+// listCtx is List, honouring ctx (see epcall.Call).
 func (l *Line) listCtx(ctx context.Context, ep *session.Epoch) ([]Name, error) {
-	return Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
+	return epcall.Call(ctx, ep, func(*zk.Conn) ([]Name, error) { return l.List(ep) }, nil)
 }
 
 // rewatch watches n again (GetW), once its data has changed.
@@ -316,7 +319,7 @@ func (l *Line) rewatchData(ctx context.Context, ep *session.Epoch, n Name) (<-ch
 		data []byte
 		st   *zk.Stat
 	}
-	r, err := Call(ctx, ep, func(c *zk.Conn) (read, error) {
+	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (read, error) {
 		data, st, ch, err := c.GetW(l.Path + "/" + n.Name)
 		return read{ch, data, st}, err
 	}, nil)
@@ -346,7 +349,7 @@ type watches struct {
 // GetW once the mark is seen would cost a round trip on the handoff's path
 // when the holder releases at once).
 func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int, head, gone bool) (watches, error) {
-	return Call(ctx, ep, func(c *zk.Conn) (watches, error) {
+	return epcall.Call(ctx, ep, func(c *zk.Conn) (watches, error) {
 		var ws watches
 		if head {
 			data, st, ch, err := c.GetW(l.Path + "/" + line[0].Name)
@@ -366,8 +369,10 @@ func (l *Line) watch(ctx context.Context, ep *session.Epoch, line []Name, w int,
 		}
 		ws.node, ws.nodeVersion = ch, st.Version
 		if gone && st.Version == 0 && ws.head == nil && line[w].Shepherd() {
-			_, _, ws.gone, err = c.ChildrenW(p)
+			if _, _, ws.gone, err = c.ChildrenW(p); err != nil {
+				return ws, aclerr.Map("getChildren", p, err)
+			}
 		}
-		return ws, aclerr.Map("getChildren", p, err)
+		return ws, nil
 	}, nil)
 }

@@ -19,8 +19,8 @@
 // its Lost channel closes the moment the epoch ends, or, under
 // session.PauseOnDisconnect, it pauses then and resumes in the next epoch of
 // the same session; Line.OnDisconnect picks the policy), and Hold.Release, Line.Leave or Line.Delete remove
-// nodes with a guaranteed delete. Other ZooKeeper calls go through Call or
-// Exec, so that they return when the caller's ctx ends. A non-fair recipe
+// nodes with a guaranteed delete. Other ZooKeeper calls go through epcall.Call or
+// epcall.Exec, so that they return when the caller's ctx ends. A non-fair recipe
 // races through race.Race. Set Line.Recipe (race.Race.Recipe) to
 // the recipe's name: the session's observer sees it on every event the core
 // reports for it. A contender's node must be of one of the Kind constants to
@@ -111,7 +111,7 @@
 //
 // go-zookeeper's requests have no deadline: on a stalled connection a call
 // returns only when the read timeout (2/3 of the session timeout) fails it.
-// Every ZooKeeper call a recipe makes for a caller goes through Call, which
+// Every ZooKeeper call a recipe makes for a caller goes through epcall.Call, which
 // returns as soon as the caller's ctx ends; a late result of a call given up
 // on goes to an undo where it matters (a create that landed after all is
 // deleted). A waiter that gives up deletes its node before returning when it

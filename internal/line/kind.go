@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/aclerr"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 	"github.com/shepherdzk/shepherd/session"
@@ -108,7 +109,7 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 	if p.Path != "" {
 		path = p.Path
 	}
-	err := Exec(ctx, ep, func(c *zk.Conn) error {
+	err := epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		seen, _, err := Look(c, path)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -135,7 +136,7 @@ func ClaimPath(ctx context.Context, sess *session.Session, kind *layout.Recipe, 
 		if err := p.Check(ctx, ep, path); err != nil {
 			return err
 		}
-		return Exec(ctx, ep, func(c *zk.Conn) error { return stamp(sess, ep, c, kind, path) })
+		return epcall.Exec(ctx, ep, func(c *zk.Conn) error { return stamp(sess, ep, c, kind, path) })
 	})
 }
 

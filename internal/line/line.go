@@ -209,3 +209,20 @@ func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
 	}
 	return done
 }
+
+// setNext records the node after own, line[i].
+func (own *Node) setNext(line []Name, i int) {
+	own.next = Name{}
+	if i+1 < len(line) {
+		own.next = line[i+1]
+	}
+}
+
+// markData is the data of own's mark: the data own was created with (never
+// written to, so shared), and a mark even of no data (nil is none).
+func (own *Node) markData() []byte {
+	if own.data == nil {
+		return []byte{}
+	}
+	return own.data
+}

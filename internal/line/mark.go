@@ -37,7 +37,9 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 		// of itself (the election's Proclaim).
 		opt.OnHead(s.line[0], StripRevoke(data), st)
 	}
-	l.learnNext(ctx, ep, own, opt)
+	if opt.MarkFor != nil {
+		l.learnNext(ctx, ep, own)
+	}
 	return false, nil
 }
 
@@ -64,13 +66,10 @@ func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor f
 }
 
 // learnNext lists the line to learn the node after own, for a line whose
-// holders mark at their grant (AwaitOptions.MarkFor; others send nothing).
+// holders mark at their grant (AwaitOptions.MarkFor; others call it not).
 // It is a hint: on any error own.next stays as it was, and a mark checks
 // that the node is still there.
-func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions) {
-	if opt.MarkFor == nil {
-		return
-	}
+func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node) {
 	line, err := l.listCtx(ctx, ep)
 	if err != nil {
 		return
@@ -78,23 +77,6 @@ func (l *Line) learnNext(ctx context.Context, ep *session.Epoch, own *Node, opt 
 	if i := Index(line, own.Name.Name); i >= 0 {
 		own.setNext(line, i)
 	}
-}
-
-// setNext records the node after own, line[i].
-func (own *Node) setNext(line []Name, i int) {
-	own.next = Name{}
-	if i+1 < len(line) {
-		own.next = line[i+1]
-	}
-}
-
-// markData is the data of own's mark: the data own was created with (never
-// written to, so shared), and a mark even of no data (nil is none).
-func (own *Node) markData() []byte {
-	if own.data == nil {
-		return []byte{}
-	}
-	return own.data
 }
 
 // Consume sends ops and then own's removal from the line as one multi-op on

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/line"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 )
 
 // Watch starts l's watches; they end with l. The record's costs no
@@ -108,7 +108,7 @@ func (h *Handovers) removeRecord(l *Leadership, rec *record) {
 	if err != nil {
 		return
 	}
-	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		ok, st, err := c.Exists(recordPath(h.cfg.Path))
 		if err != nil || !ok || st.Czxid != rec.czxid {
 			return err

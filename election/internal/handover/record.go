@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
@@ -108,7 +109,7 @@ func readRecord(ctx context.Context, ep *session.Epoch, p string) (*record, <-ch
 		rec *record
 		ch  <-chan zk.Event
 	}
-	r, err := line.Call(ctx, ep, func(c *zk.Conn) (read, error) {
+	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (read, error) {
 		ok, _, ch, err := c.ExistsW(p)
 		if err != nil || !ok {
 			return read{nil, ch}, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/race"
@@ -49,7 +50,7 @@ func (h *Handovers) register(ctx context.Context) error {
 	}
 	name := candidatesDir + "/c-" + line.NewGUID()
 	p := h.cfg.Path + "/" + name
-	err = line.Exec(ctx, ep, func(c *zk.Conn) error {
+	err = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		for range 3 { // the path may be removed meanwhile (containers)
 			_, err := c.Create(p, h.cfg.Of.Data("", ""), zk.FlagEphemeral, h.cfg.Sess.ACL())
 			switch {

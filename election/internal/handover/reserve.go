@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/race"
 
 	"github.com/shepherdzk/shepherd/hold"
@@ -89,7 +90,7 @@ func (h *Handovers) ackReservation() {
 		return
 	}
 	p := recordPath(h.cfg.Path)
-	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		data, st, err := c.Get(p)
 		if err != nil || st.Version != 0 {
 			return err

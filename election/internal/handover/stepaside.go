@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 )
 
@@ -82,7 +83,7 @@ func (h *Handovers) ackRecord(rec *record) {
 	}
 	j := rec.recordJSON
 	j.Ready = true
-	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		_, err := c.Set(recordPath(h.cfg.Path), encodeRecord(j), rec.version)
 		return err
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -223,7 +224,7 @@ func (h *Handovers) listLine(ctx context.Context, ep *session.Epoch) ([]line.Nam
 		names []string
 		ch    <-chan zk.Event
 	}
-	r, err := line.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
+	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
 		names, _, ch, err := c.ChildrenW(h.cfg.Path)
 		return listed{names, ch}, err
 	}, nil)
@@ -275,7 +276,7 @@ func (h *Handovers) dropRecord(p *plan) {
 	if err != nil {
 		return
 	}
-	_ = line.Exec(ctx, ep, func(c *zk.Conn) error {
+	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		ok, st, err := c.Exists(p.rec)
 		if err != nil || !ok || st.EphemeralOwner != ep.SessionID() {
 			return err

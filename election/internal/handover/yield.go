@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/epcall"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
@@ -39,7 +40,7 @@ func (w *candWatch) list(ctx context.Context) ([]Cand, <-chan zk.Event, error) {
 		out []Cand
 		ch  <-chan zk.Event
 	}
-	r, err := line.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
+	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
 		names, _, ch, err := c.ChildrenW(dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			_, _, ch, err = c.ExistsW(dir)
