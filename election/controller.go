@@ -12,6 +12,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/holdctx"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -60,12 +61,12 @@ func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Lea
 	e.mu.Lock()
 	n.hold = h
 	e.mu.Unlock()
-	lctx, cancel := context.WithCancelCause(h.Context())
+	lctx, cancel := holdctx.Derive(h) // as context.WithCancelCause(h.Context()), cheaper
 	if report != nil {
 		report(leaderOf(Leader{Term: Term(n.czxid), Node: n.path, SessionID: n.sid}, e.nodeData()))
 	}
-	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, ctx: lctx, cancel: cancel}
-	l.setHandover()
+	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, cancel: cancel}
+	l.setHandover(lctx)
 	e.ho.Watch(&l.ho)
 	return l
 }
@@ -93,7 +94,7 @@ func (e *Election) acquireLine(ctx context.Context, report func(Leader)) (*Leade
 		if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(actx), handover.ErrStepAside) {
 			return l, err
 		}
-		e.log.Info("election: stepping aside for a handover (entering the line again)")
+		e.logger().Info("election: stepping aside for a handover (entering the line again)")
 		e.leaveBounded(ctx)
 	}
 }
@@ -249,15 +250,15 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cb.OnElected(l.ctx, l.term)
+		cb.OnElected(l.ho.Ctx, l.term)
 	}()
 	pauses := e.relayPauses(l, cb)
-	e.log.Info("election: elected", "term", l.term)
+	e.logger().Info("election: elected", "term", l.term)
 	voluntary := false
 	select {
 	case <-done:
 		voluntary = true
-	case <-l.ctx.Done():
+	case <-l.ho.Ctx.Done():
 	case <-resign:
 	}
 	l.cancel(recipe.ErrReleased) // OnElected returned, or Resign (a loss's cause came first)
@@ -295,7 +296,7 @@ func (e *Election) endTerm(l *Leadership, done <-chan struct{}, cb Callbacks) bo
 	if cb.OnRevoked != nil {
 		cb.OnRevoked()
 	}
-	e.log.Info("election: revoked", "term", l.term)
+	e.logger().Info("election: revoked", "term", l.term)
 	return stuck
 }
 
@@ -309,17 +310,17 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 		for {
 			select {
 			case <-l.Paused():
-			case <-l.ctx.Done():
+			case <-l.ho.Ctx.Done():
 				return
 			}
-			e.log.Info("election: leadership paused (connection lost)", "term", l.term)
+			e.logger().Info("election: leadership paused (connection lost)", "term", l.term)
 			if cb.OnPaused != nil {
 				cb.OnPaused()
 			}
-			if err := l.Gate(l.ctx); err != nil {
+			if err := l.Gate(l.ho.Ctx); err != nil {
 				return
 			}
-			e.log.Info("election: leadership resumed (same session)", "term", l.term)
+			e.logger().Info("election: leadership resumed (same session)", "term", l.term)
 			if cb.OnResumed != nil {
 				cb.OnResumed()
 			}
@@ -341,7 +342,7 @@ func (e *Election) awaitStop(done <-chan struct{}, term Term) bool {
 	e.mu.Lock()
 	e.stuck, e.stuckNow = true, true
 	e.mu.Unlock()
-	e.log.Error("election: OnElected has not returned after its context was cancelled",
+	e.logger().Error("election: OnElected has not returned after its context was cancelled",
 		"term", term, "deadline", e.stopDeadline)
 	e.report(observe.RecipeEvent{Kind: observe.CallbackStuck, Term: int64(term)})
 	if e.onStuck != nil {
@@ -389,7 +390,8 @@ func (e *Election) setLeading(l *Leadership) (resign <-chan struct{}, left chan 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = l
-	if l == nil {
+	if l == nil || e.mode != modeRun {
+		// Campaign's leaderships need neither: Resign acts at once.
 		e.resignCh = nil
 		return nil, nil
 	}

@@ -181,12 +181,10 @@ type Election struct {
 	sess         *session.Session
 	path         string // full path, namespace included
 	id           string
-	fair         bool
 	names        recipe.Naming
 	policy       session.DisconnectPolicy
 	stopDeadline time.Duration
 	onStuck      func(Term)
-	log          *slog.Logger
 	ext          extConfig           // priorities and handovers (policy.go)
 	ho           *handover.Handovers // their state (package handover; the seam: handover.go)
 
@@ -199,11 +197,15 @@ type Election struct {
 	stuckNow bool
 	// checkedIDs: the line was searched for our id once already.
 	checkedIDs bool
+	fair       bool // set by New (beside the other bools: packed)
 	resignCh   chan struct{}
-	leftCh     chan struct{}   // closed by Run once a leadership's end is dealt with
-	single     race.Race       // the non-fair race
-	layout     *line.PathCheck // the fair line's check of the path
-	nfLayout   *line.PathCheck // the non-fair registration's
+	leftCh     chan struct{} // closed by Run once a leadership's end is dealt with
+	// Each mode makes only what it uses (a held leadership's heap is
+	// counted: bench/cmd/holdscale): the fair mode its line's check of the
+	// path; the non-fair mode its race and its registration's check.
+	single   *race.Race      // the non-fair race (nil: fair)
+	layout   *line.PathCheck // the fair line's check of the path (nil: non-fair)
+	nfLayout *line.PathCheck // the non-fair registration's (nil: fair)
 }
 
 // candidate is our node, bound to the session that created it.
@@ -245,14 +247,24 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 		return nil, err
 	}
 	e := &Election{sess: sess, path: sess.Path(path), id: id, fair: c.fair, names: c.names, policy: c.policy,
-		stopDeadline: c.stopDeadline, onStuck: c.onStuck, log: sess.Logger(), ext: c.ext}
-	e.log = e.log.With("election", e.path, "id", id)
-	e.single = race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Stamp: nonFairStamp,
-		Layout: layout.NonFairElection, OnDisconnect: c.policy}
-	e.layout = line.NewPathCheck(layout.FairElection)
-	e.nfLayout = line.NewPathCheck(layout.NonFairElection)
-	e.ho = newHandovers(e) // last: it takes e's logger, race and layouts
+		stopDeadline: c.stopDeadline, onStuck: c.onStuck, ext: c.ext}
+	if e.fair {
+		e.layout = line.NewPathCheck(layout.FairElection)
+	} else {
+		e.single = &race.Race{Sess: sess, Recipe: "election", Path: e.path, Name: leaderChild, Stamp: nonFairStamp,
+			Layout: layout.NonFairElection, OnDisconnect: c.policy}
+		e.nfLayout = line.NewPathCheck(layout.NonFairElection)
+	}
+	e.ho = newHandovers(e) // last: it takes e's race and layouts
 	return e, nil
+}
+
+// logger is the candidate's logger: the session's, with the election's path
+// and the candidate's id. It is made when something is logged (rarely: a
+// term's start and end), not kept: a handler's copy with these attributes
+// would cost every Election while it lasts.
+func (e *Election) logger() *slog.Logger {
+	return e.sess.Logger().With("election", e.path, "id", e.id)
 }
 
 // ValidateID reports why id cannot be a candidate id.
@@ -281,7 +293,7 @@ func (e *Election) ID() string { return e.id }
 func (e *Election) IsLeader() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.leading != nil && e.leading.ctx.Err() == nil
+	return e.leading != nil && e.leading.ho.Ctx.Err() == nil
 }
 
 // isNoNode reports ZooKeeper's "no node".

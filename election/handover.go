@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -75,7 +76,7 @@ func (e *Election) HandOver(ctx context.Context, id string) error {
 	e.mu.Lock()
 	l := e.leading
 	e.mu.Unlock()
-	if l == nil || l.ctx.Err() != nil {
+	if l == nil || l.ho.Ctx.Err() != nil {
 		return ErrNotLeader
 	}
 	return e.ho.HandOver(ctx, &l.ho, id)
@@ -131,7 +132,7 @@ func RequestHandOver(ctx context.Context, sess *session.Session, path, id string
 	}
 	// An Election of no candidate: what the leader's side reads, read the
 	// same way; the layout is the one found there.
-	e := &Election{sess: sess, path: full, id: handover.ByOperator, log: sess.Logger()}
+	e := &Election{sess: sess, path: full, id: handover.ByOperator}
 	e.fair = cur.Node != full+"/"+leaderChild
 	e.ho = newHandovers(e)
 	succ, err := e.ho.RequestTarget(ctx, cur.Node, cur.SessionID, cur.ID, id)
@@ -186,8 +187,8 @@ var handoverErrors = handover.Errors{NoCandidate: ErrNoCandidate, Refused: ErrHa
 // handover.Config), once e is made.
 func newHandovers(e *Election) *handover.Handovers {
 	return handover.New(handover.Config{Sess: e.sess, Path: e.path, ID: e.id, Fair: e.fair, Names: e.names,
-		Priority: e.ext.priority, Policy: e.ext.handover, Log: e.log, Errors: &handoverErrors,
-		Race: &e.single, Layout: e.nfLayout, Of: (*candidateOf)(e)})
+		Priority: e.ext.priority, Policy: e.ext.handover, Errors: &handoverErrors,
+		Race: e.single, Layout: e.nfLayout, Of: (*candidateOf)(e)})
 }
 
 // candidateOf is an Election as its handovers ask of it
@@ -200,15 +201,16 @@ func (c *candidateOf) InLine() (name string, seq int64, ok bool) { return (*Elec
 func (c *candidateOf) Said(data []byte) handover.Said            { return said(data) }
 func (c *candidateOf) Report(ev observe.RecipeEvent)             { (*Election)(c).report(ev) }
 func (c *candidateOf) LeaveBounded(ctx context.Context)          { (*Election)(c).leaveBounded(ctx) }
+func (c *candidateOf) Logger() *slog.Logger                      { return (*Election)(c).logger() }
 
 func (c *candidateOf) Data(value, handOverTo string) []byte {
 	return (*Election)(c).dataWith(value, handOverTo)
 }
 
-// setHandover fills l.ho, leadership l as its handovers see it (see
-// handover.Leadership), once l is made.
-func (l *Leadership) setHandover() {
-	l.ho = handover.Leadership{Ctx: l.ctx, Hold: l.hold, Term: l.term, Name: l.node.name, Path: l.node.path,
+// setHandover fills l.ho, leadership l (whose Context is ctx) as its
+// handovers see it (see handover.Leadership), once l is made.
+func (l *Leadership) setHandover(ctx context.Context) {
+	l.ho = handover.Leadership{Ctx: ctx, Hold: l.hold, Term: l.term, Name: l.node.name, Path: l.node.path,
 		Of: (*toHandOver)(l)}
 }
 

@@ -29,9 +29,9 @@ type Leadership struct {
 	term   Term
 	node   *candidate
 	hold   *hold.Hold // this grant of the node
-	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// ho is this leadership as its handovers see it (see setHandover).
+	// ho is this leadership as its handovers see it (see setHandover);
+	// its Ctx is the leadership's Context (kept once, not twice).
 	ho handover.Leadership
 }
 
@@ -65,7 +65,7 @@ func (l *Leadership) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
 
 // Context ends when the leadership ends for any reason: a loss or Resign
 // (see Leadership). Pass it to the leader's work.
-func (l *Leadership) Context() context.Context { return l.ctx }
+func (l *Leadership) Context() context.Context { return l.ho.Ctx }
 
 // Resign gives this leadership up, whatever ctx (see Election.Resign):
 // Context ends, Lost stays open, and the node is deleted so the next
@@ -124,7 +124,7 @@ func (l *Leadership) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiRes
 
 // ended reports a leadership that has ended (lost or resigned).
 func (l *Leadership) ended() error {
-	if l.ctx.Err() != nil {
+	if l.ho.Ctx.Err() != nil {
 		return fmt.Errorf("election %s: %w (term %v has ended): %w", l.e.path, ErrNotLeader, l.term, ErrLost)
 	}
 	return nil
@@ -136,7 +136,7 @@ func (l *Leadership) ended() error {
 func (e *Election) Leadership() *Leadership {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.leading == nil || e.leading.ctx.Err() != nil {
+	if e.leading == nil || e.leading.ho.Ctx.Err() != nil {
 		return nil
 	}
 	return e.leading
@@ -175,7 +175,7 @@ func (e *Election) beginCampaign() error {
 	case e.mode == modeNone:
 		e.mode = modeCampaign
 		return nil
-	case e.mode == modeCampaign && e.leading != nil && e.leading.ctx.Err() != nil:
+	case e.mode == modeCampaign && e.leading != nil && e.leading.ho.Ctx.Err() != nil:
 		e.leading = nil
 		return nil
 	}

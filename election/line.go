@@ -37,8 +37,14 @@ func parseLatch(name string) (member, bool) {
 }
 
 func (e *Election) line() *line.Line {
+	check := e.layout
+	if check == nil {
+		// The non-fair mode (and an operator's Election) only lists the
+		// line, which reads the check's kind: it never enters.
+		check = line.NewPathCheck(layout.FairElection)
+	}
 	return &line.Line{Sess: e.sess, Recipe: "election", Path: e.path, Naming: e.names,
-		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Layout: e.layout, OnDisconnect: e.policy}
+		Kinds: []string{e.names.Kind(recipe.KindLatch)}, Layout: check, OnDisconnect: e.policy}
 }
 
 // list returns the candidates in line order.
@@ -114,7 +120,7 @@ func (e *Election) warnDuplicates(ep *session.Epoch, n *candidate) {
 		}
 		data, st, err := ep.Conn().Get(e.path + "/" + m.name)
 		if id, _ := parseCandidate(data); err == nil && id == e.id {
-			e.log.Warn("election: another candidate uses this id", "node", m.name,
+			e.logger().Warn("election: another candidate uses this id", "node", m.name,
 				"session", fmt.Sprintf("0x%x", st.EphemeralOwner))
 		}
 	}

@@ -112,7 +112,14 @@ func (h *Hold) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse,
 	if err != nil {
 		return nil, err
 	}
-	all := append(append(make([]any, 0, len(h.fence)+len(reqs)), h.fence...), reqs...)
+	// The fence's checks, first: the guard (if any), then our node.
+	all := make([]any, 0, 2+len(reqs))
+	if h.guard != nil {
+		all = append(all, h.guard)
+	}
+	all = append(all, &zk.CheckVersionRequest{Path: h.nodes[0], Version: -1})
+	k := len(all)
+	all = append(all, reqs...)
 	ep, err := h.gate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fenced write not sent: %w", err)
@@ -131,7 +138,6 @@ func (h *Hold) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiResponse,
 		return nil, h.lostOr(err, "fenced write")
 	}
 	res, err := m.res, m.err
-	k := len(h.fence)
 	for i := 0; i < k && i < len(res); i++ {
 		if errors.Is(res[i].Error, zk.ErrNoNode) || errors.Is(res[i].Error, zk.ErrBadVersion) {
 			return nil, fmt.Errorf("%w: fenced write refused, the hold on %s is gone", ErrLost, h.nodes[0])

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/holdctx"
 	"github.com/shepherdzk/shepherd/internal/zkdelete"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
@@ -34,11 +35,11 @@ type Hold struct {
 	cancel  context.CancelCauseFunc
 	granted time.Time
 
-	// lost is closed at a loss (loseLocked), never at the release.
-	lost chan struct{}
 	// The channels below are made when first asked for (under mu): a hold
 	// nobody asks them of costs none (see holdscale).
 	//
+	// lost is closed at a loss (loseLocked), never at the release.
+	lost chan struct{}
 	// revoke is closed when an operator asks for the hold (see revoke.go).
 	revoke chan struct{}
 	// firstRead is closed after the own-node watch's first read of
@@ -51,8 +52,6 @@ type Hold struct {
 	asked     bool // revoke: an operator asked
 	watchOnce sync.Once
 
-	// fence: the checks a fenced write makes (prepended to its ops).
-	fence []any
 	// guard, if not nil, is the check a release's delete is made under: a
 	// node with a fixed name may be someone else's by the time a retried
 	// delete reaches the server.
@@ -62,7 +61,15 @@ type Hold struct {
 	ep        *session.Epoch // the epoch the hold is valid in (while paused: the one that ended)
 	state     holdState
 	released  bool
-	stopHooks []func() bool   // unhook the loss and pause signals (at the release)
+	stopHooks []func() bool // unhook the loss and pause signals (at the release)
+	// watchTimer starts the own-node watch (watchOwnNodes) at
+	// ownWatchDelay; nil once it has fired or been stopped (a timer
+	// kept for the hold's life would cost every hold that lasts).
+	watchTimer *time.Timer
+	// derived ends the contexts derived from the hold's (see
+	// deriveContext), right after the hold's own ends.
+	derived context.CancelCauseFunc
+
 	paused    chan struct{}   // closed when the current (or next) pause begins (made when asked: Paused)
 	resumed   chan struct{}   // closed when the current pause ends (resume, loss, release)
 	pausedAt  time.Time       // when the current pause began
@@ -141,11 +148,7 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	}
 	ctx, cancel := context.WithCancelCause(base)
 	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
-		granted: time.Now(), lost: make(chan struct{}), ep: ep, token: token, recipe: recipe, guard: guard}
-	h.fence = []any{&zk.CheckVersionRequest{Path: nodes[0], Version: -1}}
-	if guard != nil {
-		h.fence = []any{guard, h.fence[0]}
-	}
+		granted: time.Now(), ep: ep, token: token, recipe: recipe, guard: guard}
 	// The loss (and pause) signals run on the goroutine that ends the epoch
 	// or the session (go-zookeeper's event callback, or the session's
 	// silence watchdog), like the cancellation of the hold's ctx, a child of
@@ -163,17 +166,63 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 	// ownwatch.go). The watch starts once the hold has lasted
 	// ownWatchDelay (or when Token asks): a hold released sooner costs a
 	// stopped timer, no goroutine and no request.
-	t := time.AfterFunc(ownWatchDelay, h.watchOwnNodes)
-	hooks = append(hooks, func() bool {
-		if t.Stop() {
-			h.watchOnce.Do(func() { h.read1(nil) }) // it never starts
-		}
-		return true
-	})
 	h.mu.Lock()
+	h.watchTimer = time.AfterFunc(ownWatchDelay, h.watchOwnNodes) // under mu: it forgets itself (watchOwnNodes)
 	h.stopHooks = append(h.stopHooks, hooks...)
 	h.mu.Unlock()
 	return h
+}
+
+// stopWatchTimer stops the own-node watch's timer, at the release: a
+// watch that has not started never will.
+func (h *Hold) stopWatchTimer() {
+	h.mu.Lock()
+	t := h.watchTimer
+	h.watchTimer = nil
+	h.mu.Unlock()
+	if t != nil && t.Stop() {
+		h.watchOnce.Do(func() { h.read1(nil) }) // it never starts
+	}
+}
+
+func init() {
+	holdctx.Derive = func(h any) (context.Context, context.CancelCauseFunc) { return h.(*Hold).deriveContext() }
+}
+
+// deriveContext is holdctx.Derive: a context ended with the hold's (with
+// its cause: see endDerivedLocked) or by its cancel. It is not the hold's
+// context's child, which would cost the hold's context a map of children
+// and a Done channel: the hold ends it itself wherever its own context
+// ends (its loss, its release; its epoch's or session's end reaches the
+// hold through the hook that loses it, run right after that context is
+// cancelled). It keeps the values of the context the hold's derives from.
+func (h *Hold) deriveContext() (context.Context, context.CancelCauseFunc) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	base := h.ep.Context()
+	if h.policy == session.PauseOnDisconnect {
+		base = h.ep.SessionContext()
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(base))
+	if h.ctx.Err() != nil {
+		cancel(context.Cause(h.ctx)) // ended already
+		return ctx, cancel
+	}
+	if prev := h.derived; prev != nil {
+		h.derived = func(cause error) { prev(cause); cancel(cause) }
+	} else {
+		h.derived = cancel
+	}
+	return ctx, cancel
+}
+
+// endDerivedLocked ends the contexts derived from the hold's, once it has
+// ended, with its cause (under h.mu).
+func (h *Hold) endDerivedLocked() {
+	if d := h.derived; d != nil && h.ctx.Err() != nil {
+		h.derived = nil
+		d(context.Cause(h.ctx))
+	}
 }
 
 // loseWithContext makes the hold lost as its epoch's or session's context
@@ -249,9 +298,11 @@ func (h *Hold) loseLocked(cause error) []func() {
 	if cause == nil {
 		cause = ErrLost
 	}
-	// Context first: whoever sees Lost closed sees Context ended too.
+	// Context first (and those derived from it): whoever sees Lost closed
+	// sees Context ended too.
 	h.cancel(cause)
-	close(h.lost)
+	h.endDerivedLocked()
+	signalLocked(&h.lost)
 	fns := h.onLost
 	h.onLost = nil
 	if len(h.attached) > 0 {
@@ -307,7 +358,11 @@ func (h *Hold) whenLost(f func()) {
 // that sees Lost closed sees Context ended; one that sees Context end first
 // reads why with context.Cause). Release never closes it: after a Release it
 // stays open for good.
-func (h *Hold) Lost() <-chan struct{} { return h.lost }
+func (h *Hold) Lost() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return chanLocked(&h.lost)
+}
 
 // Context ends when the hold ends for any reason: it may be lost (as Lost)
 // or it was released. A pause does not end it. Pass it to the work the hold
@@ -369,11 +424,15 @@ func (h *Hold) Release(ctx context.Context) error {
 	for _, stop := range hooks {
 		stop()
 	}
+	h.stopWatchTimer()
 	stopWatching(unwatch) // before the delete: its own notification finds no one
 	if !wasLost {
 		h.report(observe.Released, func(ev *observe.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
 	h.cancel(ErrReleased)
+	h.mu.Lock()
+	h.endDerivedLocked()
+	h.mu.Unlock()
 	// Without a bound on the wait, the first try may as well run here.
 	d := zkdelete.Start(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached, h.mark)
 	if wasLost {

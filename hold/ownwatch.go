@@ -38,6 +38,7 @@ const ownWatchDelay = 10 * time.Millisecond
 func (h *Hold) watchOwnNodes() {
 	h.watchOnce.Do(func() {
 		h.mu.Lock()
+		h.watchTimer = nil // fired, or Token asked: it has nothing left to start
 		if h.released || h.state == lost {
 			h.mu.Unlock()
 			h.read1(nil)

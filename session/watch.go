@@ -16,13 +16,22 @@ import (
 // in it and forgets it once fired). So a hold that watches its own node
 // costs nothing while it is held.
 
-// nodeWatches are the registrations of WatchNode, by full path.
+// nodeWatches are the registrations of WatchNode, by full path: each
+// path's, a list in the order they were made (a list, not a slice: every
+// held hold has one, and a slice's array would cost each another
+// allocation).
 type nodeWatches struct {
 	mu    sync.Mutex
-	byKey map[string][]*nodeWatch
+	byKey map[string]*nodeWatch
 }
 
-type nodeWatch struct{ fn func(zk.Event) }
+type nodeWatch struct {
+	fn      func(zk.Event)
+	next    *nodeWatch // the path's next registration
+	s       *Session
+	path    string
+	stopped bool // under s.nodes.mu
+}
 
 // WatchNode calls fn with every watch event of the node at path (full,
 // namespace included) that the session's connection receives: the events of
@@ -34,31 +43,46 @@ type nodeWatch struct{ fn func(zk.Event) }
 // work to a goroutine). stop ends the registration; it may be called from
 // fn.
 func (s *Session) WatchNode(path string, fn func(zk.Event)) (stop func()) {
-	w := &nodeWatch{fn: fn}
+	w := &nodeWatch{fn: fn, s: s, path: path}
 	s.nodes.mu.Lock()
 	if s.nodes.byKey == nil {
-		s.nodes.byKey = map[string][]*nodeWatch{}
+		s.nodes.byKey = map[string]*nodeWatch{}
 	}
-	s.nodes.byKey[path] = append(s.nodes.byKey[path], w)
+	if last := s.nodes.byKey[path]; last == nil {
+		s.nodes.byKey[path] = w
+	} else {
+		for last.next != nil {
+			last = last.next
+		}
+		last.next = w
+	}
 	s.nodes.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.nodes.mu.Lock()
-			defer s.nodes.mu.Unlock()
-			ws := s.nodes.byKey[path]
-			for i, x := range ws {
-				if x == w {
-					ws = append(ws[:i:i], ws[i+1:]...)
-					break
-				}
-			}
-			if len(ws) == 0 {
-				delete(s.nodes.byKey, path)
-			} else {
-				s.nodes.byKey[path] = ws
-			}
-		})
+	return w.stop
+}
+
+// stop ends w's registration, once.
+func (w *nodeWatch) stop() {
+	ns := &w.s.nodes
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	head := ns.byKey[w.path]
+	if head == w {
+		if w.next == nil {
+			delete(ns.byKey, w.path)
+		} else {
+			ns.byKey[w.path] = w.next
+		}
+		return
+	}
+	for p := head; p != nil; p = p.next {
+		if p.next == w {
+			p.next = w.next
+			return
+		}
 	}
 }
 
@@ -68,10 +92,9 @@ func (s *Session) dispatch(ev zk.Event) {
 		return
 	}
 	s.nodes.mu.Lock()
-	ws := s.nodes.byKey[ev.Path]
-	fns := make([]func(zk.Event), len(ws))
-	for i, w := range ws {
-		fns[i] = w.fn
+	var fns []func(zk.Event)
+	for w := s.nodes.byKey[ev.Path]; w != nil; w = w.next {
+		fns = append(fns, w.fn)
 	}
 	s.nodes.mu.Unlock()
 	for _, fn := range fns {

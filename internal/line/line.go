@@ -64,7 +64,10 @@ type Node struct {
 	// markRefused: the server refused its mark (see Consume); it is
 	// removed without one from then on.
 	markRefused bool
-	next        Name // the node after it when the line was last listed ("": none)
+	// next is the node after it when the line was last listed (nil:
+	// none); a pointer, as most nodes have none to keep (an election's
+	// candidate keeps its node while it leads).
+	next *Name
 }
 
 // TakeSeen returns, once, the line as it was listed in the same round trip
@@ -212,9 +215,10 @@ func (l *Line) Leave(ep *session.Epoch, path string) <-chan struct{} {
 
 // setNext records the node after own, line[i].
 func (own *Node) setNext(line []Name, i int) {
-	own.next = Name{}
-	if i+1 < len(line) {
-		own.next = line[i+1]
+	own.next = nil
+	if i+1 < len(line) && line[i+1].Name != "" {
+		n := line[i+1]
+		own.next = &n
 	}
 }
 

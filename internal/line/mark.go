@@ -52,7 +52,7 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 // node gone, the next one gone, ctx ended) and the hold does not depend on
 // it.
 func (l *Line) mark(ctx context.Context, ep *session.Epoch, own *Node, markFor func(Name) bool) {
-	if own.next.Name == "" || !markFor(own.next) {
+	if own.next == nil || !markFor(*own.next) {
 		return
 	}
 	own.marked = true

@@ -48,13 +48,15 @@ type plan struct {
 type Handovers struct {
 	cfg     Config
 	records *recordWatch
-	poke    chan struct{} // our line node changed (see WatchStepAside)
 
+	mu sync.Mutex
+	// poke: our line node changed (see WatchStepAside). Made while a
+	// step-aside watch runs (pokers counts them, below), nil otherwise: a
+	// candidate that does not wait (a leader) keeps none.
+	poke chan struct{}
 	// busy is held (a value in it) while a handover of this candidate's
-	// leadership is under way.
-	busy chan struct{}
-
-	mu    sync.Mutex
+	// leadership is under way; made at the first handover.
+	busy  chan struct{}
 	tried int64 // the record (czxid) this leader last acted on
 	value string
 	// stop is HandOverOnStop's handover under way (see stop.go).
@@ -63,20 +65,30 @@ type Handovers struct {
 	// of a record reserving the race for it (-1: none known); reserve.go.
 	reg      *registration
 	mine     int32
+	pokers   int32 // the step-aside watches running (see poke)
 	mineTerm int64 // the leader whose node said so (0: a read of the record)
 }
 
 // New returns the handovers of the candidate cfg describes. It does no
 // I/O.
 func New(cfg Config) *Handovers {
-	return &Handovers{cfg: cfg, records: newRecordWatch(cfg.Sess, cfg.Path), poke: make(chan struct{}, 1),
-		busy: make(chan struct{}, 1), mine: -1}
+	return &Handovers{cfg: cfg, records: newRecordWatch(cfg.Sess, cfg.Path), mine: -1}
+}
+
+// busyChan is busy, made when first asked for.
+func (h *Handovers) busyChan() chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.busy == nil {
+		h.busy = make(chan struct{}, 1)
+	}
+	return h.busy
 }
 
 // begin holds busy: a handover is under way; false if one is.
 func (h *Handovers) begin() bool {
 	select {
-	case h.busy <- struct{}{}:
+	case h.busyChan() <- struct{}{}:
 		return true
 	default:
 		return false
@@ -87,7 +99,7 @@ func (h *Handovers) begin() bool {
 // ctx ends first).
 func (h *Handovers) beginWait(ctx context.Context) bool {
 	select {
-	case h.busy <- struct{}{}:
+	case h.busyChan() <- struct{}{}:
 		return true
 	case <-ctx.Done():
 		return false
@@ -95,7 +107,7 @@ func (h *Handovers) beginWait(ctx context.Context) bool {
 }
 
 // end lets go of busy: the handover is over.
-func (h *Handovers) end() { <-h.busy }
+func (h *Handovers) end() { <-h.busyChan() }
 
 // SetValue records the value the leader proclaimed (Leadership.Proclaim),
 // which a non-fair leader's node keeps saying while it hands over.
@@ -183,9 +195,9 @@ func (h *Handovers) reportHandOver(l *Leadership, reason string, succ Cand, err 
 	h.cfg.Of.Report(observe.RecipeEvent{Kind: observe.HandedOver, Term: int64(l.Term), Successor: succ.ID, Reason: reason,
 		Outcome: h.outcome(err), Took: took})
 	if err != nil {
-		h.cfg.Log.Info("election: handover not made", "term", l.Term, "reason", reason, "successor", succ.ID, "error", err)
+		h.cfg.Of.Logger().Info("election: handover not made", "term", l.Term, "reason", reason, "successor", succ.ID, "error", err)
 		return
 	}
-	h.cfg.Log.Info("election: handed over", "term", l.Term, "reason", reason, "successor", succ.ID,
+	h.cfg.Of.Logger().Info("election: handed over", "term", l.Term, "reason", reason, "successor", succ.ID,
 		"took", took.Round(time.Microsecond))
 }

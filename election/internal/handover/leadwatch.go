@@ -42,7 +42,7 @@ func (h *Handovers) checkRecord(l *Leadership) {
 	l.checks.Unlock()
 	go func() {
 		for {
-			if rec, _, err := h.records.look(l.Ctx); err == nil && rec != nil {
+			if rec, err := h.records.peek(l.Ctx); err == nil && rec != nil {
 				h.onRecord(l, rec)
 			}
 			l.checks.Lock()

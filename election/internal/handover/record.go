@@ -172,6 +172,7 @@ type recordWatch struct {
 	rec     *record         // the record as read when zch was set
 	gen     uint64          // counts the watch's events and epoch ends
 	changed chan struct{}   // closed at the next event or epoch end (nil: none asked)
+	waiters int             // the looks changed was given to, less unwait's (see unwait)
 	follow  func()          // called then too (see setFollower)
 	watched bool            // registered with the session's event path
 }
@@ -185,6 +186,17 @@ func newRecordWatch(sess *session.Session, p string) *recordWatch {
 // epoch, and a channel closed when it may have changed. It reads it, with a
 // watch, when it is not known in that epoch or has changed since.
 func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error) {
+	return w.lookFor(ctx, true)
+}
+
+// peek is look for one who does not wait for a change: no channel is made.
+func (w *recordWatch) peek(ctx context.Context) (*record, error) {
+	rec, _, err := w.lookFor(ctx, false)
+	return rec, err
+}
+
+// lookFor is look; with wait false it returns no channel.
+func (w *recordWatch) lookFor(ctx context.Context, wait bool) (*record, <-chan struct{}, error) {
 	ep, err := w.sess.Wait(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -192,7 +204,7 @@ func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error
 	w.mu.Lock()
 	w.registerLocked()
 	if w.ep == ep && w.zch != nil {
-		rec, ch := w.rec, w.changedLocked()
+		rec, ch := w.rec, w.changedLocked(wait)
 		w.mu.Unlock()
 		return rec, ch, nil
 	}
@@ -203,15 +215,16 @@ func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error
 		return nil, nil, err
 	}
 	w.mu.Lock()
-	ch := w.changedLocked()
 	if w.gen != gen {
 		// An event (or the epoch's end) came while the watch was set: the
 		// record read may be stale: look again.
 		w.mu.Unlock()
-		closed := make(chan struct{})
-		close(closed)
-		return rec, closed, nil
+		if !wait {
+			return rec, nil, nil
+		}
+		return rec, closedChan, nil
 	}
+	ch := w.changedLocked(wait)
 	newEpoch := w.ep != ep
 	w.ep, w.zch, w.rec = ep, zch, rec
 	w.mu.Unlock()
@@ -220,6 +233,24 @@ func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error
 		ep.OnEnd(func() { w.fire(ep) })
 	}
 	return rec, ch, nil
+}
+
+// closedChan is a closed channel (a change already seen).
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// unwait tells the watch that a look given ch no longer waits on it: once
+// none does, the channel is dropped (a candidate that waited in line keeps
+// none while it leads). A look that never calls it keeps the channel until
+// the watch's next event, as before.
+func (w *recordWatch) unwait(ch <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch == nil || w.changed == nil || ch != (<-chan struct{})(w.changed) {
+		return // fired since (or another's)
+	}
+	if w.waiters--; w.waiters == 0 {
+		w.changed = nil
+	}
 }
 
 // registerLocked registers the watch with the session's event path, once.
@@ -251,7 +282,7 @@ func (w *recordWatch) fire(ep *session.Epoch) {
 	w.zch = nil // read again
 	if w.changed != nil {
 		close(w.changed)
-		w.changed = nil
+		w.changed, w.waiters = nil, 0
 	}
 	follow := w.follow
 	w.mu.Unlock()
@@ -261,11 +292,16 @@ func (w *recordWatch) fire(ep *session.Epoch) {
 }
 
 // changedLocked is the channel closed at the watch's next event or epoch
-// end (made when asked for).
-func (w *recordWatch) changedLocked() chan struct{} {
+// end (made when asked for), counted as one more waiter's; nil when the
+// look does not wait.
+func (w *recordWatch) changedLocked(wait bool) chan struct{} {
+	if !wait {
+		return nil
+	}
 	if w.changed == nil {
 		w.changed = make(chan struct{})
 	}
+	w.waiters++
 	return w.changed
 }
 

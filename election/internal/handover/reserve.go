@@ -154,7 +154,7 @@ func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk
 		}
 		// It races all the same (a refusal of the race itself, by an ACL,
 		// is the race's to report), but cannot be named by a handover.
-		h.cfg.Log.Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
+		h.cfg.Of.Logger().Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
 	}
 	// The race goes on across sessions: register again in each new one.
 	rctx, stop := context.WithCancel(ctx)

@@ -32,7 +32,6 @@ type Config struct {
 	Names    recipe.Naming
 	Priority int // the candidate's priority (WithPriority)
 	Policy   Policy
-	Log      *slog.Logger
 	Errors   *Errors // the election's sentinels, returned by handovers
 	// Race is the non-fair race for the leader node, and Layout its
 	// path's check (before the registration's first write); the non-fair
@@ -64,6 +63,9 @@ type Candidate interface {
 	// LeaveBounded leaves the line (the candidate's node deleted),
 	// waiting at most one session timeout (and not past ctx).
 	LeaveBounded(ctx context.Context)
+	// Logger is the candidate's logger (made when asked: a logger with
+	// the candidate's attributes is not kept with every candidate).
+	Logger() *slog.Logger
 }
 
 // Errors are the election's sentinel errors, which handovers return

@@ -22,21 +22,47 @@ var ErrStepAside = errors.New("election: stepping aside for a handover")
 // WatchStepAside cancels ctx (with ErrStepAside) when the election's record
 // names a successor behind this candidate's node; it returns when ctx ends.
 func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCauseFunc) {
+	poke := h.startPokes()
+	defer h.stopPokes()
 	for {
 		rec, changed, err := h.records.look(ctx)
 		if err != nil {
 			return // ctx ended, or the session is closed
 		}
 		if rec != nil && h.before(rec) {
+			h.records.unwait(changed)
 			cancel(ErrStepAside)
 			return
 		}
 		select {
 		case <-changed:
-		case <-h.poke:
+		case <-poke:
+			h.records.unwait(changed)
 		case <-ctx.Done():
+			h.records.unwait(changed)
 			return
 		}
+	}
+}
+
+// startPokes makes poke, for a step-aside watch (see stopPokes).
+func (h *Handovers) startPokes() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.poke == nil {
+		h.poke = make(chan struct{}, 1)
+	}
+	h.pokers++
+	return h.poke
+}
+
+// stopPokes drops poke once no step-aside watch runs: a poke then finds
+// no one to tell (the next watch looks at the record first).
+func (h *Handovers) stopPokes() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pokers--; h.pokers == 0 {
+		h.poke = nil
 	}
 }
 
@@ -50,8 +76,14 @@ func (h *Handovers) before(rec *record) bool {
 
 // Poked tells the step-aside watch that the candidate's node changed.
 func (h *Handovers) Poked() {
+	h.mu.Lock()
+	poke := h.poke
+	h.mu.Unlock()
+	if poke == nil {
+		return // no step-aside watch runs
+	}
 	select {
-	case h.poke <- struct{}{}:
+	case poke <- struct{}{}:
 	default:
 	}
 }
