@@ -12,7 +12,6 @@ import (
 
 	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/internal/construct"
-	"github.com/shepherdzk/shepherd/internal/holdctx"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -61,7 +60,7 @@ func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Lea
 	e.mu.Lock()
 	n.hold = h
 	e.mu.Unlock()
-	lctx, cancel := holdctx.Derive(h) // as context.WithCancelCause(h.Context()), cheaper
+	lctx, cancel := h.DeriveContext() // as context.WithCancelCause(h.Context()), cheaper
 	if report != nil {
 		report(leaderOf(Leader{Term: Term(n.czxid), Node: n.path, SessionID: n.sid}, e.nodeData()))
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherdzk/shepherd/internal/holdctx"
 	"github.com/shepherdzk/shepherd/internal/zkdelete"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
@@ -67,7 +66,7 @@ type Hold struct {
 	// kept for the hold's life would cost every hold that lasts).
 	watchTimer *time.Timer
 	// derived ends the contexts derived from the hold's (see
-	// deriveContext), right after the hold's own ends.
+	// DeriveContext), right after the hold's own ends.
 	derived context.CancelCauseFunc
 
 	paused    chan struct{}   // closed when the current (or next) pause begins (made when asked: Paused)
@@ -185,18 +184,16 @@ func (h *Hold) stopWatchTimer() {
 	}
 }
 
-func init() {
-	holdctx.Derive = func(h any) (context.Context, context.CancelCauseFunc) { return h.(*Hold).deriveContext() }
-}
-
-// deriveContext is holdctx.Derive: a context ended with the hold's (with
-// its cause: see endDerivedLocked) or by its cancel. It is not the hold's
-// context's child, which would cost the hold's context a map of children
-// and a Done channel: the hold ends it itself wherever its own context
-// ends (its loss, its release; its epoch's or session's end reaches the
-// hold through the hook that loses it, run right after that context is
-// cancelled). It keeps the values of the context the hold's derives from.
-func (h *Hold) deriveContext() (context.Context, context.CancelCauseFunc) {
+// DeriveContext returns a context that ends when the hold's Context ends
+// (with its cause), or when cancel is called: as
+// context.WithCancelCause(h.Context()) would, but ended by the hold itself
+// (right after its own Context, before Lost closes), so that the hold's
+// context keeps no children nor Done channel for it (a hold that lasts
+// costs less: an election's leadership derives its Context so). It keeps
+// the values of the context the hold's derives from. The hold keeps each
+// derived context's cancel until the hold ends: derive one for each piece
+// of work the hold bounds, not one per request.
+func (h *Hold) DeriveContext() (context.Context, context.CancelCauseFunc) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	base := h.ep.Context()
