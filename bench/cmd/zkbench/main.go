@@ -181,7 +181,7 @@ func run(ctx context.Context) error {
 		return errors.New("no peer to run")
 	}
 
-	opts := []zktest.Option{zktest.WithFullJIT(), zktest.WithHeapMB(256)}
+	opts := []zktest.Option{zktest.WithFullJIT(), zktest.WithHeapMB(512)} // 10,000 sessions of W7 after the other workloads: 256 MB ran out once
 	var dataDir string
 	if *disk {
 		dir, err := os.MkdirTemp("", "zkbench-data-")
