@@ -10,17 +10,15 @@ import (
 
 	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/mutex"
-	"github.com/shepherdzk/shepherd/session"
-	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // TestDeriveContext: a context derived from a hold (hold.Hold.DeriveContext,
 // how a leadership makes its Context) ends by its own cancel alone, and
 // with the hold's Context, with its cause: at a release (ErrReleased), and
-// at a loss before Lost closes (whoever sees Lost closed sees it ended).
+// at a loss (its node deleted from outside) before Lost closes (whoever
+// sees Lost closed sees it ended).
 func TestDeriveContext(t *testing.T) {
-	tap := zktest.NewTap()
-	s := open(t, zk.Servers(), session.WithSessionTimeout(2*time.Second), session.WithDialer(tap.Dialer(nil)))
+	s := open(t, zk.Servers())
 	ctx := ctxT(t, 30*time.Second)
 	m, err := mutex.New(s, uniquePath(t))
 	require.NoError(t, err)
@@ -43,13 +41,17 @@ func TestDeriveContext(t *testing.T) {
 	h = m.Hold()
 	d4, _ := h.DeriveContext()
 	lost := h.Lost()
-	cred, ok := tap.Credentials(s.SessionID())
-	require.True(t, ok)
-	require.NoError(t, zktest.ExpireSession(ctx, zk.Servers(), cred))
+	_, err = h.Token(ctx) // the hold watches its own node once this returns
+	require.NoError(t, err)
+	// A loss without a reconnect: an operator deletes the holder's node.
+	other := open(t, zk.Servers())
+	ep, err := other.Wait(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ep.Conn().Delete(h.Node(), -1))
 	select {
 	case <-lost:
 	case <-ctx.Done():
-		t.Fatal("Lost not closed on expiry")
+		t.Fatal("Lost not closed when the node was deleted")
 	}
 	require.Error(t, d4.Err(), "Lost closed: the derived context has ended")
 	require.Equal(t, context.Cause(h.Context()), context.Cause(d4), "with the hold's cause")
