@@ -106,7 +106,7 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 // (turn), watches it, and sleeps until a change that matters (sleep).
 func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
 	for {
-		line, i, err := l.look(ctx, ep, own)
+		line, i, err := l.look(ctx, ep, own, opt.MarkFor != nil)
 		if err != nil {
 			return err
 		}
@@ -151,8 +151,9 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 }
 
 // look returns the line (the one listed with own's create, the first time)
-// and own's index in it, recording own's first position and its successor.
-func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, int, error) {
+// and own's index in it, recording own's first position and, for a line
+// whose holders mark at their grant (markFor), its successor.
+func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node, markFor bool) ([]Name, int, error) {
 	line, ok := own.TakeSeen()
 	if !ok {
 		var err error
@@ -168,7 +169,9 @@ func (l *Line) look(ctx context.Context, ep *session.Epoch, own *Node) ([]Name, 
 	if own.Position < 0 {
 		own.Position = i
 	}
-	own.setNext(line, i)
+	if markFor {
+		own.setNext(line, i) // only a mark at the grant reads it
+	}
 	return line, i, nil
 }
 

@@ -65,8 +65,8 @@ type Node struct {
 	// removed without one from then on.
 	markRefused bool
 	// next is the node after it when the line was last listed (nil:
-	// none); a pointer, as most nodes have none to keep (an election's
-	// candidate keeps its node while it leads).
+	// none), recorded only in a line whose holders mark at their grant
+	// (AwaitOptions.MarkFor): a pointer, as other nodes keep none.
 	next *Name
 }
 
