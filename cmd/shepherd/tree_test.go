@@ -177,20 +177,28 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	require.NoError(t, err)
 	gcPID, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
+	// It has exec'd sleep and been orphaned to the init: the subshell that
+	// forked it exits on its own time (a loaded machine may run the
+	// grandchild's exec first), so both are waited for, not assumed.
 	var gc proc
-	require.Eventually(t, func() bool {
+	var parentCmd []byte
+	orphaned := func() bool {
 		var ok bool
 		gc, ok = readProc(gcPID)
 		require.True(t, ok, "grandchild %d exists", gcPID)
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gcPID))
-		return string(cmdline) == "sleep\x0060\x00" // after its exec
-	}, 10*time.Second, time.Millisecond)
+		parentCmd, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gc.ppid))
+		return string(cmdline) == "sleep\x0060\x00" && // after its exec
+			strings.HasPrefix(string(parentCmd), "shepherd\x00__init\x00")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !orphaned() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // the polling period, not synchronisation
+	}
+	require.True(t, orphaned(), "the grandchild %d exec'd sleep and was orphaned to the init, its parent is %q", gcPID, parentCmd)
 	sigIgn, err := strconv.ParseUint(statusField(t, gcPID, "SigIgn"), 16, 64)
 	require.NoError(t, err)
 	require.NotZero(t, sigIgn&(1<<(syscall.SIGTERM-1)), "the grandchild ignores SIGTERM")
-	parentCmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gc.ppid))
-	require.True(t, strings.HasPrefix(string(parentCmd), "shepherd\x00__init\x00"),
-		"the grandchild was orphaned to the init, its parent is %q", parentCmd)
 	nspids := strings.Fields(statusField(t, gcPID, "NSpid"))
 	switch {
 	case mode == "subreaper":
