@@ -2,6 +2,8 @@ package session
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -48,16 +50,45 @@ type handle struct {
 	written   wiretap.Tap // requests written to the connection (see package wiretap)
 }
 
-// close closes the conn and waits until go-zookeeper's goroutines have ended.
+// close closes the conn and waits until go-zookeeper's goroutines have ended,
+// for at most loopEndBound: a request written at the moment of the close can
+// leave go-zookeeper's connection loop blocked for ever (see loopEndBound);
+// the close then logs so and returns, leaving that one goroutine behind
+// rather than hanging Session.Close.
 func (h *handle) close() {
 	h.closeOnce.Do(func() {
 		if h.conn == nil {
 			return
 		}
 		h.conn.Close()
-		for range h.events {
+		bound := time.NewTimer(h.loopEndBound())
+		defer bound.Stop()
+		for {
+			select {
+			case _, ok := <-h.events:
+				if !ok {
+					return
+				}
+			case <-bound.C:
+				h.s.logq.add(slog.LevelWarn, "session: go-zookeeper's connection loop did not end after its close; left behind",
+					"session", fmt.Sprintf("0x%x", h.conn.SessionID()), "waited", h.loopEndBound())
+				return
+			}
 		}
 	})
+}
+
+// loopEndBound is how long a closed conn's loop may take to end. Its
+// receiver waits for a read at most 2/3 of the session timeout, its close
+// request is queued for at most twice the connect timeout; go-zookeeper then
+// fails its pending requests and ends. But when Close races a request (the
+// request is queued after the close began, then its write fails, and its
+// caller has returned on the close without reading its answer), go-zookeeper
+// (v1.0.4) answers that request three times into a channel of two, and its
+// loop blocks there for ever, holding its requests lock
+// (Conn.flushRequests).
+func (h *handle) loopEndBound() time.Duration {
+	return h.timeout() + 2*h.s.cfg.connectTimeout
 }
 
 func (h *handle) timeout() time.Duration { return time.Duration(h.timeoutNs.Load()) }

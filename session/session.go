@@ -273,7 +273,10 @@ func (s *Session) Wait(ctx context.Context) (*Epoch, error) {
 // Close closes the ZooKeeper session (the server deletes its ephemeral nodes at
 // once), stops every goroutine of the manager and reports Closed to listeners.
 // Holds are signalled lost before the session is closed. It is idempotent and
-// safe to call from any goroutine, including a listener.
+// safe to call from any goroutine, including a listener. It waits for
+// go-zookeeper's connection goroutine to end for at most the session timeout
+// plus twice the connect timeout (go-zookeeper v1.0.4 can block it for ever
+// when a request races the close): past that it logs a warning and returns.
 func (s *Session) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()

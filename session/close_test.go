@@ -1,0 +1,160 @@
+package session_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// closeRacer is a dialer whose connections, once armed, swallow the close
+// request (the server never answers it, so go-zookeeper's Close waits its
+// second for the answer) and fail the write of the first exists request
+// after it: a request queued while the close is under way whose write fails.
+type closeRacer struct {
+	armed       atomic.Bool
+	closeOnce   sync.Once
+	closeSeen   chan struct{}
+	refusedOnce sync.Once
+	refused     chan struct{}
+}
+
+func newCloseRacer() *closeRacer {
+	return &closeRacer{closeSeen: make(chan struct{}), refused: make(chan struct{})}
+}
+
+func (r *closeRacer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &racedConn{Conn: c, r: r}, nil
+}
+
+type racedConn struct {
+	net.Conn
+	r *closeRacer
+}
+
+// The opcodes of go-zookeeper's frames: [length][xid][opcode]...
+const (
+	opExists = 3
+	opClose  = -11
+)
+
+func (c *racedConn) Write(p []byte) (int, error) {
+	if c.r.armed.Load() && len(p) >= 12 {
+		switch int32(binary.BigEndian.Uint32(p[8:12])) {
+		case opClose:
+			c.r.closeOnce.Do(func() { close(c.r.closeSeen) })
+			return len(p), nil
+		case opExists:
+			select {
+			case <-c.r.closeSeen:
+				c.r.refusedOnce.Do(func() { close(c.r.refused) })
+				return 0, errors.New("closeRacer: the write is refused")
+			default:
+			}
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// syncBuffer is a log sink safe for the session's log goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestCloseRacingARequest: Session.Close returns within its bound when an
+// application's request races it. go-zookeeper (v1.0.4) answers a request
+// queued after its close began whose write then fails three times into a
+// channel of two; when the request's caller has returned on the close
+// without reading (its own select, an even chance), go-zookeeper's
+// connection loop blocks for ever in Conn.flushRequests and never closes its
+// event channel, which the manager's close waited for without a bound. Each
+// round races one request; over six rounds the stuck loop comes (an even
+// chance each), and every Close must return in time regardless.
+func TestCloseRacingARequest(t *testing.T) {
+	// The stuck loop is go-zookeeper's goroutine, left behind on purpose.
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, opt, goleak.IgnoreTopFunction("github.com/go-zookeeper/zk.(*Conn).flushRequests"))
+	})
+	c := zktest.Start(t, 1)
+	const timeout = 2 * time.Second
+	const connectTimeout = time.Second
+	stuck := 0
+	for round := range 6 {
+		r := newCloseRacer()
+		logs := &syncBuffer{}
+		s := open(t, c.Servers(), session.WithSessionTimeout(timeout), session.WithConnectTimeout(connectTimeout),
+			session.WithDialer(r.dial), session.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+		ep, ok := s.Current()
+		require.True(t, ok)
+		conn := ep.Conn()
+		r.armed.Store(true)
+		began := time.Now()
+		closed := make(chan struct{})
+		go func() { defer close(closed); _ = s.Close() }()
+		select {
+		case <-r.closeSeen:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: go-zookeeper never wrote its close request", round)
+		}
+		// A request of the application's, after the close began: one is
+		// queued and written (and refused) at the latest by the tenth try.
+		for i := 0; i < 1000; i++ {
+			_, _, _ = conn.Exists("/")
+			select {
+			case <-r.refused:
+				i = 1000
+			default:
+			}
+		}
+		select {
+		case <-r.refused:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: no request was written after the close began", round)
+		}
+		// The bound: the conn's close (its one second for the answer) and
+		// the manager's wait for the loop (timeout + 2 × connect timeout),
+		// with room for a loaded machine.
+		select {
+		case <-closed:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: Session.Close did not return", round)
+		}
+		<-s.Done()
+		left := strings.Contains(logs.String(), "connection loop did not end")
+		if left {
+			stuck++
+		}
+		t.Logf("round %d: closed in %v; go-zookeeper's loop left stuck: %v", round, time.Since(began).Round(time.Millisecond), left)
+	}
+	t.Logf("%d of 6 rounds left go-zookeeper's loop stuck", stuck)
+}
