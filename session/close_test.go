@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -72,24 +72,6 @@ func (c *racedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// syncBuffer is a log sink safe for the session's log goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestCloseRacingARequest: Session.Close returns within its bound when an
 // application's request races it. go-zookeeper (v1.0.4) answers a request
 // queued after its close began whose write then fails three times into a
@@ -107,11 +89,11 @@ func TestCloseRacingARequest(t *testing.T) {
 	})
 	c := zktest.Start(t, 1)
 	const timeout = 2 * time.Second
-	const connectTimeout = time.Second
+	const connectTimeout = 500 * time.Millisecond
 	stuck := 0
 	for round := range 6 {
 		r := newCloseRacer()
-		logs := &syncBuffer{}
+		logs := &testutil.SyncBuffer{}
 		s := open(t, c.Servers(), session.WithSessionTimeout(timeout), session.WithConnectTimeout(connectTimeout),
 			session.WithDialer(r.dial), session.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 		ep, ok := s.Current()
