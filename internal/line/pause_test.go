@@ -74,7 +74,10 @@ func rollingRestart(t *testing.T, c *zktest.Cluster, policy session.DisconnectPo
 	defer wg.Wait()
 	defer cancel()
 	openOne := func() *session.Session {
-		s := testutil.Open(t, c.Servers(), session.WithSessionTimeout(8*time.Second), session.WithDisconnectPolicy(policy))
+		// 20 s: the restarts' disconnects must not lose a session, and on a
+		// loaded 2-core machine (load 14) three restarting JVMs took longer
+		// than 8 s to take the reconnections of the default policy's run.
+		s := testutil.Open(t, c.Servers(), session.WithSessionTimeout(20*time.Second), session.WithDisconnectPolicy(policy))
 		s.Listen(func(ev session.Event) {
 			if ev.State == session.Lost {
 				n.sessionsLost.Add(1)
