@@ -72,15 +72,29 @@ func get(t *testing.T, url string) (int, string) {
 
 func waitProbe(t *testing.T, url string, code int, cond func(probeBody) bool) probeBody {
 	t.Helper()
-	var p probeBody
-	var last string
-	require.Eventually(t, func() bool {
-		c, body := get(t, url)
-		last = body
-		p = probeBody{}
-		return c == code && json.Unmarshal([]byte(body), &p) == nil && cond(p)
-	}, 20*time.Second, 10*time.Millisecond, "%s: want %d; last body %s", url, code, last)
+	p, ok := waitAnyProbe(t, []string{url}, code, cond)
+	require.True(t, ok)
 	return p
+}
+
+// waitAnyProbe polls the probes until one of them answers code with a body
+// cond accepts, for up to 20 s; it fails the test with each probe's last
+// answer if none did, and says which did.
+func waitAnyProbe(t *testing.T, urls []string, code int, cond func(probeBody) bool) (probeBody, bool) {
+	t.Helper()
+	last := make([]string, len(urls))
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		for i, url := range urls {
+			c, body := get(t, url)
+			last[i] = fmt.Sprintf("%d %s", c, body)
+			var p probeBody
+			if c == code && json.Unmarshal([]byte(body), &p) == nil && cond(p) {
+				return p, true
+			}
+		}
+	}
+	t.Fatalf("%v: want %d; last answers %q", urls, code, last)
+	return probeBody{}, false
 }
 
 // TestElectSidecar: two `elect -http` sidecars without CMD: the leader's
