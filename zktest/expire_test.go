@@ -5,12 +5,12 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -159,11 +159,9 @@ func TestExpire(t *testing.T) {
 		gone.Close()
 		// The server drops the closed session's connection on its own time
 		// (its close goes through the quorum): ask until it has.
-		var derr error
-		require.Eventually(t, func() bool {
-			derr = zktest.DisconnectSession(ctx, servers, goneCred)
-			return derr != nil && strings.Contains(derr.Error(), "no server holds a connection")
-		}, 10*time.Second, 50*time.Millisecond, "last error: %v", derr)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.ErrorContains(c, zktest.DisconnectSession(ctx, servers, goneCred), "no server holds a connection")
+		}, 10*time.Second, 50*time.Millisecond)
 
 		// A dead server first in the list is skipped.
 		require.NoError(t, zktest.ExpireSession(ctx, append([]string{deadAddr(t)}, servers...), cred))

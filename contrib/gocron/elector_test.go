@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gocronv2 "github.com/go-co-op/gocron/v2"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/contrib/gocron"
@@ -97,8 +98,9 @@ func TestElectorPaused(t *testing.T) {
 
 	p.Refuse(true)
 	p.Sever()
-	var last error
-	require.Eventually(t, func() bool { last = el.IsLeader(ctx); return errors.Is(last, gocron.ErrPaused) }, 20*time.Second, 10*time.Millisecond, "IsLeader: %v", last)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.ErrorIs(c, el.IsLeader(ctx), gocron.ErrPaused, "IsLeader")
+	}, 20*time.Second, 10*time.Millisecond)
 	p.Refuse(false)
 	require.Eventually(t, func() bool { return el.IsLeader(ctx) == nil }, 20*time.Second, 10*time.Millisecond, "resumed")
 
