@@ -86,7 +86,7 @@ func TestLockerEveryRunOnce(t *testing.T) {
 		t.Helper()
 		var cs []claim
 		require.Eventually(t, func() bool { cs = claims(t, file); return len(cs) >= n },
-			60*time.Second, 10*time.Millisecond, "%s: %d claims, want %d", what, len(cs), n)
+			60*time.Second, 10*time.Millisecond, "%s: %v claims, want %d", what, &cs, n)
 		return cs
 	}
 	cs := waitClaims(3, "first runs")
