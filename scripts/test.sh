@@ -95,24 +95,25 @@ if [ "$status" -ne 0 ]; then
     [ "${#racy[@]}" -gt 0 ] && [ "${racy[0]}" != bad ]; then
     echo "== upstream go-zookeeper's lastZxid data race fired ($races report(s)) in: ${failed[*]}"
     echo "== the subtests it failed, again, in the background: -race against the fixed copy, and without -race against upstream:"
-    printf '   -run %s\n' "${racy[@]}"
+    for r in "${racy[@]}"; do printf '   %s -run %s\n' "${r%% *}" "${r#* }"; done
     # Both runs at once, beside what follows: the tests the race hits are
     # the long outage tests, which mostly wait for timers. One go test a
     # pattern (a -run pattern cannot join two top-level tests' subtests),
-    # all at once: the run takes its longest test's time, not their sum (a
-    # 66 s outage test the race report marked beside it was 67 s of 130).
+    # in the package it failed in, all at once: the run takes its longest
+    # test's time, not their sum (a 66 s outage test the race report
+    # marked beside it was 67 s of 130).
     for mode in fixed upstream; do
       setsid bash -c 'out=$1 mode=$2 work=$3 go=$4 flags=$5; shift 5
-        pats=() pkgs=()
-        while [ "$1" != -- ]; do pats+=("$1"); shift; done; shift; pkgs=("$@")
-        pids=()
-        for i in "${!pats[@]}"; do
+        pids=() i=0
+        for r in "$@"; do # "package pattern": the package the test failed in
+          pkg=${r%% *} pat=${r#* }
           if [ "$mode" = fixed ]; then
-            GOWORK="$work" "$go" test -race -count=1 -timeout 20m $flags -run "${pats[$i]}" "${pkgs[@]}" >"$out.$i" 2>&1 &
+            GOWORK="$work" "$go" test -race -count=1 -timeout 20m $flags -run "$pat" "$pkg" >"$out.$i" 2>&1 &
           else
-            GOWORK=off "$go" test -count=1 -timeout 20m $flags -run "${pats[$i]}" "${pkgs[@]}" >"$out.$i" 2>&1 &
+            GOWORK=off "$go" test -count=1 -timeout 20m $flags -run "$pat" "$pkg" >"$out.$i" 2>&1 &
           fi
           pids+=($!)
+          i=$((i + 1))
         done
         rc=0
         for i in "${!pids[@]}"; do
@@ -121,7 +122,7 @@ if [ "$status" -ne 0 ]; then
           rm -f "$out.$i"
         done >"$out"
         echo $rc >"$out.rc"' \
-        _ "$rerun_log.$mode" "$mode" "$work" "$GO" "$TESTFLAGS" "${racy[@]}" -- "${failed[@]}" &
+        _ "$rerun_log.$mode" "$mode" "$work" "$GO" "$TESTFLAGS" "${racy[@]}" &
       rerun_pids+=($!)
     done
   else

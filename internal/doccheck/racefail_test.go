@@ -16,11 +16,13 @@ func racefail(t *testing.T, out string) []string {
 	if err != nil {
 		t.Fatalf("awk: %v", err)
 	}
-	return strings.Fields(string(b))
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
 // The subtests the race report alone failed are named level by level, a
-// pattern a top-level test, with the names quoted for -run.
+// pattern a top-level test, with the names quoted for -run, each with the
+// package it failed in (a test of the same name in another package is
+// another test).
 func TestRaceFailPatterns(t *testing.T) {
 	got := racefail(t, `--- FAIL: TestHoldContract (45.00s)
     --- FAIL: TestHoldContract/fair (10.00s)
@@ -33,10 +35,17 @@ func TestRaceFailPatterns(t *testing.T) {
     testing.go:1490: race detected during execution of test
 FAIL
 FAIL	github.com/shepherdzk/shepherd/mutex	50.0s
+ok  	github.com/shepherdzk/shepherd/fence	1.0s
+--- FAIL: TestHoldContract (45.00s)
+    --- FAIL: TestHoldContract/nonfair (10.00s)
+        testing.go:1490: race detected during execution of test
+FAIL
+FAIL	github.com/shepherdzk/shepherd/election	50.0s
 `)
 	want := map[string]bool{
-		`^(TestHoldContract)$/^(fair|rw\.write)$/^(TokenCost|FencedAnswerLost)$`: true,
-		`^(TestOther)$`: true,
+		`github.com/shepherdzk/shepherd/mutex ^(TestHoldContract)$/^(fair|rw\.write)$/^(TokenCost|FencedAnswerLost)$`: true,
+		`github.com/shepherdzk/shepherd/mutex ^(TestOther)$`:                                                          true,
+		`github.com/shepherdzk/shepherd/election ^(TestHoldContract)$/^(nonfair)$`:                                    true,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("patterns %q, want %d", got, len(want))
@@ -58,6 +67,16 @@ func TestRaceFailOtherFailure(t *testing.T) {
         --- FAIL: TestHoldContract/fair/EndSignals (3.00s)
             run.go:50: lost not closed
 FAIL
+`)
+	if len(got) != 1 || got[0] != "bad" {
+		t.Fatalf("got %q, want bad", got)
+	}
+}
+
+// A test whose package the output never names cannot run again: "bad".
+func TestRaceFailNoPackage(t *testing.T) {
+	got := racefail(t, `--- FAIL: TestOther (1.00s)
+    testing.go:1490: race detected during execution of test
 `)
 	if len(got) != 1 || got[0] != "bad" {
 		t.Fatalf("got %q, want bad", got)
