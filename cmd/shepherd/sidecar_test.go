@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
@@ -72,29 +73,29 @@ func get(t *testing.T, url string) (int, string) {
 
 func waitProbe(t *testing.T, url string, code int, cond func(probeBody) bool) probeBody {
 	t.Helper()
-	p, ok := waitAnyProbe(t, []string{url}, code, cond)
-	require.True(t, ok)
-	return p
+	return waitAnyProbe(t, []string{url}, code, cond)
 }
 
 // waitAnyProbe polls the probes until one of them answers code with a body
-// cond accepts, for up to 20 s; it fails the test with each probe's last
-// answer if none did, and says which did.
-func waitAnyProbe(t *testing.T, urls []string, code int, cond func(probeBody) bool) (probeBody, bool) {
+// cond accepts (20 s at most), and returns that body; a failure names each
+// probe's last answer.
+func waitAnyProbe(t *testing.T, urls []string, code int, cond func(probeBody) bool) probeBody {
 	t.Helper()
-	last := make([]string, len(urls))
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	var p probeBody
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		last := make([]string, len(urls))
 		for i, url := range urls {
-			c, body := get(t, url)
-			last[i] = fmt.Sprintf("%d %s", c, body)
-			var p probeBody
-			if c == code && json.Unmarshal([]byte(body), &p) == nil && cond(p) {
-				return p, true
+			got, body := get(t, url)
+			var q probeBody
+			if got == code && json.Unmarshal([]byte(body), &q) == nil && cond(q) {
+				p = q
+				return
 			}
+			last[i] = fmt.Sprintf("%d %s", got, body)
 		}
-	}
-	t.Fatalf("%v: want %d; last answers %q", urls, code, last)
-	return probeBody{}, false
+		c.Errorf("%v: want %d; last answers %q", urls, code, last)
+	}, 20*time.Second, 10*time.Millisecond)
+	return p
 }
 
 // TestElectSidecar: two `elect -http` sidecars without CMD: the leader's

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/admin"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
@@ -181,21 +182,18 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	// forked it exits on its own time (a loaded machine may run the
 	// grandchild's exec first), so both are waited for, not assumed.
 	var gc proc
-	var parentCmd []byte
-	orphaned := func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var ok bool
 		gc, ok = readProc(gcPID)
-		require.True(t, ok, "grandchild %d exists", gcPID)
+		if !assert.True(c, ok, "grandchild %d exists", gcPID) {
+			return
+		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gcPID))
-		parentCmd, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gc.ppid))
-		return string(cmdline) == "sleep\x0060\x00" && // after its exec
-			strings.HasPrefix(string(parentCmd), "shepherd\x00__init\x00")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !orphaned() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // the polling period, not synchronisation
-	}
-	require.True(t, orphaned(), "the grandchild %d exec'd sleep and was orphaned to the init, its parent is %q", gcPID, parentCmd)
+		parentCmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gc.ppid))
+		assert.Equal(c, "sleep\x0060\x00", string(cmdline), "the grandchild exec'd sleep")
+		assert.True(c, strings.HasPrefix(string(parentCmd), "shepherd\x00__init\x00"),
+			"the grandchild was orphaned to the init, its parent is %q", parentCmd)
+	}, 10*time.Second, time.Millisecond)
 	sigIgn, err := strconv.ParseUint(statusField(t, gcPID, "SigIgn"), 16, 64)
 	require.NoError(t, err)
 	require.NotZero(t, sigIgn&(1<<(syscall.SIGTERM-1)), "the grandchild ignores SIGTERM")
