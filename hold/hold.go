@@ -196,11 +196,7 @@ func (h *Hold) stopWatchTimer() {
 func (h *Hold) DeriveContext() (context.Context, context.CancelCauseFunc) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	base := h.ep.Context()
-	if h.policy == session.PauseOnDisconnect {
-		base = h.ep.SessionContext()
-	}
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(base))
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(h.ctx)) // its values, not its end
 	if h.ctx.Err() != nil {
 		cancel(context.Cause(h.ctx)) // ended already
 		return ctx, cancel
@@ -213,10 +209,12 @@ func (h *Hold) DeriveContext() (context.Context, context.CancelCauseFunc) {
 	return ctx, cancel
 }
 
-// endDerivedLocked ends the contexts derived from the hold's, once it has
-// ended, with its cause (under h.mu).
-func (h *Hold) endDerivedLocked() {
-	if d := h.derived; d != nil && h.ctx.Err() != nil {
+// endContextLocked ends the hold's Context with cause (unless it has ended
+// already), then the contexts derived from it, with the hold's cause (under
+// h.mu).
+func (h *Hold) endContextLocked(cause error) {
+	h.cancel(cause)
+	if d := h.derived; d != nil {
 		h.derived = nil
 		d(context.Cause(h.ctx))
 	}
@@ -297,8 +295,7 @@ func (h *Hold) loseLocked(cause error) []func() {
 	}
 	// Context first (and those derived from it): whoever sees Lost closed
 	// sees Context ended too.
-	h.cancel(cause)
-	h.endDerivedLocked()
+	h.endContextLocked(cause)
 	signalLocked(&h.lost)
 	fns := h.onLost
 	h.onLost = nil
@@ -426,9 +423,8 @@ func (h *Hold) Release(ctx context.Context) error {
 	if !wasLost {
 		h.report(observe.Released, func(ev *observe.RecipeEvent) { ev.Held = time.Since(h.granted) })
 	}
-	h.cancel(ErrReleased)
 	h.mu.Lock()
-	h.endDerivedLocked()
+	h.endContextLocked(ErrReleased)
 	h.mu.Unlock()
 	// Without a bound on the wait, the first try may as well run here.
 	d := zkdelete.Start(ctx.Done() == nil, h.sess, recipe, ep, h.guard, h.nodes, attached, h.mark)

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -48,19 +48,13 @@ type racedConn struct {
 	r *closeRacer
 }
 
-// The opcodes of go-zookeeper's frames: [length][xid][opcode]...
-const (
-	opExists = 3
-	opClose  = -11
-)
-
 func (c *racedConn) Write(p []byte) (int, error) {
-	if c.r.armed.Load() && len(p) >= 12 {
-		switch int32(binary.BigEndian.Uint32(p[8:12])) {
-		case opClose:
+	if op, ok := zkwire.RequestOp(p); ok && c.r.armed.Load() { // go-zookeeper writes a frame a Write
+		switch op {
+		case zkwire.OpCloseSession:
 			c.r.closeOnce.Do(func() { close(c.r.closeSeen) })
 			return len(p), nil
-		case opExists:
+		case zkwire.OpExists:
 			select {
 			case <-c.r.closeSeen:
 				c.r.refusedOnce.Do(func() { close(c.r.refused) })

@@ -222,7 +222,9 @@ func (w *recordWatch) lookFor(ctx context.Context, wait bool) (*record, <-chan s
 		if !wait {
 			return rec, nil, nil
 		}
-		return rec, closedChan, nil
+		closed := make(chan struct{})
+		close(closed)
+		return rec, closed, nil
 	}
 	ch := w.changedLocked(wait)
 	newEpoch := w.ep != ep
@@ -234,9 +236,6 @@ func (w *recordWatch) lookFor(ctx context.Context, wait bool) (*record, <-chan s
 	}
 	return rec, ch, nil
 }
-
-// closedChan is a closed channel (a change already seen).
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // unwait tells the watch that a look given ch no longer waits on it: once
 // none does, the channel is dropped (a candidate that waited in line keeps

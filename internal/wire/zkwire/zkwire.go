@@ -22,13 +22,27 @@ import (
 // they compare with an int32 opcode and encode as a uint32 alike.
 const (
 	OpCreate          = 1
+	OpExists          = 3
 	OpGetData         = 4
 	OpSetData         = 5
 	OpMulti           = 14
 	OpCreate2         = 15
 	OpCreateContainer = 19
 	OpCreateTTL       = 21
+	// OpCloseSession is negative: it compares with an int32 opcode, and
+	// encodes as a uint32 only through an int32 variable.
+	OpCloseSession = -11
 )
+
+// RequestOp returns the opcode of the request in frame (length prefix
+// included: int32 length, int32 xid, int32 opcode); ok is false for a frame
+// too short for a request header.
+func RequestOp(frame []byte) (op int32, ok bool) {
+	if len(frame) < 12 {
+		return 0, false
+	}
+	return int32(binary.BigEndian.Uint32(frame[8:12])), true
+}
 
 // Bounds of a ConnectResponse body.
 const (
@@ -140,7 +154,7 @@ func RequestPath(frame []byte) (op int32, path []byte, ok bool) {
 		return 0, nil, false
 	}
 	at := 12 // where the path's length is
-	op = int32(binary.BigEndian.Uint32(frame[8:12]))
+	op, _ = RequestOp(frame)
 	switch op {
 	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpSetData, OpGetData:
 	case OpMulti:
@@ -263,7 +277,7 @@ func ParseReplyHeader(body []byte) (ReplyHeader, error) {
 // CloseSessionRequest returns a length-prefixed closeSession request: a
 // request header (xid, type -11) and no body.
 func CloseSessionRequest(xid int32) []byte {
-	op := int32(-11) // a variable: -11 is no uint32 constant
+	op := int32(OpCloseSession) // a variable: -11 is no uint32 constant
 	b := make([]byte, 0, 8)
 	b = binary.BigEndian.AppendUint32(b, uint32(xid))
 	b = binary.BigEndian.AppendUint32(b, uint32(op))
