@@ -187,6 +187,12 @@ func TestACLDefaultKeepsOthersOut(t *testing.T) {
 				// Read by alice: a digest ID shows only to a principal
 				// with ADMIN (ZooKeeper 3.6+ shows others "alice:x").
 				acl, _, err := epoch(t, alice).Conn().GetACL(p)
+				if errors.Is(err, gozk.ErrNoNode) && p == rc.line(path) && p != path {
+					// The line's container, empty once the semaphore's
+					// head consumed its node: the server may have reaped
+					// it already (as below); nothing of it to check.
+					continue
+				}
 				require.NoError(t, err, p)
 				require.Equal(t, want, acl, p)
 			}
