@@ -37,8 +37,11 @@ func TestTLSMutualSessionSurvivesRestart(t *testing.T) {
 		session.WithTLS(countHandshakes(c.ClientTLS(), &handshakes)), session.WithDialer(dialer))
 	r := record(s)
 	sid := s.SessionID()
-	require.Equal(t, int32(1), handshakes.Load())
-	require.Equal(t, int32(1), dials.Load())
+	// One TLS handshake on each of the dialer's connections (a server just
+	// started may take a second dial).
+	require.Positive(t, dials.Load())
+	require.Equal(t, dials.Load(), handshakes.Load(), "a TLS handshake on each dialled connection")
+	before := handshakes.Load()
 
 	e, _ := s.Current()
 	_, err := e.Conn().Create("/tls", []byte("over TLS"), zk.FlagEphemeral, s.ACL())
@@ -56,7 +59,7 @@ func TestTLSMutualSessionSurvivesRestart(t *testing.T) {
 	require.NoError(t, c.Restart(ctx, 0))
 	r.expect(t, 20*time.Second, session.Suspended, session.Reconnected)
 	require.Equal(t, sid, s.SessionID())
-	require.GreaterOrEqual(t, handshakes.Load(), int32(2), "no new handshake on reconnect")
+	require.Greater(t, handshakes.Load(), before, "no new handshake on reconnect")
 
 	e, _ = s.Current()
 	data, _, err = e.Conn().Get("/tls") // the ephemeral survived with the session
