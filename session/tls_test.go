@@ -70,7 +70,10 @@ func TestTLSMutualSessionSurvivesRestart(t *testing.T) {
 // openErr opens a session that cannot be established and returns Open's error.
 func openErr(t *testing.T, servers []string, opts ...session.Option) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// 5 s: time for a TLS server just started (its JVM busy beside the
+	// others these cases start) to answer a handshake, so that the error
+	// kept is the server's last answer, not a handshake timed out.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := session.Open(ctx, servers, append(opts, session.WithSessionTimeout(4*time.Second))...)
 	if err == nil {
