@@ -54,14 +54,17 @@ func TestProxyTLS(t *testing.T) {
 	p, err := zktest.NewProxy(c.Addr(0), c.Addr(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	// 10 s: the stall below is seen at the read timeout (2/3 of it), and the
-	// TLS reconnect after the heal must fit in the third left, before the
-	// server expires the session, on a loaded machine too (at 4 s, 1.3 s
-	// was not always enough).
-	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(10*time.Second),
-		session.WithTLS(c.ClientTLS()))
+	// The stall below is seen at the read timeout (2/3 of the session
+	// timeout), and the TLS reconnect after the heal must fit in the third
+	// left, before the server expires the session. At 10 s with the default
+	// 1 s connect timeout, a make test on a loaded machine took more than
+	// that third: its TLS handshakes after the heal outlasted the connect
+	// timeout (the server logged one given up), and the one that completed
+	// found the session expired. 15 s leaves 5 s, and each attempt has 3 s.
+	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(15*time.Second),
+		session.WithConnectTimeout(3*time.Second), session.WithTLS(c.ClientTLS()))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	sid := s.SessionID()
@@ -82,7 +85,7 @@ func TestProxyTLS(t *testing.T) {
 	require.Equal(t, sid, s.SessionID())
 
 	p.Stall()
-	waitState(t, s, session.Suspended, 10*time.Second)
+	waitState(t, s, session.Suspended, 15*time.Second)
 	p.Heal()
 	waitState(t, s, session.Reconnected, 10*time.Second)
 	write("after stall")
