@@ -95,7 +95,17 @@ func (s *Session) resync(h *handle, gen uint64) {
 	s.mu.Unlock()
 	wait := 20 * time.Millisecond
 	for {
-		_, err := conn.Sync("/")
+		// The sync runs on a goroutine Close does not wait for: a request
+		// that races go-zookeeper's close can block its caller for ever
+		// (see handle.close).
+		answer := make(chan error, 1)
+		go func() { _, err := conn.Sync("/"); answer <- err }()
+		var err error
+		select {
+		case err = <-answer:
+		case <-s.closeCh:
+			return
+		}
 		s.mu.Lock()
 		if s.cur != h || s.closed || !h.up || h.syncGen != gen || s.state != Suspended {
 			s.mu.Unlock()
