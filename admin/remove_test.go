@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"sync"
@@ -39,10 +40,15 @@ func idleNonFairElection(ctx context.Context, t *testing.T, s *session.Session, 
 	require.NoError(t, l.Resign(ctx))
 	ep, err := s.Wait(ctx)
 	require.NoError(t, err)
-	// The reaper may have been first: made again as the election makes it
-	// (a container never used is never reaped: it stays until the test
-	// removes it).
-	require.NoError(t, line.EnsurePath(s, ep, p+"/"+layout.ElectionCandidates))
+	// Made again as the election makes it, never used: the server's reaper
+	// removes a container once it has had children and has none (which
+	// the election's is now, whenever the reaper comes by), never one that
+	// never had any. It stays until the test removes it.
+	candidates := p + "/" + layout.ElectionCandidates
+	if err := ep.Conn().Delete(candidates, -1); !errors.Is(err, zk.ErrNoNode) {
+		require.NoError(t, err)
+	}
+	require.NoError(t, line.EnsurePath(s, ep, candidates))
 	return ep.Conn()
 }
 
