@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -115,6 +116,9 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *hold.Hold, 
 		got := -1
 		for pass := 0; got < 0 && pass < claimPasses; pass++ {
 			if !listed {
+				// What this listing shows, not what the last pass found
+				// taken: a slot freed since is tried again.
+				clear(taken)
 				if err := s.listSlots(ctx, &r, h, dir, taken); err != nil {
 					return r, err
 				}
@@ -136,12 +140,25 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *hold.Hold, 
 			}
 		}
 		if got < 0 {
-			return r, fmt.Errorf("semaphore %s: %w (%d passes over slots 0..%d)", s.path, ErrNoSlot, claimPasses, max-1)
+			return r, fmt.Errorf("semaphore %s: %w (%d passes over slots 0..%d; taken at the last: %v)",
+				s.path, ErrNoSlot, claimPasses, max-1, sortedSlots(taken))
 		}
 		r.slots = append(r.slots, got)
 		r.claims = append(r.claims, dir+"/"+strconv.Itoa(got))
 	}
 	return r, nil
+}
+
+// sortedSlots lists the slots marked in taken, lowest first.
+func sortedSlots(taken map[int]bool) []int {
+	ks := make([]int, 0, len(taken))
+	for k, ok := range taken {
+		if ok {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 // listSlots marks in taken the slots claimed now (the claims in dir).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
@@ -446,4 +447,50 @@ func TestSlotsLimitLowered(t *testing.T) {
 	require.Equal(t, 1, l2.Slot())
 	require.NoError(t, l.Release(ctx))
 	require.NoError(t, l2.Release(ctx))
+}
+
+// TestSlotsPassListsAgain: a pass that finds every slot it saw free taken
+// meanwhile lists the slots again and tries those freed since. Slot 0 is a
+// lease's, slot 1 a claim no lease holds (something else's: see ErrNoSlot);
+// as the acquire creates the claim of slot 2, the only one it saw free,
+// that one is taken and slot 1 freed. The next pass must take slot 1 (on
+// b63d206 every later pass skipped each slot any pass had seen taken, and
+// the acquire failed with ErrNoSlot: a make test did, once, in
+// TestSlotsUnderSessionKills).
+func TestSlotsPassListsAgain(t *testing.T) {
+	p := uniquePath(t)
+	ctx := ctxT(t, 30*time.Second)
+	s := open(t, zk.Servers())
+	obs := open(t, zk.Servers())
+	sem, err := semaphore.New(s, p, 3, semaphore.WithSlots())
+	require.NoError(t, err)
+	other, err := semaphore.New(obs, p, 3, semaphore.WithSlots())
+	require.NoError(t, err)
+	keep, err := other.Acquire(ctx) // slot 0: pins the path and its slots
+	require.NoError(t, err)
+	require.Equal(t, 0, keep.Slot())
+	oep, err := obs.Wait(ctx)
+	require.NoError(t, err)
+	slot := func(k string) string { return sem.Path() + "/slots/" + k }
+	_, err = oep.Conn().Create(slot("1"), []byte("not a lease's"), gozk.FlagEphemeral, obs.ACL())
+	require.NoError(t, err)
+
+	var once sync.Once
+	reset := semaphore.SetTestHookBeforeClaim(func() {
+		once.Do(func() {
+			_, err := oep.Conn().Create(slot("2"), []byte("not a lease's"), gozk.FlagEphemeral, obs.ACL())
+			require.NoError(t, err)
+			require.NoError(t, oep.Conn().Delete(slot("1"), -1))
+		})
+	})
+	t.Cleanup(reset)
+	l, err := sem.Acquire(ctx)
+	require.NoError(t, err)
+	reset()
+	require.Equal(t, 1, l.Slot())
+	require.Equal(t, []string{"0", "1", "2"}, claims(t, obs, p))
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, keep.Release(ctx))
+	require.NoError(t, oep.Conn().Delete(slot("2"), -1))
+	require.Empty(t, claims(t, obs, p))
 }
