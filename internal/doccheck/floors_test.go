@@ -57,7 +57,8 @@ var floors = map[string]int{
 
 // beside are the folders of floor 6 (every package under them).
 var beside = []string{"bench", "chaos", "interop", "examples", "internal/testutil",
-	"internal/pgtest", "internal/holdtest", "internal/doccheck", "internal/consumercheck", "internal/dashrules"}
+	"internal/pgtest", "internal/holdtest", "internal/outagetest", "internal/doccheck", "internal/consumercheck",
+	"internal/dashrules"}
 
 // TestFloors: every package of the module has a floor, and imports nothing
 // of a floor above its own (from its non-test files). A new package must be
