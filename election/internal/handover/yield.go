@@ -111,12 +111,16 @@ func (h *Handovers) yieldLoop(l *Leadership) {
 			}
 			continue
 		}
-		now := time.Now()
+		// Only those listed now are kept: a long leadership sees
+		// candidates come and go, each registration under a new name.
+		now, listed := time.Now(), make(map[string]time.Time, len(cs))
 		for _, c := range cs {
-			if _, ok := seen[c.Name]; !ok {
-				seen[c.Name] = now
+			listed[c.Name] = now
+			if t, ok := seen[c.Name]; ok {
+				listed[c.Name] = t
 			}
 		}
+		seen = listed
 		var due <-chan time.Time
 		var timer *time.Timer
 		best := h.pick(cs, target{above: true})
