@@ -48,7 +48,10 @@ func RemoveIdle(ctx context.Context, sess *session.Session, p string) (string, [
 		done = r
 		return err
 	})
-	if err != nil {
+	switch {
+	case epcall.Abandoned(err):
+		return "", nil, err // op may still run: done is not read
+	case err != nil:
 		return done.kind, nil, err
 	}
 	return done.kind, done.names, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
+	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -177,4 +178,74 @@ func TestRemoveIdleNothing(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotARecipe)
 	require.EqualError(t, err, ErrNotARecipe.Error()+": nothing at "+p)
 	require.NoError(t, ctx.Err(), "answered after %v", time.Since(start))
+}
+
+// slowReads' connections, once slow is set, hand each read to go-zookeeper
+// a while after it came: every answer arrives after a short ctx has ended.
+type slowReads struct{ slow atomic.Bool }
+
+func (d *slowReads) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &slowConn{Conn: c, d: d}, nil
+}
+
+type slowConn struct {
+	net.Conn
+	d *slowReads
+}
+
+func (c *slowConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.d.slow.Load() {
+		time.Sleep(150 * time.Millisecond)
+	}
+	return n, err
+}
+
+// A call given up at its ctx leaves its requests running: what they write
+// once answered is not read by the call that returned (the race detector
+// watches: AskRevoke read what its request wrote, after a 300 ms ctx under
+// a loaded make test, and RemoveIdle would have the same way). Each call
+// here returns at its ctx while its op runs on; the test then waits for the
+// op's writes (the holder hears the request; the path is removed).
+func TestGivenUpCallsReadNothingLate(t *testing.T) {
+	ctx := testutil.Ctx(t, 30*time.Second)
+	holder := testutil.Open(t, zkc.Servers())
+	d := &slowReads{}
+	op := testutil.Open(t, zkc.Servers(), session.WithDialer(d.dial), session.WithSessionTimeout(10*time.Second))
+
+	p := testutil.UniquePath(t, "admin-test")
+	m, err := mutex.New(holder, p)
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+	nodes := testutil.Children(t, holder, p)
+	require.Len(t, nodes, 1)
+	d.slow.Store(true)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = AskRevoke(short, op, Grant{Node: p + "/" + nodes[0]})
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	select {
+	case <-m.RevokeRequested(): // the request the call gave up on, written after
+	case <-ctx.Done():
+		t.Fatal("the request never reached the holder")
+	}
+	require.NoError(t, m.Unlock(ctx))
+
+	q := testutil.UniquePath(t, "admin-test")
+	idleNonFairElection(ctx, t, holder, q)
+	short, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+	_, _, err = RemoveIdle(short, op, q)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	hep, err := holder.Wait(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ok, _, err := hep.Conn().Exists(q)
+		return err == nil && !ok
+	}, 10*time.Second, 5*time.Millisecond, "the removal the call gave up on")
+	d.slow.Store(false)
 }

@@ -198,8 +198,9 @@ func deleteGrant(ctx context.Context, sess *session.Session, g *Grant) (bool, er
 // first read, and returns errGrantGone once the grant has ended. It reports
 // whether the request may have reached the holder (a write was sent, or the
 // node carries the request).
-func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode string) (asked bool, err error) {
+func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode string) (bool, error) {
 	const tries = 8
+	asked := false // written by op: read only once op has returned
 	for i := 0; ; i++ {
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
 			return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
@@ -230,6 +231,9 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 				return aclerr.Map("setData", g.Node, err)
 			})
 		})
+		if epcall.Abandoned(err) {
+			return false, fmt.Errorf("revoke %s: %w", g.Node, err) // op may still run: asked is not read
+		}
 		if !errors.Is(err, zk.ErrBadVersion) || i == tries {
 			if err != nil && !errors.Is(err, errGrantGone) {
 				return asked, fmt.Errorf("revoke %s: %w", g.Node, err)

@@ -5,6 +5,7 @@ package epcall
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-zookeeper/zk"
 
@@ -31,4 +32,12 @@ func Call[T any](ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) (T,
 func Exec(ctx context.Context, ep *session.Epoch, fn func(c *zk.Conn) error) error {
 	_, err := ctxcall.Value(ctx, func() (struct{}, error) { return struct{}{}, fn(ep.Conn()) }, nil)
 	return err
+}
+
+// Abandoned reports whether a call (Call, Exec, or session.Session.Do)
+// that returned err may have left its op running: err is its ctx's. What
+// the op writes must then not be read; any other result means the op has
+// returned.
+func Abandoned(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
