@@ -180,31 +180,6 @@ func TestRemoveIdleNothing(t *testing.T) {
 	require.NoError(t, ctx.Err(), "answered after %v", time.Since(start))
 }
 
-// slowReads' connections, once slow is set, hand each read to go-zookeeper
-// a while after it came: every answer arrives after a short ctx has ended.
-type slowReads struct{ slow atomic.Bool }
-
-func (d *slowReads) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &slowConn{Conn: c, d: d}, nil
-}
-
-type slowConn struct {
-	net.Conn
-	d *slowReads
-}
-
-func (c *slowConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if c.d.slow.Load() {
-		time.Sleep(150 * time.Millisecond)
-	}
-	return n, err
-}
-
 // A call given up at its ctx leaves its requests running: what they write
 // once answered is not read by the call that returned (the race detector
 // watches: AskRevoke read what its request wrote, after a 300 ms ctx under
@@ -214,8 +189,8 @@ func (c *slowConn) Read(p []byte) (int, error) {
 func TestGivenUpCallsReadNothingLate(t *testing.T) {
 	ctx := testutil.Ctx(t, 30*time.Second)
 	holder := testutil.Open(t, zkc.Servers())
-	d := &slowReads{}
-	op := testutil.Open(t, zkc.Servers(), session.WithDialer(d.dial), session.WithSessionTimeout(10*time.Second))
+	d := &testutil.SlowReads{Delay: 150 * time.Millisecond}
+	op := testutil.Open(t, zkc.Servers(), session.WithDialer(d.Dial), session.WithSessionTimeout(10*time.Second))
 
 	p := testutil.UniquePath(t, "admin-test")
 	m, err := mutex.New(holder, p)
@@ -223,7 +198,7 @@ func TestGivenUpCallsReadNothingLate(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	nodes := testutil.Children(t, holder, p)
 	require.Len(t, nodes, 1)
-	d.slow.Store(true)
+	d.Slow.Store(true)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	err = AskRevoke(short, op, Grant{Node: p + "/" + nodes[0]})
 	cancel()
@@ -247,5 +222,5 @@ func TestGivenUpCallsReadNothingLate(t *testing.T) {
 		ok, _, err := hep.Conn().Exists(q)
 		return err == nil && !ok
 	}, 10*time.Second, 5*time.Millisecond, "the removal the call gave up on")
-	d.slow.Store(false)
+	d.Slow.Store(false)
 }

@@ -301,16 +301,21 @@ func Get(ctx context.Context, sess *session.Session, path string) (data []byte, 
 	if err := zkpath.Validate(path); err != nil {
 		return nil, 0, fmt.Errorf("fence: %w", err)
 	}
+	var got []byte
+	var gotVersion int32
 	err = sess.Do(ctx, func(ep *session.Epoch) error {
 		d, st, err := ep.Conn().Get(sess.Path(path))
 		if err != nil {
 			return err
 		}
-		data, version = d, st.Version
+		got, gotVersion = d, st.Version
 		return nil
 	})
-	if errors.Is(err, zk.ErrNoNode) {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
 		return nil, 0, fmt.Errorf("fence: %s: %w (create it once with fence.Ensure)", path, err)
+	case err != nil:
+		return nil, 0, err // op may still run: do not read what it writes
 	}
-	return data, version, err
+	return got, gotVersion, nil
 }
