@@ -102,11 +102,7 @@ type answerLoser struct {
 }
 
 func (a *answerLoser) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &losingConn{Conn: c, a: a}, nil
+	return testutil.WrapDial(func(c net.Conn) net.Conn { return &losingConn{Conn: c, a: a} })(network, address, timeout)
 }
 
 type losingConn struct {
@@ -130,8 +126,14 @@ func (c *losingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if c.sent.Load() {
 		c.once.Do(func() {
+			// Wait (a deadline; 5 ms the polling period) until the
+			// server has applied the multi, then lose its answer: counted
+			// only if it landed.
 			deadline := time.Now().Add(10 * time.Second)
-			for !c.a.landed() && time.Now().Before(deadline) {
+			for !c.a.landed() {
+				if time.Now().After(deadline) {
+					return
+				}
 				time.Sleep(5 * time.Millisecond)
 			}
 			c.a.lost.Add(1)
@@ -162,7 +164,7 @@ func TestRemoveIdleAnswerLost(t *testing.T) {
 	loser.armed.Store(true)
 	kind, removed, err := RemoveIdle(ctx, s, p)
 	require.NoError(t, err)
-	require.Equal(t, int32(1), loser.lost.Load(), "the multi's answer was not lost")
+	require.Equal(t, int32(1), loser.lost.Load(), "the multi did not land before its answer was lost")
 	require.Equal(t, int32(1), loser.multis.Load(), "one multi, not sent again")
 	require.Equal(t, "election", kind)
 	require.Equal(t, []string{p + "/" + layout.ElectionCandidates, p}, removed)

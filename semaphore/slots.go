@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -141,24 +142,12 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *hold.Hold, 
 		}
 		if got < 0 {
 			return r, fmt.Errorf("semaphore %s: %w (%d passes over slots 0..%d; taken at the last: %v)",
-				s.path, ErrNoSlot, claimPasses, max-1, sortedSlots(taken))
+				s.path, ErrNoSlot, claimPasses, max-1, slices.Sorted(maps.Keys(taken)))
 		}
 		r.slots = append(r.slots, got)
 		r.claims = append(r.claims, dir+"/"+strconv.Itoa(got))
 	}
 	return r, nil
-}
-
-// sortedSlots lists the slots marked in taken, lowest first.
-func sortedSlots(taken map[int]bool) []int {
-	ks := make([]int, 0, len(taken))
-	for k, ok := range taken {
-		if ok {
-			ks = append(ks, k)
-		}
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // listSlots marks in taken the slots claimed now (the claims in dir).

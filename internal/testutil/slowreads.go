@@ -18,11 +18,20 @@ type SlowReads struct {
 
 // Dial dials TCP and wraps the connection.
 func (d *SlowReads) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
+	return WrapDial(func(c net.Conn) net.Conn { return &slowConn{Conn: c, d: d} })(network, address, timeout)
+}
+
+// WrapDial is a dialer (session.WithDialer) that dials TCP and hands each
+// connection to wrap: a test's faults on the bytes go-zookeeper writes or
+// reads.
+func WrapDial(wrap func(net.Conn) net.Conn) func(network, address string, timeout time.Duration) (net.Conn, error) {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
 	}
-	return &slowConn{Conn: c, d: d}, nil
 }
 
 // Delayed is the number of reads delayed so far.
