@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shepherdzk/shepherd/hold"
@@ -82,12 +83,13 @@ func (e *Election) electedFair(ep *session.Epoch, n *candidate, report func(Lead
 func (e *Election) acquireLine(ctx context.Context, report func(Leader)) (*Leadership, error) {
 	for {
 		actx, cancel := context.WithCancelCause(ctx)
-		watched := make(chan struct{})
+		watched, waiting := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(watched)
-			e.ho.WatchStepAside(actx, cancel)
+			e.ho.WatchStepAside(actx, cancel, waiting)
 		}()
-		l, err := e.acquireFair(actx, report)
+		var once sync.Once
+		l, err := e.acquireFair(actx, report, func() { once.Do(func() { close(waiting) }) })
 		cancel(nil)
 		<-watched
 		if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(actx), handover.ErrStepAside) {
@@ -103,7 +105,7 @@ func (e *Election) acquireLine(ctx context.Context, report func(Leader)) (*Leade
 // across calls (a line.Keeper: leave removes it): after a loss, a
 // candidate whose session survived waits again with the node it has, and
 // leads again at once, with the same term, if it still heads the line.
-func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leadership, error) {
+func (e *Election) acquireFair(ctx context.Context, report func(Leader), waits func()) (*Leadership, error) {
 	e.mu.Lock()
 	cand := e.node
 	e.mu.Unlock()
@@ -122,7 +124,10 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader)) (*Leade
 		// is shepherd's (line.AwaitOptions.MarkFor): that candidate is
 		// then elected by the node's deletion alone, without listing the
 		// line.
-		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: e.ho.OnWatch},
+		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: func(l []line.Name, i, w int) {
+			waits()
+			e.ho.OnWatch(l, i, w)
+		}},
 	}, &campaign{e: e, cand: cand, report: report})
 }
 

@@ -114,9 +114,12 @@ func PendingHandOver(ctx context.Context, sess *session.Session, path string) (*
 // sess, "handover" under path), waits until that candidate leads or ctx
 // ends, then removes the request, and returns the new leader.
 //
-// The leader carries the request out as Leadership.HandOver does: only a
-// shepherd leader of this version or later does (another waits for ever:
-// bound ctx). It returns ErrNoLeader when no one leads, ErrNoCandidate when
+// The request is the record and a write of the leader's node (its data
+// as it is), in one multi-op: the leader hears of it through its own
+// node's watch, and needs no watch of the record (docs/handover.md). It
+// needs the permission to write the leader's node. The leader carries the
+// request out as Leadership.HandOver does: only a shepherd leader of a
+// version with handovers does (another waits for ever: bound ctx). It returns ErrNoLeader when no one leads, ErrNoCandidate when
 // the candidate is not in line, ErrHandOverRefused when another library's
 // candidate stands between the leader and it (or a handover is pending),
 // and ctx's error when it did not happen in time (the request is removed:
@@ -126,25 +129,31 @@ func RequestHandOver(ctx context.Context, sess *session.Session, path, id string
 		return Leader{}, err
 	}
 	full := sess.Path(path)
-	cur, err := leaderAt(ctx, sess, full)
-	if err != nil {
-		return Leader{}, err
+	for try := 1; ; try++ {
+		cur, err := leaderAt(ctx, sess, full)
+		if err != nil {
+			return Leader{}, err
+		}
+		// An Election of no candidate: what the leader's side reads, read
+		// the same way; the layout is the one found there.
+		e := &Election{sess: sess, path: full, id: handover.ByOperator}
+		e.fair = cur.Node != full+"/"+leaderChild
+		e.ho = newHandovers(e)
+		succ, err := e.ho.RequestTarget(ctx, cur.Node, cur.SessionID, cur.ID, id)
+		if err != nil {
+			return Leader{}, err
+		}
+		made, err := e.ho.MakeRequest(ctx, succ, path, cur.Node)
+		if errors.Is(err, handover.ErrLeaderMoved) && try < 3 {
+			continue // another leads now: ask that one
+		} else if errors.Is(err, handover.ErrLeaderMoved) {
+			return Leader{}, fmt.Errorf("%w: the leader of %s changed %d times while the request was made", ErrHandOverRefused, path, try)
+		} else if err != nil {
+			return Leader{}, err
+		}
+		defer e.ho.RemoveRequest(made)
+		return e.awaitLeader(ctx, succ)
 	}
-	// An Election of no candidate: what the leader's side reads, read the
-	// same way; the layout is the one found there.
-	e := &Election{sess: sess, path: full, id: handover.ByOperator}
-	e.fair = cur.Node != full+"/"+leaderChild
-	e.ho = newHandovers(e)
-	succ, err := e.ho.RequestTarget(ctx, cur.Node, cur.SessionID, cur.ID, id)
-	if err != nil {
-		return Leader{}, err
-	}
-	made, err := e.ho.MakeRequest(ctx, succ, path)
-	if err != nil {
-		return Leader{}, err
-	}
-	defer e.ho.RemoveRequest(made)
-	return e.awaitLeader(ctx, succ)
 }
 
 // awaitLeader waits until succ leads (its node heads the line, or the

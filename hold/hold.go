@@ -75,6 +75,7 @@ type Hold struct {
 	pausedFor time.Duration   // how long the last pause lasted
 	onLost    []func()        // run (on a goroutine) at a loss
 	unwatch   []func()        // end the own-node watch's registrations (ownwatch.go)
+	onRead    func()          // called after each read of nodes[0] by the own-node watch (OnNodeRead)
 	attached  []zkdelete.Node // deleted with the hold's nodes, or at its loss (see Attach)
 	// mark, when set, is the data its release writes to nodes[0] in the
 	// multi that deletes it (see AwaitOptions.MarkOnRelease).
@@ -308,6 +309,7 @@ func (h *Hold) loseLocked(cause error) []func() {
 		h.attached = nil
 		fns = append(fns, func() { zkdelete.Start(false, h.sess, recipe, ep, nil, nil, attached, nil) })
 	}
+	h.onRead = nil
 	if unwatch := h.unwatch; len(unwatch) > 0 {
 		h.unwatch = nil
 		fns = append(fns, func() { stopWatching(unwatch) })
@@ -411,7 +413,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	hooks := h.stopHooks
 	h.stopHooks = nil
 	unwatch := h.unwatch
-	h.unwatch = nil
+	h.unwatch, h.onRead = nil, nil
 	ep, recipe, attached := h.ep, h.recipe, h.attached
 	h.mu.Unlock()
 	runLost(fns)

@@ -113,8 +113,37 @@ func (h *Hold) readOwn(node string, first bool) {
 		if first {
 			h.read1(r.st)
 		}
-		h.sawData(node, r.data)
+		if h.sawData(node, r.data) || node != h.nodes[0] {
+			return
+		}
+		h.mu.Lock()
+		fn := h.onRead
+		h.mu.Unlock()
+		if fn != nil && h.ctx.Err() == nil {
+			fn()
+		}
 		return
+	}
+}
+
+// OnNodeRead makes fn the function the hold's own-node watch calls after
+// each read of Node(): its first read (once the hold has lasted 10 ms, or
+// when Token asks), and the read after each change of the node's data. It
+// is for a recipe whose holder takes requests that an operator announces
+// by writing the holder's node (shepherd's election: an operator's
+// handover request, written beside the node, with the node's data written
+// again in the same multi-op): the recipe looks for them in fn, with no
+// watch of its own. fn runs on a goroutine of the watch's: it must not
+// wait long (start one of its own to). If that first read is done already,
+// fn is called once, at once. It is not called once the hold has ended; a
+// later call replaces fn.
+func (h *Hold) OnNodeRead(fn func()) {
+	h.mu.Lock()
+	h.onRead = fn
+	done := h.read
+	h.mu.Unlock()
+	if done && fn != nil && h.ctx.Err() == nil {
+		fn()
 	}
 }
 

@@ -193,7 +193,12 @@ func TestTLS13ClientCertificateRefused(t *testing.T) {
 func TestTLSEnsembleLeaderKill(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 3, zktest.WithTLS(zktest.TLSConfig{}))
-	s := open(t, c.Servers(), session.WithSessionTimeout(6*time.Second), session.WithTLS(c.ClientTLS()))
+	// After the kill the client reconnects over TLS, once the ensemble has a
+	// leader again: each handshake with a JVM on a loaded machine can
+	// outlast go-zookeeper's default 1 s connect timeout (zktest's
+	// TestProxyTLS saw it), so each attempt has 3 s, and the session 10 s.
+	s := open(t, c.Servers(), session.WithSessionTimeout(10*time.Second),
+		session.WithConnectTimeout(3*time.Second), session.WithTLS(c.ClientTLS()))
 	r := record(s)
 	sid := s.SessionID()
 	e, _ := s.Current()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shepherdzk/shepherd/observe"
@@ -47,7 +48,7 @@ type plan struct {
 // Handovers is a candidate's state of priorities and handovers.
 type Handovers struct {
 	cfg     Config
-	records *recordWatch
+	records atomic.Pointer[recordWatch] // made when first needed (recs)
 
 	mu sync.Mutex
 	// poke: our line node changed (see WatchStepAside). Made while a
@@ -72,7 +73,18 @@ type Handovers struct {
 // New returns the handovers of the candidate cfg describes. It does no
 // I/O.
 func New(cfg Config) *Handovers {
-	return &Handovers{cfg: cfg, records: newRecordWatch(cfg.Sess, cfg.Path), mine: -1}
+	return &Handovers{cfg: cfg, mine: -1}
+}
+
+// recs is the candidate's watch of the record, made at the first call: a
+// candidate that never waits in line nor hands over (a leader at once)
+// keeps none.
+func (h *Handovers) recs() *recordWatch {
+	if w := h.records.Load(); w != nil {
+		return w
+	}
+	h.records.CompareAndSwap(nil, newRecordWatch(h.cfg.Sess, h.cfg.Path))
+	return h.records.Load()
 }
 
 // busyChan is busy, made when first asked for.

@@ -1,11 +1,12 @@
 package handover
 
-// What a leader watches while it leads (issue 38): the election's record,
-// for an operator's request (shepherd handover) or a finished handover to
-// it, and, with WithPreferredLeader, the other candidates (yield.go).
+// What a leader watches while it leads (issue 38): its own node, for an
+// operator's request (shepherd handover) or a finished handover to it, and,
+// with WithPreferredLeader, the other candidates (yield.go).
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -13,13 +14,15 @@ import (
 	"github.com/shepherdzk/shepherd/internal/epcall"
 )
 
-// Watch starts l's watches; they end with l. The record's costs no
-// goroutine while nothing changes: a change of the record (or the end of
-// the epoch its watch was set in) starts one, which reads it and acts. It
-// follows the record until the candidate's next leadership replaces it.
+// Watch starts l's watches; they end with l. An operator's request writes
+// the leader's node again in the multi-op that makes the record (see
+// MakeRequest), so the leader needs no watch of the record: its hold's
+// own-node watch reads the node after each change (and once, 10 ms into
+// the leadership), and l reads the record then (checkRecord). A leader
+// thus keeps one server watch, its node's, and no goroutine while nothing
+// changes.
 func (h *Handovers) Watch(l *Leadership) {
-	h.records.setFollower(func() { h.checkRecord(l) })
-	h.checkRecord(l)
+	l.Hold.OnNodeRead(func() { h.checkRecord(l) })
 	if h.cfg.Policy.YieldWindow > 0 {
 		go h.yieldLoop(l)
 	}
@@ -42,7 +45,13 @@ func (h *Handovers) checkRecord(l *Leadership) {
 	l.checks.Unlock()
 	go func() {
 		for {
-			if rec, err := h.records.peek(l.Ctx); err == nil && rec != nil {
+			// Bounded by the session's timeout, not l.Ctx: asking a context
+			// for its Done channel makes one, kept as long as the
+			// leadership (a leader that nobody asks costs less).
+			ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
+			rec, err := h.currentRecord(ctx)
+			cancel()
+			if err == nil && rec != nil && l.Ctx.Err() == nil {
 				h.onRecord(l, rec)
 			}
 			l.checks.Lock()
@@ -55,6 +64,32 @@ func (h *Handovers) checkRecord(l *Leadership) {
 			l.checks.Unlock()
 		}
 	}()
+}
+
+// currentRecord is the election's record (nil when there is none, or it
+// is not one): as the candidate's watch of it knows it, if that watch is
+// armed in the current epoch (a candidate that waited in line), else read,
+// without a watch.
+func (h *Handovers) currentRecord(ctx context.Context) (*record, error) {
+	ep, err := h.cfg.Sess.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if w := h.records.Load(); w != nil {
+		if rec, ok := w.knownIn(ep); ok {
+			return rec, nil
+		}
+	}
+	return epcall.Call(ctx, ep, func(c *zk.Conn) (*record, error) {
+		data, st, err := c.Get(recordPath(h.cfg.Path))
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return parseRecord(data, st), nil
+	}, nil)
 }
 
 // ownName is the name the records use for this candidate, relative to the

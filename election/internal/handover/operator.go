@@ -51,33 +51,71 @@ func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leader
 	return others[j], nil
 }
 
+// ErrLeaderMoved is MakeRequest's error when the leader's node it was told
+// of is gone, or kept changing, while the request was made: find the
+// leader again.
+var ErrLeaderMoved = line.NewError("election: the leader changed while the handover request was made")
+
 // MakeRequest makes an operator's request to hand over to succ: the
 // record, an ephemeral node of the session (path is the election's path
-// as the operator named it). It returns the record's Stat, for
-// RemoveRequest.
-func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path string) (*zk.Stat, error) {
-	sess := h.cfg.Sess
-	rp := recordPath(h.cfg.Path)
+// as the operator named it), in one multi-op with a write of the leader's
+// node (leaderNode, its data as it is, at the version read): the leader
+// watches its own node, not the record (see Watch), and reads the record
+// when its node changes. It returns the record's Stat, for RemoveRequest;
+// ErrLeaderMoved when leaderNode is gone.
+func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode string) (*zk.Stat, error) {
 	data := encodeRecord(recordJSON{To: succ.Name, ID: succ.ID, By: ByOperator, Reason: reasonOperator})
 	var made *zk.Stat
-	err := sess.Do(ctx, func(ep *session.Epoch) error {
-		_, err := ep.Conn().Create(rp, data, zk.FlagEphemeral, sess.ACL())
-		if errors.Is(err, zk.ErrNodeExists) {
-			if _, st, err := ep.Conn().Exists(rp); err == nil && st != nil && st.EphemeralOwner == ep.SessionID() {
-				made = st // our create, its answer lost
-				return nil
-			}
-			return fmt.Errorf("%w: a handover is pending at %s", h.cfg.Errors.Refused, path)
-		}
-		if err == nil {
-			_, made, err = ep.Conn().Exists(rp)
-		}
+	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
+		st, err := h.makeRequest(ep, data, path, leaderNode)
+		made = st
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, err // op may still run: do not read made
 	}
 	return made, nil
+}
+
+// makeRequest is MakeRequest's one try in ep. A leader's node written
+// between the read and the multi-op (its own mark, a Proclaim) is read
+// again, three times at most.
+func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode string) (*zk.Stat, error) {
+	c, rp := ep.Conn(), recordPath(h.cfg.Path)
+	for range 3 {
+		ldata, lst, err := c.Get(leaderNode)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, ErrLeaderMoved
+		} else if err != nil {
+			return nil, err
+		}
+		_, err = c.Multi(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: leaderNode, Data: ldata, Version: lst.Version})
+		switch {
+		case err == nil:
+			_, st, err := c.Exists(rp)
+			return st, err
+		case errors.Is(err, zk.ErrNodeExists):
+			_, st, err := c.Exists(rp)
+			if err != nil || st == nil || st.EphemeralOwner != ep.SessionID() {
+				return nil, fmt.Errorf("%w: a handover is pending at %s", h.cfg.Errors.Refused, path)
+			}
+			// Ours: an earlier try's, its answer lost. The leader may have
+			// changed since: write its node again (a change of it since
+			// the read makes the leader read the record all the same).
+			if _, err := c.Set(leaderNode, ldata, lst.Version); err != nil && !errors.Is(err, zk.ErrBadVersion) {
+				return nil, err
+			}
+			return st, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue // the leader wrote its node meanwhile: read it again
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, ErrLeaderMoved
+		default:
+			return nil, err
+		}
+	}
+	return nil, ErrLeaderMoved
 }
 
 // RemoveRequest removes the request made (its Stat), if it is still there

@@ -154,9 +154,11 @@ func Pending(ctx context.Context, sess *session.Session, full string) (*Request,
 
 // recordWatch is a candidate's watch of its election's record: one exists
 // watch per connection (epoch), shared by whatever of the candidate looks
-// (its wait in line, its leadership), and set again only once it has fired
-// (go-zookeeper keeps every watch channel until its event, so a watch set
-// anew at each look or campaign would pile up).
+// while it waits in line or hands over (a leader does not watch it: see
+// Handovers.Watch), and set again only once it has fired (go-zookeeper
+// keeps every watch channel until its event, so a watch set anew at each
+// look would pile up). It is made when first needed (Handovers.recs): a
+// candidate that never waits keeps none.
 //
 // It costs no goroutine: the watch's event reaches it on the session's
 // event path (session.Session.WatchNode), and its epoch's end through the
@@ -173,7 +175,6 @@ type recordWatch struct {
 	gen     uint64          // counts the watch's events and epoch ends
 	changed chan struct{}   // closed at the next event or epoch end (nil: none asked)
 	waiters int             // the looks changed was given to, less unwait's (see unwait)
-	follow  func()          // called then too (see setFollower)
 	watched bool            // registered with the session's event path
 }
 
@@ -186,17 +187,6 @@ func newRecordWatch(sess *session.Session, p string) *recordWatch {
 // epoch, and a channel closed when it may have changed. It reads it, with a
 // watch, when it is not known in that epoch or has changed since.
 func (w *recordWatch) look(ctx context.Context) (*record, <-chan struct{}, error) {
-	return w.lookFor(ctx, true)
-}
-
-// peek is look for one who does not wait for a change: no channel is made.
-func (w *recordWatch) peek(ctx context.Context) (*record, error) {
-	rec, _, err := w.lookFor(ctx, false)
-	return rec, err
-}
-
-// lookFor is look; with wait false it returns no channel.
-func (w *recordWatch) lookFor(ctx context.Context, wait bool) (*record, <-chan struct{}, error) {
 	ep, err := w.sess.Wait(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -204,7 +194,7 @@ func (w *recordWatch) lookFor(ctx context.Context, wait bool) (*record, <-chan s
 	w.mu.Lock()
 	w.registerLocked()
 	if w.ep == ep && w.zch != nil {
-		rec, ch := w.rec, w.changedLocked(wait)
+		rec, ch := w.rec, w.changedLocked()
 		w.mu.Unlock()
 		return rec, ch, nil
 	}
@@ -219,14 +209,11 @@ func (w *recordWatch) lookFor(ctx context.Context, wait bool) (*record, <-chan s
 		// An event (or the epoch's end) came while the watch was set: the
 		// record read may be stale: look again.
 		w.mu.Unlock()
-		if !wait {
-			return rec, nil, nil
-		}
 		closed := make(chan struct{})
 		close(closed)
 		return rec, closed, nil
 	}
-	ch := w.changedLocked(wait)
+	ch := w.changedLocked()
 	newEpoch := w.ep != ep
 	w.ep, w.zch, w.rec = ep, zch, rec
 	w.mu.Unlock()
@@ -283,20 +270,12 @@ func (w *recordWatch) fire(ep *session.Epoch) {
 		close(w.changed)
 		w.changed, w.waiters = nil, 0
 	}
-	follow := w.follow
 	w.mu.Unlock()
-	if follow != nil {
-		follow()
-	}
 }
 
 // changedLocked is the channel closed at the watch's next event or epoch
-// end (made when asked for), counted as one more waiter's; nil when the
-// look does not wait.
-func (w *recordWatch) changedLocked(wait bool) chan struct{} {
-	if !wait {
-		return nil
-	}
+// end (made when asked for), counted as one more waiter's.
+func (w *recordWatch) changedLocked() chan struct{} {
 	if w.changed == nil {
 		w.changed = make(chan struct{})
 	}
@@ -304,16 +283,16 @@ func (w *recordWatch) changedLocked(wait bool) chan struct{} {
 	return w.changed
 }
 
-// setFollower makes fn the one called each time the record may have
-// changed (the watch's event, its epoch's end), in place of the one before
-// (nil: none). fn runs on the session's event path: it must not block nor
-// call the connection. One is enough: the only follower is the
-// candidate's leadership, and a candidate has one at a time.
-func (w *recordWatch) setFollower(fn func()) {
+// knownIn is the record as read in ep, with the watch set then still
+// armed (ok): nothing changed it since. A candidate that waited in line
+// and now leads reads it so, with no request.
+func (w *recordWatch) knownIn(ep *session.Epoch) (rec *record, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.registerLocked()
-	w.follow = fn
+	if w.ep != ep || w.zch == nil {
+		return nil, false
+	}
+	return w.rec, true
 }
 
 // cached is the record as last read (nil: none, or not read).

@@ -62,7 +62,7 @@ func (h *Handovers) awaitReady(ctx context.Context, l *Leadership, p *plan) {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout()/10)
 	defer cancel()
 	for {
-		rec, ch, err := h.records.look(ctx)
+		rec, ch, err := h.recs().look(ctx)
 		// No record may be the watch not caught up yet with the one just
 		// made (its event is handled on another goroutine): wait for it,
 		// bounded as the rest.

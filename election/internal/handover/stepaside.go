@@ -21,25 +21,33 @@ var ErrStepAside = errors.New("election: stepping aside for a handover")
 
 // WatchStepAside cancels ctx (with ErrStepAside) when the election's record
 // names a successor behind this candidate's node; it returns when ctx ends.
-func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCauseFunc) {
+// It starts watching the record once waiting is closed (the candidate
+// waits in line: see line.AwaitOptions.OnWatch): a candidate led at once
+// never reads nor watches it. A record made before then is read then.
+func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCauseFunc, waiting <-chan struct{}) {
+	select {
+	case <-waiting:
+	case <-ctx.Done():
+		return
+	}
 	poke := h.startPokes()
 	defer h.stopPokes()
 	for {
-		rec, changed, err := h.records.look(ctx)
+		rec, changed, err := h.recs().look(ctx)
 		if err != nil {
 			return // ctx ended, or the session is closed
 		}
 		if rec != nil && h.before(rec) {
-			h.records.unwait(changed)
+			h.recs().unwait(changed)
 			cancel(ErrStepAside)
 			return
 		}
 		select {
 		case <-changed:
 		case <-poke:
-			h.records.unwait(changed)
+			h.recs().unwait(changed)
 		case <-ctx.Done():
-			h.records.unwait(changed)
+			h.recs().unwait(changed)
 			return
 		}
 	}
@@ -97,7 +105,7 @@ func (h *Handovers) OnWatch(line []line.Name, i, w int) {
 	if i != 1 || w != 0 {
 		return
 	}
-	rec := h.records.cached()
+	rec := h.recs().cached()
 	if rec == nil || rec.Ready || rec.To != line[i].Name {
 		return
 	}

@@ -240,7 +240,7 @@ func (h *Handovers) listLine(ctx context.Context, ep *session.Epoch) ([]line.Nam
 // since clear; otherwise the channels to wait on (the record's change, the
 // rest of that tenth).
 func (h *Handovers) successorReady(ctx context.Context, p *plan, clear time.Time) (done bool, ready <-chan struct{}, acked <-chan time.Time) {
-	rec, ch, err := h.records.look(ctx)
+	rec, ch, err := h.recs().look(ctx)
 	wait := time.Until(clear.Add(h.timeout() / 10))
 	// No record may be the watch not caught up yet with the one just
 	// made: wait for it, bounded as the rest.
