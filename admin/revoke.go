@@ -81,18 +81,33 @@ func (g *Grant) matches(st *zk.Stat) bool {
 	return (g.Token == 0 || st.Czxid == int64(g.Token)) && (g.SessionID == 0 || st.EphemeralOwner == g.SessionID)
 }
 
-// stat reads the Stat of g's node and pins g to it: errGrantGone when the
-// node is gone or is another grant's.
-func (g *Grant) stat(c *zk.Conn) (*zk.Stat, error) {
-	ok, st, err := c.Exists(g.Node)
+// read reads g's node, and before it its parent, and pins g to the node:
+// errGrantGone when the node is gone or is another grant's. guard checks
+// the parent's version as read: a write made under it lands only if no
+// later grant of the node's name was made since the node was read (each
+// grant of a non-fair recipe writes its parent; a line's node names are
+// never reused). The parent is read first: read after the node, it could
+// already be a later grant's, and pass the check.
+func (g *Grant) read(c *zk.Conn) (data []byte, st *zk.Stat, guard *zk.CheckVersionRequest, err error) {
+	parent := path.Dir(g.Node)
+	ok, pst, err := c.Exists(parent)
 	switch {
 	case err != nil:
-		return nil, err
-	case !ok || !g.matches(st):
-		return nil, errGrantGone
+		return nil, nil, nil, aclerr.Map("exists", parent, err)
+	case !ok:
+		return nil, nil, nil, errGrantGone // the node went with it
+	}
+	data, st, err = c.Get(g.Node)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil, nil, errGrantGone
+	case err != nil:
+		return nil, nil, nil, aclerr.Map("getData", g.Node, err)
+	case !g.matches(st):
+		return nil, nil, nil, errGrantGone
 	}
 	g.Token, g.SessionID = hold.Token(st.Czxid), st.EphemeralOwner
-	return st, nil
+	return data, st, &zk.CheckVersionRequest{Path: parent, Version: pst.Version}, nil
 }
 
 // AskRevoke asks the holder of grant g (a lock's or a writer's holder, a
@@ -149,30 +164,23 @@ func Revoke(ctx context.Context, sess *session.Session, g Grant, grace time.Dura
 
 // deleteGrant deletes g's node, unless the grant has ended (then it
 // reports true): in one multi-op, at the version of the node read after its
-// creation zxid was checked, and at the version of its parent read then (a
-// non-fair recipe writes its parent with each grant, so a later grant of the
-// same name fails the check; a line's parent does not change).
+// creation zxid was checked, and at the version of its parent read before
+// it (see Grant.read: a later grant of the same name fails the check).
 func deleteGrant(ctx context.Context, sess *session.Session, g *Grant) (bool, error) {
 	sent := false // a delete whose answer was lost: its success reads as "gone"
 	for range 8 {
 		gone := false
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
 			return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
-				st, err := g.stat(c)
+				_, st, guard, err := g.read(c)
 				if errors.Is(err, errGrantGone) {
 					gone = true
 					return nil
 				} else if err != nil {
 					return err
 				}
-				parent := path.Dir(g.Node)
-				ok, pst, err := c.Exists(parent)
-				if err != nil || !ok {
-					return err // gone with it: the next read says so
-				}
 				sent = true
-				_, err = c.Multi(&zk.CheckVersionRequest{Path: parent, Version: pst.Version},
-					&zk.DeleteRequest{Path: g.Node, Version: st.Version})
+				_, err = c.Multi(guard, &zk.DeleteRequest{Path: g.Node, Version: st.Version})
 				if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 					return errAgain // changed since read: read again
 				}
@@ -204,16 +212,10 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 	for i := 0; ; i++ {
 		err := sess.Do(ctx, func(ep *session.Epoch) error {
 			return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
-				data, st, err := c.Get(g.Node)
-				switch {
-				case errors.Is(err, zk.ErrNoNode):
-					return errGrantGone
-				case err != nil:
-					return aclerr.Map("getData", g.Node, err)
-				case !g.matches(st):
-					return errGrantGone
+				data, st, guard, err := g.read(c)
+				if err != nil {
+					return err
 				}
-				g.Token, g.SessionID = hold.Token(st.Czxid), st.EphemeralOwner
 				if err := headsLine(c, g.Node); err != nil {
 					return err
 				}
@@ -224,7 +226,7 @@ func requestRevoke(ctx context.Context, sess *session.Session, g *Grant, mode st
 				}
 				req := append(append(append([]byte(nil), holder...), layout.RevokeSuffix...), mode...)
 				asked = true // from here on the holder may hear it
-				_, err = c.Set(g.Node, req, st.Version)
+				_, err = c.Multi(guard, &zk.SetDataRequest{Path: g.Node, Data: req, Version: st.Version})
 				if errors.Is(err, zk.ErrNoNode) {
 					return errGrantGone
 				}

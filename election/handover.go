@@ -143,10 +143,11 @@ func RequestHandOver(ctx context.Context, sess *session.Session, path, id string
 		if err != nil {
 			return Leader{}, err
 		}
-		made, err := e.ho.MakeRequest(ctx, succ, path, cur.Node)
+		made, err := e.ho.MakeRequest(ctx, succ, path, cur.Node, int64(cur.Term))
 		if errors.Is(err, handover.ErrLeaderMoved) && try < 3 {
 			continue // another leads now: ask that one
 		} else if errors.Is(err, handover.ErrLeaderMoved) {
+			e.ho.RemoveRequest(nil) // one that landed, its answer lost
 			return Leader{}, fmt.Errorf("%w: the leader of %s changed %d times while the request was made", ErrHandOverRefused, path, try)
 		} else if err != nil {
 			return Leader{}, err

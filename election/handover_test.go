@@ -12,6 +12,7 @@ import (
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/internal/wire/zkwire"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -319,6 +320,64 @@ func TestOperatorHandOver(t *testing.T) {
 	}
 	_, err := election.RequestHandOver(testutil.Ctx(t, 10*time.Second), open(t, zk.Servers()), uniquePath(t), "")
 	require.True(t, errors.Is(err, election.ErrNoLeader), "%v", err)
+}
+
+// TestOperatorRequestSparesTheNextLeader: an operator's request writes the
+// node of the leader it read (in the multi-op that makes the record), never
+// a later leader's. Held on the wire between its reads and that multi-op
+// while the leader resigns and another candidate leads (in the non-fair
+// layout, in a node of the same name and version), it finds that
+// leadership ended and asks again; the next leader's node keeps its own
+// data. Without the check of the path's version (which a later grant of
+// the name writes) and of the leader's term, the next leader's node was
+// written with the old leader's data (it said "a").
+func TestOperatorRequestSparesTheNextLeader(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			path := uniquePath(t)
+			g := newLedger()
+			a := run(t, g, open(t, zk.Servers()), path, "a", m.opts...)
+			require.Equal(t, "a", g.wait(t, 10*time.Second))
+			sessions := map[string]*session.Session{"a": a.sess}
+			for _, id := range []string{"b", "c"} {
+				sessions[id] = run(t, g, open(t, zk.Servers()), path, id, m.opts...).sess
+			}
+			gate := testutil.NewFrameGate(func(op int32, _ string) bool { return op == zkwire.OpMulti })
+			op := open(t, zk.Servers(), session.WithDialer(gate.Dial))
+			t.Cleanup(gate.Release) // before the session's close, if the test failed first
+			ctx := testutil.Ctx(t, 30*time.Second)
+			gate.Arm()
+			done := make(chan error, 1)
+			go func() {
+				_, err := election.RequestHandOver(ctx, op, path, "c")
+				done <- err
+			}()
+			select {
+			case <-gate.Held(): // the leader's node read; the multi-op not sent
+			case <-ctx.Done():
+				t.Fatal("the request was never sent")
+			}
+			a.stop()
+			next := g.wait(t, 10*time.Second)
+			gate.Release()
+			select {
+			case err := <-done:
+				if next == "c" {
+					require.ErrorIs(t, err, election.ErrNoCandidate, "c leads already: never the leader itself")
+				} else {
+					require.NoError(t, err)
+					require.Equal(t, "c", g.wait(t, 10*time.Second))
+				}
+			case <-ctx.Done():
+				t.Fatal("RequestHandOver never returned")
+			}
+			leaders, err := election.Observe(ctx, open(t, zk.Servers()), path)
+			require.NoError(t, err)
+			l := <-leaders
+			require.Equal(t, sessions[l.ID].SessionID(), l.SessionID, "the leader's node says %q, but is session 0x%x's", l.ID, l.SessionID)
+			g.check(t)
+		})
+	}
 }
 
 // TestOperatorHandOverAfterReconnect: a leader watches the election's record

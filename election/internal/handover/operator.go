@@ -51,23 +51,23 @@ func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leader
 	return others[j], nil
 }
 
-// ErrLeaderMoved is MakeRequest's error when the leader's node it was told
-// of is gone, or kept changing, while the request was made: find the
-// leader again.
+// ErrLeaderMoved is MakeRequest's error when the leadership it was told
+// of has ended, or the leader's node kept changing, while the request was
+// made: find the leader again.
 var ErrLeaderMoved = line.NewError("election: the leader changed while the handover request was made")
 
 // MakeRequest makes an operator's request to hand over to succ: the
 // record, an ephemeral node of the session (path is the election's path
 // as the operator named it), in one multi-op with a write of the leader's
-// node (leaderNode, its data as it is, at the version read): the leader
-// watches its own node, not the record (see Watch), and reads the record
-// when its node changes. It returns the record's Stat, for RemoveRequest;
-// ErrLeaderMoved when leaderNode is gone.
-func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode string) (*zk.Stat, error) {
+// node (leaderNode, created at term: its data as it is, at the version
+// read): the leader watches its own node, not the record (see Watch), and
+// reads the record when its node changes. It returns the record's Stat,
+// for RemoveRequest; ErrLeaderMoved when that leadership has ended.
+func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode string, term int64) (*zk.Stat, error) {
 	data := encodeRecord(recordJSON{To: succ.Name, ID: succ.ID, By: ByOperator, Reason: reasonOperator})
 	var made *zk.Stat
 	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
-		st, err := h.makeRequest(ep, data, path, leaderNode)
+		st, err := h.makeRequest(ep, data, path, leaderNode, term)
 		made = st
 		return err
 	})
@@ -77,19 +77,30 @@ func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode
 	return made, nil
 }
 
-// makeRequest is MakeRequest's one try in ep. A leader's node written
-// between the read and the multi-op (its own mark, a Proclaim) is read
-// again, three times at most.
-func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode string) (*zk.Stat, error) {
+// makeRequest is MakeRequest's one try in ep. The multi-op also checks the
+// election path's version, read before the leader's node: a non-fair
+// leader's node has a fixed name, and each grant of it writes the path, so
+// a later leader's node (made again between the read and the write, at the
+// same version) is never written with this one's data. A leader's node
+// written between the read and the multi-op (its own mark, a Proclaim) is
+// read again, three times at most.
+func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode string, term int64) (*zk.Stat, error) {
 	c, rp := ep.Conn(), recordPath(h.cfg.Path)
 	for range 3 {
+		ok, pst, err := c.Exists(h.cfg.Path)
+		if err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, ErrLeaderMoved
+		}
 		ldata, lst, err := c.Get(leaderNode)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zk.ErrNoNode) || (err == nil && lst.Czxid != term) {
 			return nil, ErrLeaderMoved
 		} else if err != nil {
 			return nil, err
 		}
-		_, err = c.Multi(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral},
+		_, err = c.Multi(&zk.CheckVersionRequest{Path: h.cfg.Path, Version: pst.Version},
+			&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: leaderNode, Data: ldata, Version: lst.Version})
 		switch {
 		case err == nil:
@@ -100,15 +111,11 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 			if err != nil || st == nil || st.EphemeralOwner != ep.SessionID() {
 				return nil, fmt.Errorf("%w: a handover is pending at %s", h.cfg.Errors.Refused, path)
 			}
-			// Ours: an earlier try's, its answer lost. The leader may have
-			// changed since: write its node again (a change of it since
-			// the read makes the leader read the record all the same).
-			if _, err := c.Set(leaderNode, ldata, lst.Version); err != nil && !errors.Is(err, zk.ErrBadVersion) {
-				return nil, err
-			}
+			// Ours: an earlier try's, its answer lost (the leader's node
+			// was written with it).
 			return st, nil
 		case errors.Is(err, zk.ErrBadVersion):
-			continue // the leader wrote its node meanwhile: read it again
+			continue // the path or the leader's node written meanwhile: read them again
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, ErrLeaderMoved
 		default:
@@ -119,13 +126,15 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 }
 
 // RemoveRequest removes the request made (its Stat), if it is still there
-// (taken by a non-fair successor's grant, it is not).
+// (taken by a non-fair successor's grant, it is not); with made nil, the
+// record if this session made it (a request whose multi-op landed, its
+// answer lost, before the leader moved). Best effort.
 func (h *Handovers) RemoveRequest(made *zk.Stat) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
 	defer cancel()
 	_ = h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
 		ok, st, err := ep.Conn().Exists(recordPath(h.cfg.Path))
-		if err != nil || !ok || st.Czxid != made.Czxid {
+		if err != nil || !ok || (made != nil && st.Czxid != made.Czxid) || (made == nil && st.EphemeralOwner != ep.SessionID()) {
 			return err
 		}
 		err = ep.Conn().Delete(recordPath(h.cfg.Path), st.Version)
