@@ -59,7 +59,11 @@ func (x *contract) lostCreateAnswerLeavesNoOrphan(t *testing.T) {
 	obs := x.open(t)
 	full := obs.Path(path)
 	for _, giveUp := range []bool{false, true} {
-		s, p := x.proxied(t, 4*time.Second)
+		// 10 s: the create must be written before the session, hearing
+		// nothing, drops the connection (at two thirds of the timeout; a
+		// reconnection through the muted proxy gets no answer). With 4 s, a
+		// make test beside six busy loops once saw no create land in time.
+		s, p := x.proxied(t, 10*time.Second)
 		cd := x.r.New(t, s, path, "a")
 		// Make sure the path exists, so the create is the first request.
 		h := acquire(t, ctx, cd)
@@ -68,7 +72,8 @@ func (x *contract) lostCreateAnswerLeavesNoOrphan(t *testing.T) {
 		lctx, cancel := context.WithCancel(ctx)
 		got := inBackground(lctx, cd)
 		// The create lands on the server; its answer does not come back.
-		require.Eventually(t, func() bool { return x.lineLen(t, obs, path) == 1 }, 5*time.Second, 2*time.Millisecond)
+		require.Eventually(t, func() bool { return x.lineLen(t, obs, path) == 1 }, 15*time.Second, 2*time.Millisecond,
+			"the create never landed")
 		if giveUp {
 			cancel()
 			r := await(t, got, 10*time.Second, "the cancelled acquire")
