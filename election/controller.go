@@ -67,7 +67,7 @@ func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Lea
 	}
 	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, cancel: cancel}
 	l.setHandover(lctx)
-	e.ho.Watch(&l.ho)
+	e.watchLeadership(l)
 	return l
 }
 
@@ -86,7 +86,14 @@ func (e *Election) acquireLine(ctx context.Context, report func(Leader)) (*Leade
 		watched, waiting := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(watched)
-			e.ho.WatchStepAside(actx, cancel, waiting)
+			// Once the candidate waits in line: one led at once never
+			// reads nor watches the record, nor makes its handover state.
+			select {
+			case <-waiting:
+			case <-actx.Done():
+				return
+			}
+			e.handovers().WatchStepAside(actx, cancel)
 		}()
 		var once sync.Once
 		l, err := e.acquireFair(actx, report, func() { once.Do(func() { close(waiting) }) })
@@ -126,7 +133,7 @@ func (e *Election) acquireFair(ctx context.Context, report func(Leader), waits f
 		// line.
 		Options: line.AwaitOptions{OnHead: onHead, MarkFor: line.Name.Shepherd, OnWatch: func(l []line.Name, i, w int) {
 			waits()
-			e.ho.OnWatch(l, i, w)
+			e.handovers().OnWatch(l, i, w)
 		}},
 	}, &campaign{e: e, cand: cand, report: report})
 }
@@ -191,7 +198,7 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 			report(leaderOf(Leader{Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner}, data))
 		}
 	}
-	h, err := e.ho.Race(ctx, guid, seen)
+	h, err := e.handovers().Race(ctx, guid, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +256,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 // candidate goes back in line: at the back after OnElected returned or
 // Resign, with the node it has after a loss.
 func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool, error) {
-	stopAfter := e.ho.OnShutdown(ctx, &l.ho) // a shutdown
+	stopAfter := e.handovers().OnShutdown(ctx, &l.ho) // a shutdown
 	resign, left := e.setLeading(l)
 	done := make(chan struct{})
 	go func() {
@@ -270,7 +277,7 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 	<-pauses
 	stuck := e.endTerm(l, done, cb)
 	if stuck || ctx.Err() != nil {
-		e.ho.LeaveAtEnd(ctx)
+		e.handovers().LeaveAtEnd(ctx)
 		close(left)
 		if stuck {
 			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)

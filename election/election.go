@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -185,8 +186,8 @@ type Election struct {
 	policy       session.DisconnectPolicy
 	stopDeadline time.Duration
 	onStuck      func(Term)
-	ext          extConfig           // priorities and handovers (policy.go)
-	ho           *handover.Handovers // their state (package handover; the seam: handover.go)
+	ext          extConfig                          // priorities and handovers (policy.go)
+	ho           atomic.Pointer[handover.Handovers] // their state, made when first needed (handovers; package handover; the seam: handover.go)
 
 	mu      sync.Mutex
 	mode    int
@@ -255,7 +256,6 @@ func New(sess *session.Session, path, id string, opts ...Option) (*Election, err
 			Layout: layout.NonFairElection, OnDisconnect: c.policy}
 		e.nfLayout = line.NewPathCheck(layout.NonFairElection)
 	}
-	e.ho = newHandovers(e) // last: it takes e's race and layouts
 	return e, nil
 }
 

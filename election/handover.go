@@ -63,7 +63,7 @@ var ErrHandedOver = fmt.Errorf("%w: handed over", recipe.ErrReleased)
 // (it was given up: the others race). A successor that dies once it is
 // next goes as a dead leader does: with its session.
 func (l *Leadership) HandOver(ctx context.Context, id string) error {
-	return l.e.ho.HandOver(ctx, &l.ho, id)
+	return l.e.handovers().HandOver(ctx, &l.ho, id)
 }
 
 // HandOver hands the current leadership over to the candidate with id (the
@@ -79,7 +79,7 @@ func (e *Election) HandOver(ctx context.Context, id string) error {
 	if l == nil || l.ho.Ctx.Err() != nil {
 		return ErrNotLeader
 	}
-	return e.ho.HandOver(ctx, &l.ho, id)
+	return e.handovers().HandOver(ctx, &l.ho, id)
 }
 
 // HandOverRequest is a pending handover at an election's path (see
@@ -138,21 +138,20 @@ func RequestHandOver(ctx context.Context, sess *session.Session, path, id string
 		// the same way; the layout is the one found there.
 		e := &Election{sess: sess, path: full, id: handover.ByOperator}
 		e.fair = cur.Node != full+"/"+leaderChild
-		e.ho = newHandovers(e)
-		succ, err := e.ho.RequestTarget(ctx, cur.Node, cur.SessionID, cur.ID, id)
+		succ, err := e.handovers().RequestTarget(ctx, cur.Node, cur.SessionID, cur.ID, id)
 		if err != nil {
 			return Leader{}, err
 		}
-		made, err := e.ho.MakeRequest(ctx, succ, path, cur.Node, int64(cur.Term))
+		made, err := e.handovers().MakeRequest(ctx, succ, path, cur.Node, int64(cur.Term))
 		if errors.Is(err, handover.ErrLeaderMoved) && try < 3 {
 			continue // another leads now: ask that one
 		} else if errors.Is(err, handover.ErrLeaderMoved) {
-			e.ho.RemoveRequest(nil) // one that landed, its answer lost
+			e.handovers().RemoveRequest(nil) // one that landed, its answer lost
 			return Leader{}, fmt.Errorf("%w: the leader of %s changed %d times while the request was made", ErrHandOverRefused, path, try)
 		} else if err != nil {
 			return Leader{}, err
 		}
-		defer e.ho.RemoveRequest(made)
+		defer e.handovers().RemoveRequest(made)
 		return e.awaitLeader(ctx, succ)
 	}
 }
@@ -192,6 +191,28 @@ func (e *Election) awaitLeader(ctx context.Context, succ handover.Cand) (Leader,
 // handoverErrors are the errors handovers return (see handover.Errors).
 var handoverErrors = handover.Errors{NoCandidate: ErrNoCandidate, Refused: ErrHandOverRefused, NotTaken: ErrNotTaken,
 	HandedOver: ErrHandedOver, NotLeader: ErrNotLeader}
+
+// handovers is e's handover state, made at the first call (from what New
+// set: its race, layouts and options): a fair candidate led at once, and
+// its leadership until a record is found, need none (watchLeadership).
+func (e *Election) handovers() *handover.Handovers {
+	if h := e.ho.Load(); h != nil {
+		return h
+	}
+	e.ho.CompareAndSwap(nil, newHandovers(e))
+	return e.ho.Load()
+}
+
+// watchLeadership starts what l watches while it leads (see package
+// handover's CheckRecord): the election's record, read when the hold's
+// own-node watch reads its node, and, with a yield window, the other
+// candidates.
+func (e *Election) watchLeadership(l *Leadership) {
+	l.hold.OnNodeRead(func() { handover.CheckRecord(&l.ho, e.sess, e.path, e.ho.Load(), e.handovers) })
+	if e.ext.handover.YieldWindow > 0 {
+		e.handovers().WatchYield(&l.ho)
+	}
+}
 
 // newHandovers is e's part in handovers: what e is to them (see
 // handover.Config), once e is made.

@@ -79,7 +79,9 @@ func (e *Election) entered(ctx context.Context, ep *session.Epoch, n *line.Node)
 	}
 	e.mu.Lock()
 	e.node = c
-	e.ho.Poked()
+	if h := e.ho.Load(); h != nil {
+		h.Poked() // a step-aside watch runs only with them made
+	}
 	first := !e.checkedIDs
 	e.checkedIDs = true
 	e.mu.Unlock()
@@ -169,7 +171,7 @@ func (e *Election) leaveBounded(ctx context.Context) {
 // layout, the registry.
 func (e *Election) quit(ctx context.Context) error {
 	err := e.leave(ctx)
-	e.ho.Unregister(ctx)
+	e.handovers().Unregister(ctx)
 	return err
 }
 

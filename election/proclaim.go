@@ -43,7 +43,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 		err := e.proclaimOnce(ctx, l, value)
 		if !errors.Is(err, zk.ErrBadVersion) {
 			if err == nil {
-				e.ho.SetValue(value)
+				e.handovers().SetValue(value)
 			}
 			return err
 		}

@@ -233,7 +233,7 @@ func (e *Election) nonFairParticipants(ep *session.Epoch) ([]Participant, error)
 	case !errors.Is(err, ErrNoLeader):
 		return nil, err
 	}
-	cs, err := e.ho.Registered(ep, "")
+	cs, err := e.handovers().Registered(ep, "")
 	if err != nil {
 		return nil, err
 	}

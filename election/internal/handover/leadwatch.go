@@ -12,26 +12,31 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherdzk/shepherd/internal/epcall"
+	"github.com/shepherdzk/shepherd/session"
 )
 
-// Watch starts l's watches; they end with l. An operator's request writes
-// the leader's node again in the multi-op that makes the record (see
-// MakeRequest), so the leader needs no watch of the record: its hold's
-// own-node watch reads the node after each change (and once, 10 ms into
-// the leadership), and l reads the record then (checkRecord). A leader
-// thus keeps one server watch, its node's, and no goroutine while nothing
-// changes.
-func (h *Handovers) Watch(l *Leadership) {
-	l.Hold.OnNodeRead(func() { h.checkRecord(l) })
+// An operator's request writes the leader's node again in the multi-op
+// that makes the record (see MakeRequest), so a leader needs no watch of
+// the record: its hold's own-node watch reads the node after each change
+// (and once, 10 ms into the leadership), and the election calls
+// CheckRecord then (hold.Hold.OnNodeRead). A leader thus keeps one server
+// watch, its node's, no goroutine while nothing changes, and no handover
+// state until a record is found.
+
+// WatchYield starts l's watch of the other candidates, for a yield
+// (WithPreferredLeader: a policy with a yield window); it ends with l.
+func (h *Handovers) WatchYield(l *Leadership) {
 	if h.cfg.Policy.YieldWindow > 0 {
 		go h.yieldLoop(l)
 	}
 }
 
-// checkRecord reads the election's record while l leads, and acts on it,
-// on a goroutine of its own: one at a time (a change meanwhile makes it
-// read again).
-func (h *Handovers) checkRecord(l *Leadership) {
+// CheckRecord reads the record of the election at path (full) while l
+// leads, and acts on it, on a goroutine of its own: one at a time (a
+// change meanwhile makes it read again). made is the candidate's handover
+// state if made yet (nil: none; its watch of the record, when armed,
+// answers with no request), get makes it: only a record found needs it.
+func CheckRecord(l *Leadership, sess *session.Session, path string, made *Handovers, get func() *Handovers) {
 	if l.Ctx.Err() != nil {
 		return // a leadership before the current one, or ended
 	}
@@ -48,11 +53,11 @@ func (h *Handovers) checkRecord(l *Leadership) {
 			// Bounded by the session's timeout, not l.Ctx: asking a context
 			// for its Done channel makes one, kept as long as the
 			// leadership (a leader that nobody asks costs less).
-			ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
-			rec, err := h.currentRecord(ctx)
+			ctx, cancel := context.WithTimeout(context.Background(), sess.Timeout())
+			rec, err := currentRecord(ctx, sess, path, made)
 			cancel()
 			if err == nil && rec != nil && l.Ctx.Err() == nil {
-				h.onRecord(l, rec)
+				get().onRecord(l, rec)
 			}
 			l.checks.Lock()
 			if !l.recheck || l.Ctx.Err() != nil {
@@ -66,22 +71,24 @@ func (h *Handovers) checkRecord(l *Leadership) {
 	}()
 }
 
-// currentRecord is the election's record (nil when there is none, or it
-// is not one): as the candidate's watch of it knows it, if that watch is
-// armed in the current epoch (a candidate that waited in line), else read,
-// without a watch.
-func (h *Handovers) currentRecord(ctx context.Context) (*record, error) {
-	ep, err := h.cfg.Sess.Wait(ctx)
+// currentRecord is the record of the election at path (nil when there is
+// none, or it is not one): as the candidate's watch of it knows it, if
+// its handover state is made (made) and that watch is armed in the current
+// epoch (a candidate that waited in line), else read, without a watch.
+func currentRecord(ctx context.Context, sess *session.Session, path string, made *Handovers) (*record, error) {
+	ep, err := sess.Wait(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if w := h.records.Load(); w != nil {
-		if rec, ok := w.knownIn(ep); ok {
-			return rec, nil
+	if made != nil {
+		if w := made.records.Load(); w != nil {
+			if rec, ok := w.knownIn(ep); ok {
+				return rec, nil
+			}
 		}
 	}
 	return epcall.Call(ctx, ep, func(c *zk.Conn) (*record, error) {
-		data, st, err := c.Get(recordPath(h.cfg.Path))
+		data, st, err := c.Get(recordPath(path))
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, nil
 		}

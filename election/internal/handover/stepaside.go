@@ -21,15 +21,10 @@ var ErrStepAside = errors.New("election: stepping aside for a handover")
 
 // WatchStepAside cancels ctx (with ErrStepAside) when the election's record
 // names a successor behind this candidate's node; it returns when ctx ends.
-// It starts watching the record once waiting is closed (the candidate
-// waits in line: see line.AwaitOptions.OnWatch): a candidate led at once
-// never reads nor watches it. A record made before then is read then.
-func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCauseFunc, waiting <-chan struct{}) {
-	select {
-	case <-waiting:
-	case <-ctx.Done():
-		return
-	}
+// The election starts it once the candidate waits in line (see
+// line.AwaitOptions.OnWatch): a candidate led at once never reads nor
+// watches the record. A record made before then is read then.
+func (h *Handovers) WatchStepAside(ctx context.Context, cancel context.CancelCauseFunc) {
 	poke := h.startPokes()
 	defer h.stopPokes()
 	for {
