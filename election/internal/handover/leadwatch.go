@@ -6,7 +6,6 @@ package handover
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -87,16 +86,7 @@ func currentRecord(ctx context.Context, sess *session.Session, path string, made
 			}
 		}
 	}
-	return epcall.Call(ctx, ep, func(c *zk.Conn) (*record, error) {
-		data, st, err := c.Get(recordPath(path))
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return parseRecord(data, st), nil
-	}, nil)
+	return epcall.Call(ctx, ep, func(c *zk.Conn) (*record, error) { return getRecord(c, recordPath(path)) }, nil)
 }
 
 // ownName is the name the records use for this candidate, relative to the

@@ -60,8 +60,8 @@ var ErrLeaderMoved = line.NewError("election: the leader changed while the hando
 // record, an ephemeral node of the session (path is the election's path
 // as the operator named it), in one multi-op with a write of the leader's
 // node (leaderNode, created at term: its data as it is, at the version
-// read): the leader watches its own node, not the record (see Watch), and
-// reads the record when its node changes. It returns the record's Stat,
+// read): the leader watches its own node, not the record (see
+// CheckRecord), and reads the record when its node changes. It returns the record's Stat,
 // for RemoveRequest; ErrLeaderMoved when that leadership has ended.
 func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode string, term int64) (*zk.Stat, error) {
 	data := encodeRecord(recordJSON{To: succ.Name, ID: succ.ID, By: ByOperator, Reason: reasonOperator})

@@ -101,6 +101,19 @@ func (r *record) request(path string) *Request {
 		Created: time.UnixMilli(r.ctime)}
 }
 
+// getRecord reads the record at p on c, without a watch: nil when there is
+// none (or it is not one).
+func getRecord(c *zk.Conn, p string) (*record, error) {
+	data, st, err := c.Get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseRecord(data, st), nil
+}
+
 // readRecord reads the record at p in ep, watching it (an exists watch:
 // it fires when a record is created, changed or deleted): nil when there
 // is none (or it is not one).
@@ -114,14 +127,11 @@ func readRecord(ctx context.Context, ep *session.Epoch, p string) (*record, <-ch
 		if err != nil || !ok {
 			return read{nil, ch}, err
 		}
-		data, st, err := c.Get(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return read{nil, ch}, nil // gone meanwhile: the watch fires
-		}
+		rec, err := getRecord(c, p) // gone meanwhile: nil, and the watch fires
 		if err != nil {
 			return read{}, err
 		}
-		return read{parseRecord(data, st), ch}, nil
+		return read{rec, ch}, nil
 	}, nil)
 	return r.rec, r.ch, err
 }
@@ -132,19 +142,12 @@ func readRecord(ctx context.Context, ep *session.Epoch, p string) (*record, <-ch
 func Pending(ctx context.Context, sess *session.Session, full string) (*Request, error) {
 	var req *Request
 	err := sess.Do(ctx, func(ep *session.Epoch) error {
-		data, st, err := ep.Conn().Get(recordPath(full))
-		if errors.Is(err, zk.ErrNoNode) {
-			req = nil
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+		r, err := getRecord(ep.Conn(), recordPath(full))
 		req = nil
-		if r := parseRecord(data, st); r != nil {
+		if r != nil {
 			req = r.request(strings.TrimPrefix(full, sess.Namespace()))
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err // op may still run: do not read req
@@ -155,7 +158,7 @@ func Pending(ctx context.Context, sess *session.Session, full string) (*Request,
 // recordWatch is a candidate's watch of its election's record: one exists
 // watch per connection (epoch), shared by whatever of the candidate looks
 // while it waits in line or hands over (a leader does not watch it: see
-// Handovers.Watch), and set again only once it has fired (go-zookeeper
+// CheckRecord), and set again only once it has fired (go-zookeeper
 // keeps every watch channel until its event, so a watch set anew at each
 // look would pile up). It is made when first needed (Handovers.recs): a
 // candidate that never waits keeps none.
