@@ -274,10 +274,12 @@ func (c *slotCheck) released(l *semaphore.Lease) {
 	delete(c.held, l)
 }
 
-// TestSlotsUnderSessionKills: 4 clients take 200 leases (some two at once)
-// of a semaphore of 3 while the sessions of holders are ended by the server:
-// at any moment no two live holders share a slot, every slot is below 3, and
-// no claim is left after the run.
+// TestSlotsUnderSessionKills: 4 clients take at least 200 leases (some two
+// at once) of a semaphore of 3 while the sessions of holders are ended by the
+// server, at least 3 times: the clients go on until both counts are reached
+// (bounded), so a fast machine cannot finish the grants before the kills. At
+// any moment no two live holders share a slot, every slot is below 3, and no
+// claim is left after the run.
 func TestSlotsUnderSessionKills(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxT(t, 60*time.Second)
@@ -308,12 +310,11 @@ func TestSlotsUnderSessionKills(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := 0; n < total; n++ {
-				mu.Lock()
-				done := grants >= total
-				mu.Unlock()
-				if done {
+			for n := 0; n < 20*total; n++ { // bounded; the kill loop ends the run
+				select {
+				case <-stop:
 					return
+				default:
 				}
 				actx, cancel := context.WithCancel(ctx)
 				go func() {
@@ -358,12 +359,14 @@ func TestSlotsUnderSessionKills(t *testing.T) {
 			}
 		}()
 	}
-	// Kill a holder's session every 100ms or so, until 200 grants (bounded).
+	// Kill a holder's session every 100ms or so, until 200 grants and 3
+	// kills (bounded).
+	const minKills = 3
 	kills := 0
 	deadline := time.Now().Add(40 * time.Second)
 	for round := 0; round < 400 && time.Now().Before(deadline); round++ {
 		mu.Lock()
-		done := grants >= total
+		done := grants >= total && kills >= minKills
 		mu.Unlock()
 		if done {
 			break
@@ -392,7 +395,7 @@ func TestSlotsUnderSessionKills(t *testing.T) {
 	t.Logf("%d grants, %d session kills", n, kills)
 	require.Empty(t, violations)
 	require.GreaterOrEqual(t, n, total)
-	require.GreaterOrEqual(t, kills, 3)
+	require.GreaterOrEqual(t, kills, minKills)
 	require.Eventually(t, func() bool { return len(claims(t, obs, p)) == 0 },
 		10*time.Second, 5*time.Millisecond, "no claim is left")
 }
