@@ -76,7 +76,7 @@ func ExpireSession(ctx context.Context, servers []string, cred Credentials) erro
 func expireOn(ctx context.Context, addr string, cred Credentials) (sent bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	conn, err := attach(ctx, addr, cred, zkwire.CloseSessionRequest(closeSessionXid))
+	conn, err := attach(ctx, addr, cred, zkwire.CloseSessionRequest(closeSessionXid), nil)
 	if err != nil {
 		return false, err
 	}
@@ -114,7 +114,10 @@ func expireOn(ctx context.Context, addr string, cred Credentials) (sent bool, er
 // closes the session's current connection as soon as a reattach arrives,
 // before it checks the password (verified on 3.8); DisconnectSession presents no
 // password, so the reattach is then refused and the session is neither
-// touched nor moved. Only cred.SessionID is used.
+// touched nor moved. It returns once that server no longer lists the refused
+// connection (which it names with the session's ID until it closes it), so
+// that a next call finds the server the client is on. Only cred.SessionID is
+// used.
 //
 // A reattach with the right password would not do: it moves the session's
 // ownership to that server, and in an ensemble a client that reconnects
@@ -185,18 +188,46 @@ func consHasSession(cons string, id int64) bool {
 
 // disconnectOn asks addr to reattach session id without a password, which
 // closes the session's connection on addr and is then refused.
+//
+// It returns once addr no longer lists the refused connection: the server
+// gives it the session's ID before it checks the password and closes it on
+// its own time, and while it is listed as the session's, a next call's
+// "cons" would find the session on addr after the client has moved to
+// another server (seen once in make test: a DisconnectSession that
+// disconnected nothing).
 func disconnectOn(ctx context.Context, addr string, id int64) error {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	conn, err := attach(ctx, addr, Credentials{SessionID: id}, nil)
+	var local string
+	conn, err := attach(ctx, addr, Credentials{SessionID: id}, nil, &local)
 	if errors.Is(err, zk.ErrSessionExpired) {
-		return nil // refused, as intended
+		return awaitUnlisted(ctx, addr, local) // refused, as intended
 	}
 	if err != nil {
 		return err
 	}
 	conn.Close()
 	return fmt.Errorf("%s: the server reattached the session without its password", addr)
+}
+
+// awaitUnlisted waits until addr's "cons" no longer lists a connection from
+// local (host:port, as the client sees its end), bounded by ctx.
+func awaitUnlisted(ctx context.Context, addr, local string) error {
+	tag := "/" + local + "["
+	for {
+		out, err := FourLetterWord(ctx, addr, "cons")
+		if err != nil {
+			return fmt.Errorf("%s: await the close of the refused reattach: %w", addr, err)
+		}
+		if !strings.Contains(out, tag) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: still lists the refused reattach from %s: %w", addr, local, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 func checkArgs(servers []string, cred Credentials) error {
@@ -212,18 +243,22 @@ func checkArgs(servers []string, cred Credentials) error {
 // attach opens a connection to addr and attaches it to cred's session. It
 // returns once the server has accepted the session (so the server has already
 // closed any other connection of the session it held), with a connection whose
-// deadline is ctx's. The caller must close it.
+// deadline is ctx's. The caller must close it. local, if not nil, is set to
+// the connection's own end (host:port) once dialled.
 //
 // then, if not empty, is sent right behind the ConnectRequest, in the same
 // write: the server reads it once the session is attached. Pipelining
 // matters: a client that reconnects at once (shepherd's session manager does)
 // takes its session back in the moment between the ConnectResponse and a
 // request sent after it.
-func attach(ctx context.Context, addr string, cred Credentials, then []byte) (net.Conn, error) {
+func attach(ctx context.Context, addr string, cred Credentials, then []byte, local *string) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if local != nil {
+		*local = conn.LocalAddr().String()
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)

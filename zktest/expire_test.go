@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -119,6 +121,49 @@ func TestExpire(t *testing.T) {
 		require.Empty(t, rec.states(from))
 	})
 
+	t.Run("DisconnectSessionLeavesNoTrace", func(t *testing.T) {
+		// When DisconnectSession returns, no server lists a connection of
+		// the session but the client's: its own refused reattach is gone
+		// too, so that a next call finds the server the client is on (a
+		// reattach still listed sent one of make test's calls to the
+		// server the client had left: no disconnect).
+		var mu sync.Mutex
+		local := ""
+		tap := zktest.NewTap()
+		dial := tap.Dialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+			c, err := net.DialTimeout(network, address, timeout)
+			if err == nil {
+				mu.Lock()
+				local = c.LocalAddr().String()
+				mu.Unlock()
+			}
+			return c, err
+		})
+		conn, rec := client(t, servers, 10*time.Second, dial)
+		defer conn.Close()
+		sid := conn.SessionID()
+		cred, ok := tap.Credentials(sid)
+		require.True(t, ok)
+		for round := range 10 {
+			from := rec.mark()
+			require.NoError(t, zktest.DisconnectSession(ctx, servers, cred), "round %d", round)
+			var listed []string
+			for _, addr := range servers {
+				out, err := zktest.FourLetterWord(ctx, addr, "cons")
+				require.NoError(t, err)
+				listed = append(listed, consEndpoints(out, sid)...)
+			}
+			mu.Lock()
+			own := local // read after the listing: the client's newest connection
+			mu.Unlock()
+			for _, ep := range listed {
+				require.Equal(t, own, ep, "round %d: a connection of the session listed that is not the client's (listed: %v)", round, listed)
+			}
+			i, _ := rec.wait(t, from, zk.StateDisconnected, 5*time.Second)
+			rec.wait(t, i, zk.StateHasSession, 10*time.Second)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		tap := zktest.NewTap()
 		conn, _ := client(t, servers, 10*time.Second, tap.Dialer(nil))
@@ -178,6 +223,24 @@ func TestExpire(t *testing.T) {
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 		require.Less(t, time.Since(t0), 2*time.Second)
 	})
+}
+
+// consEndpoints returns the client endpoints of the connections of session
+// sid that the output of "cons" lists (" /127.0.0.1:5000[1](...,sid=0x...,").
+func consEndpoints(cons string, sid int64) []string {
+	var out []string
+	tag := "sid=0x" + strconv.FormatUint(uint64(sid), 16)
+	for _, line := range strings.Split(cons, "\n") {
+		line = strings.TrimSpace(line)
+		open, j := strings.Index(line, "["), strings.Index(line, tag)
+		if !strings.HasPrefix(line, "/") || open < 0 || j < 0 {
+			continue
+		}
+		if rest := line[j+len(tag):]; rest == "" || rest[0] == ',' || rest[0] == ')' {
+			out = append(out, line[1:open])
+		}
+	}
+	return out
 }
 
 // deadAddr returns a loopback address where nothing listens.
