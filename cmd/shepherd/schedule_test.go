@@ -84,13 +84,17 @@ func exitOf(t *testing.T, cmd *exec.Cmd) int {
 // ~10 ticks each tick's CMD runs exactly once, on the leader; SIGTERM to
 // the leader hands over and the other continues with the next tick (no
 // tick twice, none skipped with -catch-up all); each exits 0 on SIGTERM.
-// status shows the last tick and the next due.
+// status shows the last tick and the next due. Both run with -drain: a
+// SIGTERM that lands while a tick's CMD runs lets it finish (without it the
+// stop cancels that tick, recorded "cancelled", and the next leader goes on
+// with the next one, as documented: once in make test the first leader's
+// tick 5 was so dropped, and the file missed it).
 func TestScheduleEachTickOnce(t *testing.T) {
 	path := uniquePath(t)
 	file := filepath.Join(t.TempDir(), "ticks")
 	script := fmt.Sprintf(`echo "$SHEPHERD_TICK $SHEPHERD_ID" >> %s`, file)
 	args := func(id string) []string {
-		return []string{"schedule", "-every", "300ms", "-catch-up", "all:100", "-id", id, path, "--", "sh", "-c", script}
+		return []string{"schedule", "-every", "300ms", "-catch-up", "all:100", "-drain", "10s", "-id", id, path, "--", "sh", "-c", script}
 	}
 	procs := map[string]*exec.Cmd{}
 	procs["A"], _ = start(t, nil, args("A")...)
@@ -133,8 +137,8 @@ func TestScheduleEachTickOnce(t *testing.T) {
 	require.Regexp(t, `next due:\s+tick \d+ at \d{4}-`, r.stdout)
 
 	// Stop the other between two ticks, once the last it began has finished
-	// (seen). A tick that begins before the signal lands is cancelled by it,
-	// and its record says so.
+	// (seen). A tick that begins before the signal lands runs to its end
+	// (-drain).
 	var seen int64
 	require.Eventually(t, func() bool {
 		st, ok := readSchedule(t, path)
@@ -162,16 +166,8 @@ func TestScheduleEachTickOnce(t *testing.T) {
 	require.True(t, ok)
 	require.Nil(t, st.Leader, "both left the election")
 	require.Equal(t, "finished", st.State, "the last tick's end is recorded")
-	last := ticks[len(ticks)-1]
-	if st.Tick > seen && strings.HasPrefix(st.Outcome, "cancelled: ") {
-		// Begun as the signal came, and cancelled by it: its CMD may have
-		// written its line first, or not.
-		t.Logf("tick %d (the last finished before the signal: %d) cancelled by the stop: %s", st.Tick, seen, st.Outcome)
-		require.Contains(t, []int64{last, last + 1}, st.Tick, "the cancelled tick is the last begun")
-	} else {
-		require.Equal(t, "ok", st.Outcome)
-		require.Equal(t, last, st.Tick)
-	}
+	require.Equal(t, "ok", st.Outcome)
+	require.Equal(t, ticks[len(ticks)-1], st.Tick, "the last tick recorded is the last run (seen before the signal: %d)", seen)
 }
 
 // TestScheduleEnvironment: the schedule's CMD gets elect's variables and
