@@ -56,6 +56,9 @@ test-one: setup
 ## their go.mod requires: consumercheck builds that one). Their tests start
 ## their own ZooKeeper and helper processes; about 30 s.
 contrib: setup
+	@want=$$(awk '$$1 == "github.com/shepherdzk/shepherd" {print $$2}' contrib/gocron/go.mod); \
+	grep -q "^replace github.com/shepherdzk/shepherd $$want => " contrib/go.work || \
+	{ echo "contrib/go.work: its replace must name the version of the main module that contrib/gocron/go.mod requires ($$want)"; exit 1; }
 	cd contrib && GOWORK=$(CURDIR)/contrib/go.work $(GO) vet ./gocron/...
 	cd contrib && GOWORK=$(CURDIR)/contrib/go.work $(GO) test -race -count=1 -timeout 3m ./gocron/...
 
