@@ -176,21 +176,23 @@ func TestTimeoutBelowServerMinimum(t *testing.T) {
 func TestServerRestartKeepsSession(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 1)
-	s := open(t, c.Servers(), session.WithSessionTimeout(8*time.Second))
+	// A long session: a restart of the server's JVM on a loaded 2-core
+	// machine can take most of 10 s, and the session must outlive it.
+	s := open(t, c.Servers(), session.WithSessionTimeout(30*time.Second))
 	r := record(s)
 	sid := s.SessionID()
 	e, _ := s.Current()
 	_, err := e.Conn().Create("/eph", nil, zk.FlagEphemeral, s.ACL())
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, c.Stop(0))
 	sus := r.expect(t, 10*time.Second, session.Suspended)[0]
 	require.Error(t, e.Context().Err(), "the epoch's context must end at Suspended")
 	require.NoError(t, e.SessionContext().Err(), "the session is not lost yet")
 	require.NoError(t, c.Restart(ctx, 0))
-	rec := r.expect(t, 10*time.Second, session.Reconnected)[0]
+	rec := r.expect(t, 30*time.Second, session.Reconnected)[0]
 	require.Equal(t, sid, rec.SessionID)
 	require.Equal(t, sid, s.SessionID())
 	t.Logf("suspended for %v", rec.Time.Sub(sus.Time))
@@ -234,7 +236,9 @@ func TestEnsembleLeaderKillKeepsSession(t *testing.T) {
 func TestNamespaceAndAuth(t *testing.T) {
 	c := zktest.Start(t, 1)
 	acl := zk.DigestACL(zk.PermAll, "alice", "secret")
-	s := open(t, c.Servers(), session.WithNamespace("/app/ns"),
+	// A long session (the default is 10 s): it must outlive the restart
+	// below, which on a loaded 2-core machine took longer once (Lost).
+	s := open(t, c.Servers(), session.WithNamespace("/app/ns"), session.WithSessionTimeout(30*time.Second),
 		session.WithAuth("digest", []byte("alice:secret")), session.WithACL(acl))
 	require.Equal(t, "/app/ns/x", s.Path("/x"))
 	require.Equal(t, "/app/ns", s.Namespace())
@@ -252,10 +256,10 @@ func TestNamespaceAndAuth(t *testing.T) {
 
 	// Credentials are re-sent after a reconnect.
 	r := record(s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, c.Restart(ctx, 0))
-	r.expect(t, 10*time.Second, session.Suspended, session.Reconnected)
+	r.expect(t, 30*time.Second, session.Suspended, session.Reconnected)
 	err = s.Do(ctx, func(e *session.Epoch) error {
 		_, _, err := e.Conn().Get("/secret")
 		return err
