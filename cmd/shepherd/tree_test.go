@@ -35,7 +35,11 @@ import (
 func grandchildScript(dir string, exit bool) string {
 	end := "exec sleep 60"
 	if exit {
-		end = "exit 0"
+		// CMD exits once the test says so (the file "exit"), not at once:
+		// the test's waiter must be in line behind shepherd first (once,
+		// on a loaded machine, CMD's exit and shepherd's release came
+		// before the waiter's node, and the line never showed the two).
+		end = fmt.Sprintf("while [ ! -e %s/exit ]; do sleep 0.01; done; exit 0", dir)
 	}
 	return fmt.Sprintf(`trap '' TERM
 ( ( trap '' TERM; read -r pid _ < /proc/self/stat; echo $pid > %[1]s/gc.tmp; mv %[1]s/gc.tmp %[1]s/gc.pid; exec sleep 60 ) & )
@@ -256,7 +260,8 @@ func testProcessTree(t *testing.T, mode, fault string) {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	case "sigkill":
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	case "exit": // CMD exits by itself
+	case "exit": // CMD exits by itself (when told to: see grandchildScript)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "exit"), nil, 0o644))
 	}
 
 	var grant grantSeen
