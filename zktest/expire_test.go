@@ -103,8 +103,19 @@ func TestExpire(t *testing.T) {
 			i, down := rec.wait(t, from, zk.StateDisconnected, 5*time.Second)
 			_, up := rec.wait(t, i, zk.StateHasSession, 10*time.Second)
 			require.Equal(t, sid, conn.SessionID(), "the session changed")
-			require.Equal(t, []zk.State{zk.StateDisconnected, zk.StateConnecting, zk.StateConnected, zk.StateHasSession},
-				rec.states(from), "one disconnect, then the same session")
+			// One disconnect, then the same session. A connection the
+			// client makes meanwhile may be turned away before its
+			// handshake (a follower behind the client's last zxid refuses
+			// it; seen once in make test: Disconnected, Connecting,
+			// Connected twice): the client tries the next server. What
+			// must not come is a disconnect once the session is back.
+			states := rec.states(from)
+			require.Equal(t, zk.StateDisconnected, states[0], "states since: %v", states)
+			require.Equal(t, zk.StateHasSession, states[len(states)-1], "states since: %v", states)
+			for _, st := range states[:len(states)-1] {
+				require.Contains(t, []zk.State{zk.StateDisconnected, zk.StateConnecting, zk.StateConnected}, st,
+					"one disconnect, then the same session: %v", states)
+			}
 			t.Logf("round %d: disconnected from %s after %v, back with the same session on %s after %v",
 				round, before, down.Sub(t0), conn.Server(), up.Sub(t0))
 			before = conn.Server()
