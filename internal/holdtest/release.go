@@ -30,37 +30,7 @@ func (x *contract) endSignals(t *testing.T) {
 	for _, loss := range []string{"expiry", "stall"} {
 		t.Run(loss, func(t *testing.T) {
 			ctx := testutil.Ctx(t, 30*time.Second)
-			var s *session.Session
-			var lose, heal func()
-			if loss == "expiry" {
-				// ExpireSession ends the session at once: its timeout is
-				// not what is tested, and a short one (2 s, once) let a
-				// loaded machine drop the connection before the loss, which
-				// under StopOnDisconnect ended the hold early.
-				tap := zktest.NewTap()
-				s = x.open(t, session.WithSessionTimeout(10*time.Second), session.WithDialer(tap.Dialer(nil)))
-				lose = func() {
-					cred, ok := tap.Credentials(s.SessionID())
-					require.True(t, ok)
-					require.NoError(t, zktest.ExpireSession(ctx, x.c.Servers(), cred))
-				}
-				heal = func() {}
-			} else {
-				var p *zktest.Proxy
-				s, p = x.proxied(t, 3*time.Second)
-				lose = p.Stall
-				// Healed once the session is lost (its timeout passed in
-				// silence): the next connection is a new session's, with no
-				// watches to set again. A reconnect of the same session with
-				// watches is where go-zookeeper's lastZxid data race fires
-				// (README.md, "Upstream go-zookeeper data race"); the other
-				// stall scenarios cover that reconnect.
-				heal = func() {
-					require.Eventually(t, func() bool { return s.State() == session.Lost }, 20*time.Second, 5*time.Millisecond,
-						"the stalled session was never lost")
-					p.Heal()
-				}
-			}
+			s, lose, heal := x.lossOf(t, ctx, loss)
 			path := x.path(t)
 			target := path + "-state"
 			require.NoError(t, fence.Ensure(ctx, s, target, []byte("none")))
@@ -107,6 +77,41 @@ func (x *contract) endSignals(t *testing.T) {
 			errIs(t, h2.Release(ctx), x.r.ReleaseLost, "releasing a lost hold")
 		})
 	}
+}
+
+// lossOf opens the session of endSignals' loss ("expiry" or "stall") and
+// returns it with the fault that loses it and the heal that follows.
+func (x *contract) lossOf(t *testing.T, ctx context.Context, loss string) (s *session.Session, lose, heal func()) {
+	if loss == "expiry" {
+		// ExpireSession ends the session at once: its timeout is
+		// not what is tested, and a short one (2 s, once) let a
+		// loaded machine drop the connection before the loss, which
+		// under StopOnDisconnect ended the hold early.
+		tap := zktest.NewTap()
+		s = x.open(t, session.WithSessionTimeout(10*time.Second), session.WithDialer(tap.Dialer(nil)))
+		lose = func() {
+			cred, ok := tap.Credentials(s.SessionID())
+			require.True(t, ok)
+			require.NoError(t, zktest.ExpireSession(ctx, x.c.Servers(), cred))
+		}
+		heal = func() {}
+	} else {
+		var p *zktest.Proxy
+		s, p = x.proxied(t, 3*time.Second)
+		lose = p.Stall
+		// Healed once the session is lost (its timeout passed in
+		// silence): the next connection is a new session's, with no
+		// watches to set again. A reconnect of the same session with
+		// watches is where go-zookeeper's lastZxid data race fires
+		// (README.md, "Upstream go-zookeeper data race"); the other
+		// stall scenarios cover that reconnect.
+		heal = func() {
+			require.Eventually(t, func() bool { return s.State() == session.Lost }, 20*time.Second, 5*time.Millisecond,
+				"the stalled session was never lost")
+			p.Heal()
+		}
+	}
+	return s, lose, heal
 }
 
 // tokenCost: tokens cost what the docs say: nothing. The hold's own-node
