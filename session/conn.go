@@ -45,7 +45,7 @@ type handle struct {
 	timeoutNs atomic.Int64 // the negotiated session timeout
 	helloSID  atomic.Int64 // session id of the last ConnectResponse
 	errMu     sync.Mutex
-	errs      map[string]error // each server's last connection error (see noteErr)
+	errs      map[string]serverErrs // why each server's attempts failed (see noteErr)
 	closeOnce sync.Once
 	written   wiretap.Tap // requests written to the connection (see package wiretap)
 }
@@ -130,29 +130,55 @@ func (h *handle) dial(network, address string, _ time.Duration) (net.Conn, error
 	return tc, nil
 }
 
+// serverErrs is why a server's attempts failed: the last attempt's error,
+// and the last answer the server gave (an error that is not a timeout: a
+// TLS alert, a refused connection, a closed one).
+type serverErrs struct {
+	last, answer error
+}
+
 // noteErr records why the last attempt with server addr failed, for Open's
 // error when it gives up.
 func (h *handle) noteErr(addr string, err error) {
 	h.errMu.Lock()
 	defer h.errMu.Unlock()
 	if h.errs == nil {
-		h.errs = make(map[string]error)
+		h.errs = make(map[string]serverErrs)
 	}
-	h.errs[addr] = err
+	e := h.errs[addr]
+	e.last = err
+	if !isTimeout(err) {
+		e.answer = err
+	}
+	h.errs[addr] = e
 }
 
-// lastErrs returns the last error of each server that has one, in the order
-// of servers.
+// lastErrs returns, for each server that has one, in the order of servers,
+// the last attempt's error; when that attempt only timed out (on a loaded
+// machine, or cut short as Open's ctx ended) and an earlier one had the
+// server's answer, the answer follows it: "certificate expired" says more
+// than the timeout of the attempt after it.
 func (h *handle) lastErrs(servers []string) []error {
 	h.errMu.Lock()
 	defer h.errMu.Unlock()
 	var errs []error
 	for _, s := range servers {
-		if err := h.errs[s]; err != nil {
-			errs = append(errs, err)
+		e := h.errs[s]
+		switch {
+		case e.last == nil:
+		case e.answer != nil && isTimeout(e.last):
+			errs = append(errs, fmt.Errorf("%w (the attempt before: %w)", e.last, e.answer))
+		default:
+			errs = append(errs, e.last)
 		}
 	}
 	return errs
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // drop closes the handle's current network connection (not the *zk.Conn):
