@@ -136,15 +136,8 @@ func TestScheduleEachTickOnce(t *testing.T) {
 	require.Regexp(t, `last tick:\s+\d+ \((started|finished, ok)\), attempt 1`, r.stdout)
 	require.Regexp(t, `next due:\s+tick \d+ at \d{4}-`, r.stdout)
 
-	// Stop the other between two ticks, once the last it began has finished
-	// (seen). A tick that begins before the signal lands runs to its end
-	// (-drain).
-	var seen int64
-	require.Eventually(t, func() bool {
-		st, ok := readSchedule(t, path)
-		seen = st.Tick
-		return ok && st.State == "finished"
-	}, 10*time.Second, 5*time.Millisecond)
+	// Stop the other, wherever it is: a tick in flight runs to its end
+	// (-drain) and is recorded finished.
 	require.NoError(t, procs[other].Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, exitOf(t, procs[other]))
 
@@ -167,7 +160,7 @@ func TestScheduleEachTickOnce(t *testing.T) {
 	require.Nil(t, st.Leader, "both left the election")
 	require.Equal(t, "finished", st.State, "the last tick's end is recorded")
 	require.Equal(t, "ok", st.Outcome)
-	require.Equal(t, ticks[len(ticks)-1], st.Tick, "the last tick recorded is the last run (seen before the signal: %d)", seen)
+	require.Equal(t, ticks[len(ticks)-1], st.Tick, "the last tick recorded is the last run")
 }
 
 // TestScheduleEnvironment: the schedule's CMD gets elect's variables and
