@@ -10,7 +10,25 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 )
+
+// ReservePort returns a free loopback port for a server the test starts
+// itself (a process zktest does not run: `shepherd dev -port`, say), drawn
+// as zktest's own servers' ports are: from outside the kernel's ephemeral
+// range, where no outgoing connection's local port and no listener on port
+// 0 lands, and claimed against every other zktest user (its clusters and
+// ReservePort, in this process or another) until the test ends. Nothing
+// holds it against a process that is not zktest.
+func ReservePort(tb testing.TB) int {
+	tb.Helper()
+	ports, claim, err := freePorts(1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(claim.release)
+	return ports[0]
+}
 
 // freePorts reserves n distinct free loopback ports for servers to bind,
 // each claimed for as long as the cluster lives (release it on Close).
@@ -31,7 +49,7 @@ func freePorts(n int) ([]int, *portClaim, error) {
 		ports, err := ephemeralPorts(n)
 		return ports, &portClaim{}, err
 	}
-	claim := &portClaim{dir: filepath.Join(os.TempDir(), "zktest-ports")}
+	claim := &portClaim{dir: portClaimDir()}
 	if os.MkdirAll(claim.dir, 0o755) != nil {
 		claim.dir = "" // unclaimed: the listen check alone
 	}
@@ -66,6 +84,9 @@ func freePorts(n int) ([]int, *portClaim, error) {
 	}
 	return ports, claim, nil
 }
+
+// portClaimDir is where the ports' lock files are.
+func portClaimDir() string { return filepath.Join(os.TempDir(), "zktest-ports") }
 
 // portClaim holds the locks on a cluster's ports' files.
 type portClaim struct {

@@ -53,6 +53,36 @@ func TestFreePortsOutsideTheEphemeralRange(t *testing.T) {
 	other.release()
 }
 
+// TestReservePort: a reserved port is drawn as the servers' are (outside
+// the ephemeral range, free) and claimed until the test ends.
+func TestReservePort(t *testing.T) {
+	lo, hi := portWindow()
+	if hi-lo < 16 {
+		t.Skip("no window outside the ephemeral range here: ReservePort falls back to port 0's, unclaimed")
+	}
+	var p int
+	t.Run("reserve", func(t *testing.T) {
+		p = ReservePort(t)
+		if p < lo || p >= hi {
+			t.Errorf("port %d outside [%d, %d)", p, lo, hi)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d not free: %v", p, err)
+		}
+		l.Close()
+		if claim := (&portClaim{dir: portClaimDir()}); claim.take(p) {
+			claim.release()
+			t.Errorf("port %d not claimed while the test runs", p)
+		}
+	})
+	claim := &portClaim{dir: portClaimDir()}
+	if !claim.take(p) {
+		t.Errorf("port %d still claimed after its test ended", p)
+	}
+	claim.release()
+}
+
 // TestStartRefusesAServerThatCouldNotBind: an ensemble one of whose servers
 // finds its client port taken does not start (and says the port was
 // taken, so StartCluster tries other ports). The start used to wait only for

@@ -8,24 +8,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/zktest"
 )
 
-// freePort returns a loopback port that was free a moment ago (never 2181:
-// another ZooKeeper may run there).
+// freePort returns a loopback port that is free, and claimed against
+// zktest's servers until the test ends (zktest.ReservePort): never 2181,
+// where another ZooKeeper may run, and never in the ephemeral range, where
+// the suite's outgoing connections took one between the test's pick and
+// shepherd's bind ("port 37693 is taken", once in make test).
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	require.NoError(t, err)
-	return port
+	return strconv.Itoa(zktest.ReservePort(t))
 }
 
 // TestDev: `shepherd dev` serves a ZooKeeper the other commands use through
