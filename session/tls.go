@@ -59,14 +59,13 @@ func remoteAlert(err error) bool {
 // noAnswer says why a connection ended (err) before the server's
 // ConnectResponse.
 func (c *trackedConn) noAnswer(err error) error {
-	var ne net.Error
 	switch {
 	case c.isTLS && remoteAlert(err):
 		// With TLS 1.3 a server checks the client's certificate after the
 		// client has finished its handshake: a refusal arrives as an alert
 		// on the first read.
 		return fmt.Errorf("server %s: TLS connection refused: %w%s", c.addr, err, refusedHint)
-	case errors.As(err, &ne) && ne.Timeout():
+	case isTimeout(err):
 		return fmt.Errorf("server %s: no ZooKeeper answer within %v: %w", c.addr, c.limit, err)
 	case c.isTLS:
 		return fmt.Errorf("server %s: no ZooKeeper answer over TLS: %w", c.addr, err)

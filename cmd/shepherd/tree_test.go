@@ -149,14 +149,14 @@ func testProcessTree(t *testing.T, mode, fault string) {
 	// that a loaded machine does not end the hold before the fault (it did
 	// once on 3 s, sigterm beside six busy loops: the waiter was granted a
 	// free lock).
-	timeout := map[string]string{"lost": "3s", "sigkill": "8s"}[fault]
-	if timeout == "" {
-		timeout = "20s"
+	timeout, grace := "20s", []string{"-grace", "300ms"}
+	switch fault {
+	case "lost":
+		timeout, grace = "3s", nil
+	case "sigkill":
+		timeout = "8s"
 	}
-	args := []string{"-zk", strings.Join(servers, ","), "-session-timeout", timeout, "lock", "-id", "shepherd", path}
-	if fault != "lost" {
-		args = append(args, "-grace", "300ms")
-	}
+	args := append([]string{"-zk", strings.Join(servers, ","), "-session-timeout", timeout, "lock", "-id", "shepherd", path}, grace...)
 	if mode == "subreaper" {
 		args = append(args, "-pidns=false")
 	}
