@@ -3,6 +3,7 @@ package zktest_test
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -18,7 +19,13 @@ import (
 // waitState waits for the session to reach st.
 func waitState(t *testing.T, s *session.Session, st session.State, d time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool { return s.State() == st }, d, 10*time.Millisecond, "state %v, want %v", s.State(), st)
+	deadline := time.Now().Add(d)
+	for s.State() != st {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: state %v, want %v", d, s.State(), st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestTLSCluster(t *testing.T) {
@@ -54,17 +61,19 @@ func TestProxyTLS(t *testing.T) {
 	p, err := zktest.NewProxy(c.Addr(0), c.Addr(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// The stall below is seen at the read timeout (2/3 of the session
 	// timeout), and the TLS reconnect after the heal must fit in the third
-	// left, before the server expires the session. At 10 s with the default
-	// 1 s connect timeout, a make test on a loaded machine took more than
-	// that third: its TLS handshakes after the heal outlasted the connect
-	// timeout (the server logged one given up), and the one that completed
-	// found the session expired. 15 s leaves 5 s, and each attempt has 3 s.
-	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(15*time.Second),
-		session.WithConnectTimeout(3*time.Second), session.WithTLS(c.ClientTLS()))
+	// left, before the server expires the session. At 10 s, a loaded
+	// machine's TLS handshakes after the heal outlasted that third; at
+	// 15 s, in a make test, the server's first handshake after the heal
+	// completed 5.2 s after it, in the same millisecond as the server
+	// expired the session (as if the server had not run in between). 30 s
+	// leaves 10 s, and each attempt has 3 s.
+	s, err := session.Open(ctx, p.Addrs(), session.WithSessionTimeout(30*time.Second),
+		session.WithConnectTimeout(3*time.Second), session.WithTLS(c.ClientTLS()),
+		session.WithLogger(slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	sid := s.SessionID()
@@ -85,9 +94,9 @@ func TestProxyTLS(t *testing.T) {
 	require.Equal(t, sid, s.SessionID())
 
 	p.Stall()
-	waitState(t, s, session.Suspended, 15*time.Second)
+	waitState(t, s, session.Suspended, 30*time.Second)
 	p.Heal()
-	waitState(t, s, session.Reconnected, 10*time.Second)
+	waitState(t, s, session.Reconnected, 15*time.Second)
 	write("after stall")
 	require.Equal(t, sid, s.SessionID())
 }
@@ -152,4 +161,11 @@ func TestTLSClientPrincipals(t *testing.T) {
 	e, _ = other.Current()
 	_, _, err = e.Conn().Get("/principal")
 	require.ErrorIs(t, err, zk.ErrNoAuth)
+}
+
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(time.Now().Format("15:04:05.000"), string(p))
+	return len(p), nil
 }
