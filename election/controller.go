@@ -28,7 +28,7 @@ func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leaders
 	if err == nil {
 		// The leadership's hold reports its grant, pauses, resumes, release
 		// and loss to the session's observer, as every hold does.
-		l.hold.Observe("election", e.path, time.Since(began), 0)
+		l.ho.Hold.Observe("election", e.path, time.Since(began), 0)
 	}
 	return l, err
 }
@@ -65,8 +65,8 @@ func (e *Election) elected(n *candidate, h *hold.Hold, report func(Leader)) *Lea
 	if report != nil {
 		report(leaderOf(Leader{Term: Term(n.czxid), Node: n.path, SessionID: n.sid}, e.nodeData()))
 	}
-	l := &Leadership{e: e, term: Term(n.czxid), node: n, hold: h, cancel: cancel}
-	l.setHandover(lctx)
+	l := &Leadership{e: e, node: n, cancel: cancel}
+	l.setHandover(lctx, h, Term(n.czxid))
 	e.watchLeadership(l)
 	return l
 }
@@ -191,9 +191,9 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 	if prev != nil {
 		guid = prev.guid
 	}
-	p := e.path + "/" + leaderChild
 	var seen func([]byte, *zk.Stat)
 	if report != nil {
+		p := e.path + "/" + leaderChild
 		seen = func(data []byte, st *zk.Stat) {
 			report(leaderOf(Leader{Term: Term(st.Czxid), Node: p, SessionID: st.EphemeralOwner}, data))
 		}
@@ -207,7 +207,7 @@ func (e *Election) acquireNonFair(ctx context.Context, report func(Leader)) (*Le
 		_ = h.Release(ctx)
 		return nil, err
 	}
-	n := &candidate{path: p, name: leaderChild, sid: h.SessionID(), czxid: int64(tok), guid: guid}
+	n := &candidate{path: h.Node(), name: leaderChild, sid: h.SessionID(), czxid: int64(tok), guid: guid}
 	e.mu.Lock()
 	e.node = n
 	e.mu.Unlock()
@@ -242,7 +242,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			}
 			return err
 		}
-		e.report(observe.RecipeEvent{Kind: observe.Elected, Term: int64(l.term)})
+		e.report(observe.RecipeEvent{Kind: observe.Elected, Term: int64(l.ho.Term)})
 		if stop, err := e.serve(ctx, l, cb); stop {
 			return err
 		}
@@ -261,10 +261,10 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cb.OnElected(l.ho.Ctx, l.term)
+		cb.OnElected(l.ho.Ctx, l.ho.Term)
 	}()
 	pauses := e.relayPauses(l, cb)
-	e.logger().Info("election: elected", "term", l.term)
+	e.logger().Info("election: elected", "term", l.ho.Term)
 	voluntary := false
 	select {
 	case <-done:
@@ -280,7 +280,7 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 		e.handovers().LeaveAtEnd(ctx)
 		close(left)
 		if stuck {
-			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.term)
+			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.ho.Term)
 		}
 		return true, nil
 	}
@@ -301,13 +301,13 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 // It reports whether OnElected overran the stop deadline.
 func (e *Election) endTerm(l *Leadership, done <-chan struct{}, cb Callbacks) bool {
 	cancelled := time.Now()
-	stuck := e.awaitStop(done, l.term)
-	e.report(observe.RecipeEvent{Kind: observe.Revoked, Term: int64(l.term), Took: time.Since(cancelled)})
+	stuck := e.awaitStop(done, l.ho.Term)
+	e.report(observe.RecipeEvent{Kind: observe.Revoked, Term: int64(l.ho.Term), Took: time.Since(cancelled)})
 	e.setLeading(nil)
 	if cb.OnRevoked != nil {
 		cb.OnRevoked()
 	}
-	e.logger().Info("election: revoked", "term", l.term)
+	e.logger().Info("election: revoked", "term", l.ho.Term)
 	return stuck
 }
 
@@ -324,14 +324,14 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 			case <-l.ho.Ctx.Done():
 				return
 			}
-			e.logger().Info("election: leadership paused (connection lost)", "term", l.term)
+			e.logger().Info("election: leadership paused (connection lost)", "term", l.ho.Term)
 			if cb.OnPaused != nil {
 				cb.OnPaused()
 			}
 			if err := l.Gate(l.ho.Ctx); err != nil {
 				return
 			}
-			e.logger().Info("election: leadership resumed (same session)", "term", l.term)
+			e.logger().Info("election: leadership resumed (same session)", "term", l.ho.Term)
 			if cb.OnResumed != nil {
 				cb.OnResumed()
 			}

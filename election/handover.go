@@ -17,6 +17,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election/internal/handover"
 	"github.com/shepherdzk/shepherd/fence"
+	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/internal/construct"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
@@ -208,7 +209,7 @@ func (e *Election) handovers() *handover.Handovers {
 // own-node watch reads its node, and, with a yield window, the other
 // candidates.
 func (e *Election) watchLeadership(l *Leadership) {
-	l.hold.OnNodeRead(func() { handover.CheckRecord(&l.ho, e.sess, e.path, e.ho.Load(), e.handovers) })
+	l.ho.Hold.OnNodeRead(func() { handover.CheckRecord(&l.ho, e.sess, e.path, e.ho.Load(), e.handovers) })
 	if e.ext.handover.YieldWindow > 0 {
 		e.handovers().WatchYield(&l.ho)
 	}
@@ -216,16 +217,19 @@ func (e *Election) watchLeadership(l *Leadership) {
 
 // newHandovers is e's part in handovers: what e is to them (see
 // handover.Config), once e is made.
-func newHandovers(e *Election) *handover.Handovers {
-	return handover.New(handover.Config{Sess: e.sess, Path: e.path, ID: e.id, Fair: e.fair, Names: e.names,
-		Priority: e.ext.priority, Policy: e.ext.handover, Errors: &handoverErrors,
-		Race: e.single, Layout: e.nfLayout, Of: (*candidateOf)(e)})
-}
+func newHandovers(e *Election) *handover.Handovers { return handover.New((*candidateOf)(e)) }
 
 // candidateOf is an Election as its handovers ask of it
 // (handover.Candidate): a type of its own, so that these methods stay out
 // of Election's.
 type candidateOf Election
+
+func (c *candidateOf) HandoverConfig() handover.Config {
+	e := (*Election)(c)
+	return handover.Config{Sess: e.sess, Path: e.path, ID: e.id, Fair: e.fair, Names: e.names,
+		Priority: e.ext.priority, Policy: e.ext.handover, Errors: &handoverErrors,
+		Race: e.single, Layout: e.nfLayout}
+}
 
 func (c *candidateOf) Line() *line.Line                          { return (*Election)(c).line() }
 func (c *candidateOf) InLine() (name string, seq int64, ok bool) { return (*Election)(c).inLine() }
@@ -238,11 +242,11 @@ func (c *candidateOf) Data(value, handOverTo string) []byte {
 	return (*Election)(c).dataWith(value, handOverTo)
 }
 
-// setHandover fills l.ho, leadership l (whose Context is ctx) as its
-// handovers see it (see handover.Leadership), once l is made.
-func (l *Leadership) setHandover(ctx context.Context) {
-	l.ho = handover.Leadership{Ctx: ctx, Hold: l.hold, Term: l.term, Name: l.node.name, Path: l.node.path,
-		Of: (*toHandOver)(l)}
+// setHandover fills l.ho, leadership l (whose Context is ctx, its grant h,
+// its term term) as its handovers see it (see handover.Leadership), once
+// l is made.
+func (l *Leadership) setHandover(ctx context.Context, h *hold.Hold, term Term) {
+	l.ho = handover.Leadership{Ctx: ctx, Hold: h, Term: term, Of: (*toHandOver)(l)}
 }
 
 // toHandOver is a Leadership as a handover acts on it (handover.Leader):

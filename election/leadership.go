@@ -26,12 +26,11 @@ import (
 // Its methods are safe for concurrent use.
 type Leadership struct {
 	e      *Election
-	term   Term
 	node   *candidate
-	hold   *hold.Hold // this grant of the node
 	cancel context.CancelCauseFunc
-	// ho is this leadership as its handovers see it (see setHandover);
-	// its Ctx is the leadership's Context (kept once, not twice).
+	// ho is this leadership as its handovers see it (see setHandover):
+	// its Ctx is the leadership's Context, its Hold this grant of the
+	// node, its Term the leadership's (each kept once, not twice).
 	ho handover.Leadership
 }
 
@@ -39,29 +38,29 @@ type Leadership struct {
 // node, strictly growing from one leadership to the next. It costs nothing:
 // it is known before leadership is granted (read while waiting in line, or
 // with the grant of the non-fair race).
-func (l *Leadership) Term() Term { return l.term }
+func (l *Leadership) Term() Term { return l.ho.Term }
 
 // Lost is closed when the leadership is, or may be, lost (see Leadership).
 // Resign does not close it.
-func (l *Leadership) Lost() <-chan struct{} { return l.hold.Lost() }
+func (l *Leadership) Lost() <-chan struct{} { return l.ho.Hold.Lost() }
 
 // Hold is the underlying hold (see hold.Hold): its node, its session.
-func (l *Leadership) Hold() *hold.Hold { return l.hold }
+func (l *Leadership) Hold() *hold.Hold { return l.ho.Hold }
 
 // RevokeRequested is closed when an operator asks for the leadership
 // (shepherd revoke -ask, admin.AskRevoke): resign (return from OnElected)
 // when the work allows (see hold.Hold.RevokeRequested).
-func (l *Leadership) RevokeRequested() <-chan struct{} { return l.hold.RevokeRequested() }
+func (l *Leadership) RevokeRequested() <-chan struct{} { return l.ho.Hold.RevokeRequested() }
 
 // Paused returns the leadership's pause signal (PauseOnDisconnect): a
 // channel closed when leadership pauses, renewed at each resume (see
 // hold.Hold). The term does not change across a pause.
-func (l *Leadership) Paused() <-chan struct{} { return l.hold.Paused() }
+func (l *Leadership) Paused() <-chan struct{} { return l.ho.Hold.Paused() }
 
 // Gate returns nil while leadership holds and is not paused; while it is
 // paused, it waits until it resumes (nil), is lost (ErrLost) or ctx ends (see
 // hold.Hold.Gate).
-func (l *Leadership) Gate(ctx context.Context) error { return l.hold.Gate(ctx) }
+func (l *Leadership) Gate(ctx context.Context) error { return l.ho.Hold.Gate(ctx) }
 
 // Context ends when the leadership ends for any reason: a loss or Resign
 // (see Leadership). Pass it to the leader's work.
@@ -100,7 +99,7 @@ func (l *Leadership) Validate(ctx context.Context) error {
 		}
 		// The term too: every non-fair leader's node has the same name, and
 		// two candidates may share a session.
-		if cur.Node != n.path || cur.SessionID != n.sid || cur.Term != l.term {
+		if cur.Node != n.path || cur.SessionID != n.sid || cur.Term != l.ho.Term {
 			return fmt.Errorf("%w: %s leads", ErrNotLeader, cur.ID)
 		}
 		return nil
@@ -119,13 +118,13 @@ func (l *Leadership) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiRes
 	if err := l.ended(); err != nil {
 		return nil, err
 	}
-	return l.hold.Fenced(ctx, ops...)
+	return l.ho.Hold.Fenced(ctx, ops...)
 }
 
 // ended reports a leadership that has ended (lost or resigned).
 func (l *Leadership) ended() error {
 	if l.ho.Ctx.Err() != nil {
-		return fmt.Errorf("election %s: %w (term %v has ended): %w", l.e.path, ErrNotLeader, l.term, ErrLost)
+		return fmt.Errorf("election %s: %w (term %v has ended): %w", l.e.path, ErrNotLeader, l.ho.Term, ErrLost)
 	}
 	return nil
 }

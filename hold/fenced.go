@@ -224,7 +224,7 @@ func (h *Hold) lostOr(err error, what string) error {
 	}
 	switch {
 	case errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, ErrClosed) || h.ctx.Err() != nil:
-	case h.policy == session.PauseOnDisconnect && session.OutcomeUnknown(err):
+	case h.pauses && session.OutcomeUnknown(err):
 		return fmt.Errorf("%w: %s on %s: %w", ErrPaused, what, h.nodes[0], err)
 	case !session.OutcomeUnknown(err):
 		return err

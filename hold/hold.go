@@ -27,7 +27,6 @@ func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 // use.
 type Hold struct {
 	sess    *session.Session
-	policy  session.DisconnectPolicy
 	sid     int64
 	nodes   []string // our nodes (the first is the one the token is read from)
 	ctx     context.Context
@@ -47,8 +46,14 @@ type Hold struct {
 	// starts at ownWatchDelay, or when Token asks (watchOwnNodes, once:
 	// watchOnce).
 	firstRead chan struct{}
-	read      bool // the first read is reported
-	asked     bool // revoke: an operator asked
+
+	// The flags, side by side (a hold that lasts costs fewer bytes).
+	pauses    bool      // the policy is PauseOnDisconnect (else StopOnDisconnect)
+	read      bool      // the first read is reported
+	asked     bool      // revoke: an operator asked
+	released  bool      // under mu
+	observed  bool      // under mu
+	state     holdState // under mu
 	watchOnce sync.Once
 
 	// guard, if not nil, is the check a release's delete is made under: a
@@ -58,9 +63,7 @@ type Hold struct {
 
 	mu        sync.Mutex
 	ep        *session.Epoch // the epoch the hold is valid in (while paused: the one that ended)
-	state     holdState
-	released  bool
-	stopHooks []func() bool // unhook the loss and pause signals (at the release)
+	stopHooks []func() bool  // unhook the loss and pause signals (at the release)
 	// watchTimer starts the own-node watch (watchOwnNodes) at
 	// ownWatchDelay; nil once it has fired or been stopped (a timer
 	// kept for the hold's life would cost every hold that lasts).
@@ -69,24 +72,20 @@ type Hold struct {
 	// DeriveContext), right after the hold's own ends.
 	derived context.CancelCauseFunc
 
-	paused    chan struct{}   // closed when the current (or next) pause begins (made when asked: Paused)
-	resumed   chan struct{}   // closed when the current pause ends (resume, loss, release)
-	pausedAt  time.Time       // when the current pause began
-	pausedFor time.Duration   // how long the last pause lasted
-	onLost    []func()        // run (on a goroutine) at a loss
-	unwatch   []func()        // end the own-node watch's registrations (ownwatch.go)
-	onRead    func()          // called after each read of nodes[0] by the own-node watch (OnNodeRead)
-	attached  []zkdelete.Node // deleted with the hold's nodes, or at its loss (see Attach)
+	pz       *pausing        // made when first needed (pause.go)
+	onLost   []func()        // run (on a goroutine) at a loss
+	unwatch  []func()        // end the own-node watch's registrations (ownwatch.go)
+	onRead   func()          // called after each read of nodes[0] by the own-node watch (OnNodeRead)
+	attached []zkdelete.Node // deleted with the hold's nodes, or at its loss (see Attach)
 	// mark, when set, is the data its release writes to nodes[0] in the
 	// multi that deletes it (see AwaitOptions.MarkOnRelease).
-	mark     []byte
-	token    Token
-	recipe   string // for the observer
-	path     string
-	observed bool
+	mark   []byte
+	token  Token
+	recipe string // for the observer
+	path   string
 }
 
-type holdState int
+type holdState uint8
 
 const (
 	held holdState = iota
@@ -147,7 +146,7 @@ func newHold(sess *session.Session, recipe string, policy session.DisconnectPoli
 		base = ep.SessionContext()
 	}
 	ctx, cancel := context.WithCancelCause(base)
-	h := &Hold{sess: sess, policy: policy, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
+	h := &Hold{sess: sess, pauses: policy == session.PauseOnDisconnect, sid: ep.SessionID(), nodes: nodes, ctx: ctx, cancel: cancel,
 		granted: time.Now(), ep: ep, token: token, recipe: recipe, guard: guard}
 	// The loss (and pause) signals run on the goroutine that ends the epoch
 	// or the session (go-zookeeper's event callback, or the session's
@@ -287,8 +286,7 @@ func (h *Hold) loseLocked(cause error) []func() {
 		return nil
 	}
 	if h.state == paused {
-		h.pausedFor = time.Since(h.pausedAt)
-		close(h.resumed)
+		h.pz.end()
 	}
 	h.state = lost
 	if cause == nil {
@@ -326,10 +324,10 @@ func (h *Hold) settleLocked() []func() {
 		return nil
 	}
 	switch {
-	case h.policy == session.PauseOnDisconnect && h.ep.SessionContext().Err() != nil:
+	case h.pauses && h.ep.SessionContext().Err() != nil:
 		return h.loseLocked(nil)
-	case h.policy == session.PauseOnDisconnect && h.ep.Context().Err() != nil:
-		h.pauseLocked(h.ep)
+	case h.pauses && h.ep.Context().Err() != nil:
+		h.pauseNowLocked(h.ep)
 	case h.ep.Context().Err() != nil:
 		return h.loseLocked(nil)
 	}
@@ -381,7 +379,12 @@ func (h *Hold) SessionID() int64 { return h.sid }
 func (h *Hold) Granted() time.Time { return h.granted }
 
 // Policy is what a lost connection does to this hold.
-func (h *Hold) Policy() session.DisconnectPolicy { return h.policy }
+func (h *Hold) Policy() session.DisconnectPolicy {
+	if h.pauses {
+		return session.PauseOnDisconnect
+	}
+	return session.StopOnDisconnect
+}
 
 // Valid reports whether the hold has not been lost or released (locally: see
 // Validate for a check with the server). A paused hold is valid: it is not
@@ -407,7 +410,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	fns := h.settleLocked() // a loss signalled, its hook still to run
 	wasLost := h.state == lost
 	if h.state == paused {
-		close(h.resumed)
+		close(h.pz.resumed)
 	}
 	h.released = true
 	hooks := h.stopHooks

@@ -49,7 +49,7 @@ func (h *Hold) Paused() <-chan struct{} {
 	h.settle()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return chanLocked(&h.paused)
+	return chanLocked(&h.pauseLocked().paused)
 }
 
 // IsPaused reports whether the hold is paused now.
@@ -74,7 +74,11 @@ func (h *Hold) gate(ctx context.Context) (*session.Epoch, error) {
 	for {
 		h.settle()
 		h.mu.Lock()
-		st, released, ep, resumed := h.state, h.released, h.ep, h.resumed
+		st, released, ep := h.state, h.released, h.ep
+		var resumed chan struct{}
+		if st == paused {
+			resumed = h.pz.resumed
+		}
 		h.mu.Unlock()
 		switch {
 		case released:
@@ -96,10 +100,13 @@ func (h *Hold) gate(ctx context.Context) (*session.Epoch, error) {
 func (h *Hold) lastPause() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.state == paused {
-		return time.Since(h.pausedAt)
+	if h.pz == nil {
+		return 0
 	}
-	return h.pausedFor
+	if h.state == paused {
+		return time.Since(h.pz.at)
+	}
+	return h.pz.lasted
 }
 
 // epochEnded pauses the hold if ep is the epoch it is valid in (or loses
@@ -118,13 +125,37 @@ func (h *Hold) epochEnded(ep *session.Epoch) {
 	runLost(fns)
 }
 
-// pauseLocked pauses the hold, which was valid in ep, and starts what
+// pausing is a hold's pauses, made when first needed (a pause, or Paused
+// asked): a hold that never pauses costs none of it.
+type pausing struct {
+	paused  chan struct{} // closed when the current (or next) pause begins (made when asked: Paused)
+	resumed chan struct{} // closed when the current pause ends (resume, loss, release)
+	at      time.Time     // when the current pause began
+	lasted  time.Duration // how long the last pause lasted
+}
+
+// end ends the current pause (at a resume or a loss).
+func (pz *pausing) end() {
+	pz.lasted = time.Since(pz.at)
+	close(pz.resumed)
+}
+
+// pauseLocked is h.pz, made if need be.
+func (h *Hold) pauseLocked() *pausing {
+	if h.pz == nil {
+		h.pz = &pausing{}
+	}
+	return h.pz
+}
+
+// pauseNowLocked pauses the hold, which was valid in ep, and starts what
 // resumes it.
-func (h *Hold) pauseLocked(ep *session.Epoch) {
+func (h *Hold) pauseNowLocked(ep *session.Epoch) {
+	pz := h.pauseLocked()
 	h.state = paused
-	h.pausedAt = time.Now()
-	h.resumed = make(chan struct{})
-	signalLocked(&h.paused)
+	pz.at = time.Now()
+	pz.resumed = make(chan struct{})
+	signalLocked(&pz.paused)
 	go h.resume(ep)
 }
 
@@ -172,11 +203,10 @@ func (h *Hold) resume(from *session.Epoch) {
 		}
 		h.ep = ep
 		h.state = held
-		h.pausedFor = time.Since(h.pausedAt)
+		h.pz.end()
 		h.stopHooks = append(h.stopHooks, stop)
-		h.paused = nil // made when asked for
-		close(h.resumed)
-		pausedFor := h.pausedFor
+		h.pz.paused = nil // made when asked for
+		pausedFor := h.pz.lasted
 		h.mu.Unlock()
 		h.report(observe.HoldResumed, func(ev *observe.RecipeEvent) { ev.Paused = pausedFor })
 		h.log(slog.LevelInfo, "hold resumed (same session, node confirmed)", "paused", pausedFor)

@@ -13,8 +13,9 @@
 // stop (HandOverOnStop).
 //
 // Package election imports it, never the other way: what a handover needs
-// of the candidate and of a held leadership, it is given at New (Config)
-// and at each grant (Leadership). Those two structs are the seam; the
+// of the candidate, it asks the candidate given at New (Candidate: its
+// values, Config, and what it does), and of a held leadership, it is given
+// at each grant (Leadership). Those are the seam; the
 // election's public API (Leadership.HandOver, RequestHandOver, the options
 // and the errors) stays in package election and calls in.
 package handover

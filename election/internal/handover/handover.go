@@ -47,7 +47,7 @@ type plan struct {
 
 // Handovers is a candidate's state of priorities and handovers.
 type Handovers struct {
-	cfg     Config
+	of      Candidate                   // the candidate (its config: cfg)
 	records atomic.Pointer[recordWatch] // made when first needed (recs)
 
 	mu sync.Mutex
@@ -70,11 +70,13 @@ type Handovers struct {
 	mineTerm int64 // the leader whose node said so (0: a read of the record)
 }
 
-// New returns the handovers of the candidate cfg describes. It does no
-// I/O.
-func New(cfg Config) *Handovers {
-	return &Handovers{cfg: cfg, mine: -1}
+// New returns the handovers of candidate of. It does no I/O.
+func New(of Candidate) *Handovers {
+	return &Handovers{of: of, mine: -1}
 }
+
+// cfg is the candidate's config (see Config).
+func (h *Handovers) cfg() Config { return h.of.HandoverConfig() }
 
 // recs is the candidate's watch of the record, made at the first call: a
 // candidate that never waits in line nor hands over (a leader at once)
@@ -83,7 +85,7 @@ func (h *Handovers) recs() *recordWatch {
 	if w := h.records.Load(); w != nil {
 		return w
 	}
-	h.records.CompareAndSwap(nil, newRecordWatch(h.cfg.Sess, h.cfg.Path))
+	h.records.CompareAndSwap(nil, newRecordWatch(h.cfg().Sess, h.cfg().Path))
 	return h.records.Load()
 }
 
@@ -141,7 +143,7 @@ func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reaso
 		return err
 	}
 	if !h.begin() {
-		return fmt.Errorf("%w: a handover of this leadership is under way", h.cfg.Errors.Refused)
+		return fmt.Errorf("%w: a handover of this leadership is under way", h.cfg().Errors.Refused)
 	}
 	defer h.end()
 	began := time.Now()
@@ -152,8 +154,8 @@ func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reaso
 	}
 	// A release: made whatever ctx (ctx bounds only the wait for its
 	// confirmation).
-	_ = l.Of.Release(ctx, h.cfg.Errors.HandedOver)
-	if !errors.Is(context.Cause(l.Ctx), h.cfg.Errors.HandedOver) {
+	_ = l.Of.Release(ctx, h.cfg().Errors.HandedOver)
+	if !errors.Is(context.Cause(l.Ctx), h.cfg().Errors.HandedOver) {
 		// Lost before it could be handed over: the node goes with the
 		// loss, as after any, and a reservation is dropped.
 		h.dropRecord(p)
@@ -171,7 +173,7 @@ func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reaso
 // prepare chooses the successor and clears the way to it, while l still
 // leads (see way.go): the plan, or why not (leadership kept).
 func (h *Handovers) prepare(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
-	if h.cfg.Fair {
+	if h.cfg().Fair {
 		return h.prepareFair(ctx, l, t, reason)
 	}
 	return h.prepareNonFair(ctx, l, t, reason)
@@ -180,7 +182,7 @@ func (h *Handovers) prepare(ctx context.Context, l *Leadership, t target, reason
 // finish ends a handover once the leader's node is gone: in the non-fair
 // layout, waits for the successor to take its reservation (reserve.go).
 func (h *Handovers) finish(ctx context.Context, p *plan) error {
-	if h.cfg.Fair || p.rec == "" {
+	if h.cfg().Fair || p.rec == "" {
 		return nil
 	}
 	return h.awaitTaken(ctx, p)
@@ -191,11 +193,11 @@ func (h *Handovers) outcome(err error) string {
 	switch {
 	case err == nil:
 		return "handed_over"
-	case errors.Is(err, h.cfg.Errors.NoCandidate):
+	case errors.Is(err, h.cfg().Errors.NoCandidate):
 		return "no_candidate"
-	case errors.Is(err, h.cfg.Errors.Refused):
+	case errors.Is(err, h.cfg().Errors.Refused):
 		return "refused"
-	case errors.Is(err, h.cfg.Errors.NotTaken):
+	case errors.Is(err, h.cfg().Errors.NotTaken):
 		return "not_taken"
 	}
 	return "failed"
@@ -204,12 +206,12 @@ func (h *Handovers) outcome(err error) string {
 // reportHandOver reports a handover of l, and logs it.
 func (h *Handovers) reportHandOver(l *Leadership, reason string, succ Cand, err error, began time.Time) {
 	took := time.Since(began)
-	h.cfg.Of.Report(observe.RecipeEvent{Kind: observe.HandedOver, Term: int64(l.Term), Successor: succ.ID, Reason: reason,
+	h.of.Report(observe.RecipeEvent{Kind: observe.HandedOver, Term: int64(l.Term), Successor: succ.ID, Reason: reason,
 		Outcome: h.outcome(err), Took: took})
 	if err != nil {
-		h.cfg.Of.Logger().Info("election: handover not made", "term", l.Term, "reason", reason, "successor", succ.ID, "error", err)
+		h.of.Logger().Info("election: handover not made", "term", l.Term, "reason", reason, "successor", succ.ID, "error", err)
 		return
 	}
-	h.cfg.Of.Logger().Info("election: handed over", "term", l.Term, "reason", reason, "successor", succ.ID,
+	h.of.Logger().Info("election: handed over", "term", l.Term, "reason", reason, "successor", succ.ID,
 		"took", took.Round(time.Microsecond))
 }

@@ -25,7 +25,7 @@ import (
 // WatchYield starts l's watch of the other candidates, for a yield
 // (WithPreferredLeader: a policy with a yield window); it ends with l.
 func (h *Handovers) WatchYield(l *Leadership) {
-	if h.cfg.Policy.YieldWindow > 0 {
+	if h.cfg().Policy.YieldWindow > 0 {
 		go h.yieldLoop(l)
 	}
 }
@@ -92,8 +92,8 @@ func currentRecord(ctx context.Context, sess *session.Session, path string, made
 // ownName is the name the records use for this candidate, relative to the
 // path: its line node, or its registration (non-fair).
 func (h *Handovers) ownName(l *Leadership) string {
-	if h.cfg.Fair {
-		return l.Name
+	if h.cfg().Fair {
+		return l.name()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -134,18 +134,18 @@ func (h *Handovers) onRecord(l *Leadership, rec *record) {
 // removeRecord removes rec, whose handover is done, if it is still that
 // record (its version; best effort).
 func (h *Handovers) removeRecord(l *Leadership, rec *record) {
-	ctx, cancel := context.WithTimeout(l.Ctx, h.cfg.Sess.Timeout())
+	ctx, cancel := context.WithTimeout(l.Ctx, h.cfg().Sess.Timeout())
 	defer cancel()
-	ep, err := h.cfg.Sess.Wait(ctx)
+	ep, err := h.cfg().Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
 	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
-		ok, st, err := c.Exists(recordPath(h.cfg.Path))
+		ok, st, err := c.Exists(recordPath(h.cfg().Path))
 		if err != nil || !ok || st.Czxid != rec.czxid {
 			return err
 		}
-		return c.Delete(recordPath(h.cfg.Path), st.Version)
+		return c.Delete(recordPath(h.cfg().Path), st.Version)
 	})
 }
 

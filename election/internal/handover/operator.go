@@ -21,7 +21,7 @@ import (
 func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leaderSession int64, leaderID, id string) (Cand, error) {
 	var cs []Cand
 	var err error
-	if h.cfg.Fair {
+	if h.cfg().Fair {
 		cs, err = h.lineCands(ctx)
 	} else {
 		cs, err = h.registeredCands(ctx)
@@ -31,7 +31,7 @@ func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leader
 	}
 	var others []Cand
 	for _, c := range cs {
-		lead := c.Node == leaderNode || (!h.cfg.Fair && c.SessionID == leaderSession && c.ID == leaderID)
+		lead := c.Node == leaderNode || (!h.cfg().Fair && c.SessionID == leaderSession && c.ID == leaderID)
 		if !lead {
 			others = append(others, c)
 		}
@@ -42,10 +42,10 @@ func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leader
 		return Cand{}, h.noCandidate(t)
 	}
 	for _, c := range others[:j] {
-		if h.cfg.Fair && !c.Shepherd {
+		if h.cfg().Fair && !c.Shepherd {
 			n, _ := line.ParseName(c.Name)
 			return Cand{}, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside",
-				h.cfg.Errors.Refused, c.Name, c.ID, line.Library(n.Kind), others[j].ID)
+				h.cfg().Errors.Refused, c.Name, c.ID, line.Library(n.Kind), others[j].ID)
 		}
 	}
 	return others[j], nil
@@ -66,7 +66,7 @@ var ErrLeaderMoved = line.NewError("election: the leader changed while the hando
 func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode string, term int64) (*zk.Stat, error) {
 	data := encodeRecord(recordJSON{To: succ.Name, ID: succ.ID, By: ByOperator, Reason: reasonOperator})
 	var made *zk.Stat
-	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
+	err := h.cfg().Sess.Do(ctx, func(ep *session.Epoch) error {
 		st, err := h.makeRequest(ep, data, path, leaderNode, term)
 		made = st
 		return err
@@ -85,9 +85,9 @@ func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode
 // written between the read and the multi-op (its own mark, a Proclaim) is
 // read again, three times at most.
 func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode string, term int64) (*zk.Stat, error) {
-	c, rp := ep.Conn(), recordPath(h.cfg.Path)
+	c, rp := ep.Conn(), recordPath(h.cfg().Path)
 	for range 3 {
-		ok, pst, err := c.Exists(h.cfg.Path)
+		ok, pst, err := c.Exists(h.cfg().Path)
 		if err != nil {
 			return nil, err
 		} else if !ok {
@@ -99,8 +99,8 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 		} else if err != nil {
 			return nil, err
 		}
-		_, err = c.Multi(&zk.CheckVersionRequest{Path: h.cfg.Path, Version: pst.Version},
-			&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral},
+		_, err = c.Multi(&zk.CheckVersionRequest{Path: h.cfg().Path, Version: pst.Version},
+			&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg().Sess.ACL(), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: leaderNode, Data: ldata, Version: lst.Version})
 		switch {
 		case err == nil:
@@ -109,7 +109,7 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 		case errors.Is(err, zk.ErrNodeExists):
 			_, st, err := c.Exists(rp)
 			if err != nil || st == nil || st.EphemeralOwner != ep.SessionID() {
-				return nil, fmt.Errorf("%w: a handover is pending at %s", h.cfg.Errors.Refused, path)
+				return nil, fmt.Errorf("%w: a handover is pending at %s", h.cfg().Errors.Refused, path)
 			}
 			// Ours: an earlier try's, its answer lost (the leader's node
 			// was written with it).
@@ -130,14 +130,14 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 // record if this session made it (a request whose multi-op landed, its
 // answer lost, before the leader moved). Best effort.
 func (h *Handovers) RemoveRequest(made *zk.Stat) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Sess.Timeout())
 	defer cancel()
-	_ = h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
-		ok, st, err := ep.Conn().Exists(recordPath(h.cfg.Path))
+	_ = h.cfg().Sess.Do(ctx, func(ep *session.Epoch) error {
+		ok, st, err := ep.Conn().Exists(recordPath(h.cfg().Path))
 		if err != nil || !ok || (made != nil && st.Czxid != made.Czxid) || (made == nil && st.EphemeralOwner != ep.SessionID()) {
 			return err
 		}
-		err = ep.Conn().Delete(recordPath(h.cfg.Path), st.Version)
+		err = ep.Conn().Delete(recordPath(h.cfg().Path), st.Version)
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 			return nil
 		}

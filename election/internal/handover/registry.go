@@ -33,7 +33,7 @@ type registration struct {
 // epoch, unless it has one in that session: an ephemeral node holding its
 // data, so that it can be seen (Participants, status) and named (HandOver).
 func (h *Handovers) register(ctx context.Context) error {
-	ep, err := h.cfg.Sess.Wait(ctx)
+	ep, err := h.cfg().Sess.Wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -45,24 +45,24 @@ func (h *Handovers) register(ctx context.Context) error {
 	}
 	// Before the first write to the path: refuse another kind's (the
 	// race checks it too, but the registration comes first).
-	if err := h.cfg.Layout.Check(ctx, ep, h.cfg.Path); err != nil {
+	if err := h.cfg().Layout.Check(ctx, ep, h.cfg().Path); err != nil {
 		return err
 	}
 	name := candidatesDir + "/c-" + line.NewGUID()
-	p := h.cfg.Path + "/" + name
+	p := h.cfg().Path + "/" + name
 	err = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		for range 3 { // the path may be removed meanwhile (containers)
-			_, err := c.Create(p, h.cfg.Of.Data("", ""), zk.FlagEphemeral, h.cfg.Sess.ACL())
+			_, err := c.Create(p, h.of.Data("", ""), zk.FlagEphemeral, h.cfg().Sess.ACL())
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
 				// The path is the race's, whose version fences the holds:
 				// persistent, whoever makes it first (a container made
 				// here would be removed when idle and count versions
 				// from 0 again). Its registry is a container.
-				if err := race.EnsureVersionedPath(h.cfg.Sess, ep, h.cfg.Path); err != nil {
+				if err := race.EnsureVersionedPath(h.cfg().Sess, ep, h.cfg().Path); err != nil {
 					return err
 				}
-				if err := line.EnsurePath(h.cfg.Sess, ep, h.cfg.Path+"/"+candidatesDir); err != nil {
+				if err := line.EnsurePath(h.cfg().Sess, ep, h.cfg().Path+"/"+candidatesDir); err != nil {
 					return err
 				}
 				continue
@@ -95,14 +95,14 @@ func (h *Handovers) Unregister(ctx context.Context) {
 	if reg == nil {
 		return
 	}
-	ep, ok := h.cfg.Sess.Current()
+	ep, ok := h.cfg().Sess.Current()
 	if !ok || ep.SessionID() != reg.sid {
 		return // gone with its session
 	}
 	// A guaranteed delete (in the background if it takes more than a
 	// moment), as a waiter's node leaves the line.
 	select {
-	case <-h.cfg.Of.Line().Leave(ep, h.cfg.Path+"/"+reg.name):
+	case <-h.of.Line().Leave(ep, h.cfg().Path+"/"+reg.name):
 	case <-ctx.Done():
 	}
 }
@@ -110,7 +110,7 @@ func (h *Handovers) Unregister(ctx context.Context) {
 // Registered lists the registered candidates in ep, oldest first (skip:
 // a registration to leave out, "" none).
 func (h *Handovers) Registered(ep *session.Epoch, skip string) ([]Cand, error) {
-	dir := h.cfg.Path + "/" + candidatesDir
+	dir := h.cfg().Path + "/" + candidatesDir
 	names, _, err := ep.Conn().Children(dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -148,7 +148,7 @@ func (h *Handovers) registeredCands(ctx context.Context) ([]Cand, error) {
 	}
 	h.mu.Unlock()
 	var out []Cand
-	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
+	err := h.cfg().Sess.Do(ctx, func(ep *session.Epoch) error {
 		var err error
 		out, err = h.Registered(ep, own)
 		return err
@@ -165,7 +165,7 @@ func (h *Handovers) registeredCands(ctx context.Context) ([]Cand, error) {
 func (h *Handovers) keepRegistered(ctx context.Context) {
 	var pace line.Pacer
 	for {
-		ep, err := h.cfg.Sess.Wait(ctx)
+		ep, err := h.cfg().Sess.Wait(ctx)
 		if err != nil {
 			return
 		}

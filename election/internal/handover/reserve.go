@@ -40,7 +40,7 @@ func (h *Handovers) prepareNonFair(ctx context.Context, l *Leadership, t target,
 	h.mu.Lock()
 	value := h.value
 	h.mu.Unlock()
-	hint := fence.Raw(&zk.SetDataRequest{Path: l.Path, Version: -1, Data: h.cfg.Of.Data(value, p.succ.Name)})
+	hint := fence.Raw(&zk.SetDataRequest{Path: l.Hold.Node(), Version: -1, Data: h.of.Data(value, p.succ.Name)})
 	if t.record != nil {
 		_, err = l.Of.Fenced(ctx, hint) // a hint: the operator's record reserves the race already
 		return p, err
@@ -83,13 +83,13 @@ func (h *Handovers) awaitReady(ctx context.Context, l *Leadership, p *plan) {
 // candidate (created at version 0) again, ready, and keeps its new version
 // for the grant's delete.
 func (h *Handovers) ackReservation() {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Sess.Timeout())
 	defer cancel()
-	ep, err := h.cfg.Sess.Wait(ctx)
+	ep, err := h.cfg().Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
-	p := recordPath(h.cfg.Path)
+	p := recordPath(h.cfg().Path)
 	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		data, st, err := c.Get(p)
 		if err != nil || st.Version != 0 {
@@ -120,7 +120,7 @@ func (h *Handovers) awaitTaken(ctx context.Context, p *plan) error {
 	tctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
 	for {
-		ep, err := h.cfg.Sess.Wait(tctx)
+		ep, err := h.cfg().Sess.Wait(tctx)
 		if err != nil {
 			break
 		}
@@ -141,7 +141,7 @@ func (h *Handovers) awaitTaken(ctx context.Context, p *plan) error {
 		}
 	}
 	h.dropRecord(p)
-	return fmt.Errorf("%w: %q within %v: the others race for it", h.cfg.Errors.NotTaken, p.succ.ID, h.timeout())
+	return fmt.Errorf("%w: %q within %v: the others race for it", h.cfg().Errors.NotTaken, p.succ.ID, h.timeout())
 }
 
 // Race is the non-fair race for leadership (see the election's
@@ -154,7 +154,7 @@ func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk
 		}
 		// It races all the same (a refusal of the race itself, by an ACL,
 		// is the race's to report), but cannot be named by a handover.
-		h.cfg.Of.Logger().Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
+		h.of.Logger().Warn("election: cannot register as a candidate (a handover cannot name it)", "error", err)
 	}
 	// The race goes on across sessions: register again in each new one.
 	rctx, stop := context.WithCancel(ctx)
@@ -164,7 +164,7 @@ func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk
 		h.keepRegistered(rctx)
 	}()
 	defer func() { stop(); <-kept }()
-	a := race.Attempt{GUID: guid, Data: h.cfg.Of.Data("", ""), Wait: true, Check: h.check, Eager: h.reserved,
+	a := race.Attempt{GUID: guid, Data: h.of.Data("", ""), Wait: true, Check: h.check, Eager: h.reserved,
 		Seen: func(data []byte, st *zk.Stat) {
 			h.sawLeader(data, st)
 			if seen != nil {
@@ -172,7 +172,7 @@ func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk
 			}
 		}}
 	for {
-		held, err := h.cfg.Race.Run(ctx, a)
+		held, err := h.cfg().Race.Run(ctx, a)
 		if !errors.Is(err, race.ErrCheckFailed) {
 			if held != nil {
 				h.setMine(-1, 0)
@@ -190,14 +190,14 @@ func (h *Handovers) Race(ctx context.Context, guid string, seen func([]byte, *zk
 // candidate (the grant takes the reservation), else a probe that fails
 // while any record is there (its create, then its delete).
 func (h *Handovers) check() []any {
-	p := recordPath(h.cfg.Path)
+	p := recordPath(h.cfg().Path)
 	h.mu.Lock()
 	v := h.mine
 	h.mu.Unlock()
 	if v >= 0 {
 		return []any{&zk.DeleteRequest{Path: p, Version: v}}
 	}
-	return []any{&zk.CreateRequest{Path: p, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
+	return []any{&zk.CreateRequest{Path: p, Acl: h.cfg().Sess.ACL(), Flags: zk.FlagEphemeral}, &zk.DeleteRequest{Path: p, Version: -1}}
 }
 
 // reserved reports whether a record reserves the race for this candidate
@@ -222,7 +222,7 @@ func (h *Handovers) setMine(version int32, term int64) {
 // record it made with it is new (version 0, never written again). A later
 // leader's node without it makes what an earlier one said stale.
 func (h *Handovers) sawLeader(data []byte, st *zk.Stat) {
-	d := h.cfg.Of.Said(data)
+	d := h.of.Said(data)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
@@ -240,11 +240,11 @@ func (h *Handovers) sawLeader(data []byte, st *zk.Stat) {
 // record (with a watch); if it names this candidate, the next grant takes
 // it; if it names another, it waits until it changes.
 func (h *Handovers) awaitReservation(ctx context.Context) error {
-	ep, err := h.cfg.Sess.Wait(ctx)
+	ep, err := h.cfg().Sess.Wait(ctx)
 	if err != nil {
 		return err
 	}
-	rec, ch, err := readRecord(ctx, ep, recordPath(h.cfg.Path))
+	rec, ch, err := readRecord(ctx, ep, recordPath(h.cfg().Path))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -7,6 +7,7 @@ package handover
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -20,10 +21,12 @@ import (
 	"github.com/shepherdzk/shepherd/session"
 )
 
-// Config is what a candidate's handovers are made with (New): the
-// election's values, and what they call of the candidate. The values are
-// read, the funcs called, as the election's own code did before it was
-// split; none of them is changed by the handovers.
+// Config is what a candidate's handovers know of it: the election's
+// values (what they call of the candidate is Candidate). The values are
+// read as the election's own code did before it was split; none of them
+// is changed by the handovers. The handovers keep no copy: they
+// ask their candidate (Candidate.HandoverConfig) each time, so that a
+// candidate's handovers cost fewer bytes while it leads.
 type Config struct {
 	Sess     *session.Session
 	Path     string // the election's full path (namespace included)
@@ -38,14 +41,13 @@ type Config struct {
 	// layout's alone use them.
 	Race   *race.Race
 	Layout *line.PathCheck
-
-	// Of is the candidate, for what the handovers ask of it.
-	Of Candidate
 }
 
 // Candidate is what a candidate's handovers ask of it, implemented by the
 // election's.
 type Candidate interface {
+	// HandoverConfig is the candidate's config.
+	HandoverConfig() Config
 	// Line is the candidate's line: listed in the fair layout; its Leave
 	// (a guaranteed delete) removes a registration too.
 	Line() *line.Line
@@ -99,14 +101,19 @@ type Leadership struct {
 	Ctx  context.Context // the leadership's Context: it ends with it
 	Hold *hold.Hold      // its grant: its session, what its release deletes with its node (Attach)
 	Term hold.Token
-	Name string // its node, relative to the election's path
-	Path string // its node's full path
 	// Of is the election's leadership, for what a handover does to it.
 	Of Leader
 
 	// checks: the leader's reading of the election's record (leadwatch.go).
 	checks            sync.Mutex
 	checking, recheck bool
+}
+
+// name is the leadership's node, relative to the election's path (a child
+// of it: the last element of its full path).
+func (l *Leadership) name() string {
+	n := l.Hold.Node()
+	return n[strings.LastIndexByte(n, '/')+1:]
 }
 
 // Leader is what a handover does to a held leadership, implemented by the
@@ -147,7 +154,7 @@ type Cand struct {
 // cand is the candidate whose node (name relative to the path, node the
 // full path) holds data (its Stat st).
 func (h *Handovers) cand(name, node string, seq int64, shepherd bool, st *zk.Stat, data []byte) Cand {
-	s := h.cfg.Of.Said(data)
+	s := h.of.Said(data)
 	return Cand{Name: name, Node: node, Seq: seq, Shepherd: shepherd, ID: s.ID, Priority: s.Priority,
 		SessionID: st.EphemeralOwner, Stat: st, Data: data}
 }

@@ -23,7 +23,7 @@ type stopping struct {
 // with HandOverOnStop, once a handover is prepared. It returns the
 // registration's stop (see context.AfterFunc).
 func (h *Handovers) OnShutdown(ctx context.Context, l *Leadership) func() bool {
-	if !h.cfg.Policy.OnStop {
+	if !h.cfg().Policy.OnStop {
 		return context.AfterFunc(ctx, func() { l.Of.Cancel(context.Cause(ctx)) })
 	}
 	return context.AfterFunc(ctx, func() {
@@ -42,7 +42,7 @@ func (h *Handovers) OnShutdown(ctx context.Context, l *Leadership) func() bool {
 // candidate. Leadership goes on meanwhile; a leadership that ends meanwhile
 // ends the wait. A handover already under way (a yield) is waited for.
 func (h *Handovers) prepareStop(l *Leadership) (*plan, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Policy.StopWait+2*h.timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Policy.StopWait+2*h.timeout())
 	defer cancel()
 	stop := context.AfterFunc(l.Ctx, cancel)
 	defer stop()
@@ -50,8 +50,8 @@ func (h *Handovers) prepareStop(l *Leadership) (*plan, error) {
 		return nil, l.Of.Ended()
 	}
 	defer h.end()
-	if h.cfg.Policy.StopWait > 0 {
-		h.awaitBetter(ctx, l, h.cfg.Policy.StopWait)
+	if h.cfg().Policy.StopWait > 0 {
+		h.awaitBetter(ctx, l, h.cfg().Policy.StopWait)
 	}
 	return h.prepare(ctx, l, target{}, reasonStop)
 }
@@ -67,11 +67,11 @@ func (h *Handovers) LeaveAtEnd(ctx context.Context) {
 	h.stop = nil
 	h.mu.Unlock()
 	if s == nil {
-		h.cfg.Of.LeaveBounded(ctx)
+		h.of.LeaveBounded(ctx)
 		return
 	}
 	<-s.done // bounded: prepareStop's own bound
-	h.cfg.Of.LeaveBounded(ctx)
+	h.of.LeaveBounded(ctx)
 	err := s.err
 	if s.plan != nil {
 		err = h.finish(context.Background(), s.plan)

@@ -25,9 +25,9 @@ import (
 // lineCands lists the line with each candidate's data, in line order.
 func (h *Handovers) lineCands(ctx context.Context) ([]Cand, error) {
 	var out []Cand
-	err := h.cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
+	err := h.cfg().Sess.Do(ctx, func(ep *session.Epoch) error {
 		out = out[:0]
-		names, err := h.cfg.Of.Line().List(ep)
+		names, err := h.of.Line().List(ep)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -35,14 +35,14 @@ func (h *Handovers) lineCands(ctx context.Context) ([]Cand, error) {
 			return err
 		}
 		for _, n := range names {
-			data, st, err := ep.Conn().Get(h.cfg.Path + "/" + n.Name)
+			data, st, err := ep.Conn().Get(h.cfg().Path + "/" + n.Name)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			out = append(out, h.cand(n.Name, h.cfg.Path+"/"+n.Name, n.Seq, n.Shepherd(), st, data))
+			out = append(out, h.cand(n.Name, h.cfg().Path+"/"+n.Name, n.Seq, n.Shepherd(), st, data))
 		}
 		return nil
 	})
@@ -67,7 +67,7 @@ func (h *Handovers) pick(cs []Cand, t target) int {
 			if c.ID == t.id {
 				return i
 			}
-		case t.above && c.Priority <= h.cfg.Priority:
+		case t.above && c.Priority <= h.cfg().Priority:
 		case best < 0 || c.Priority > cs[best].Priority:
 			best = i
 		}
@@ -79,13 +79,13 @@ func (h *Handovers) pick(cs []Cand, t target) int {
 func (h *Handovers) noCandidate(t target) error {
 	switch {
 	case t.node != "":
-		return fmt.Errorf("%w: %s is not in line", h.cfg.Errors.NoCandidate, t.node)
+		return fmt.Errorf("%w: %s is not in line", h.cfg().Errors.NoCandidate, t.node)
 	case t.id != "":
-		return fmt.Errorf("%w: no candidate %q in line", h.cfg.Errors.NoCandidate, t.id)
+		return fmt.Errorf("%w: no candidate %q in line", h.cfg().Errors.NoCandidate, t.id)
 	case t.above:
-		return fmt.Errorf("%w: none of higher priority", h.cfg.Errors.NoCandidate)
+		return fmt.Errorf("%w: none of higher priority", h.cfg().Errors.NoCandidate)
 	}
-	return fmt.Errorf("%w: no other candidate in line", h.cfg.Errors.NoCandidate)
+	return fmt.Errorf("%w: no other candidate in line", h.cfg().Errors.NoCandidate)
 }
 
 // prepareFair prepares a handover of l in the fair layout: the successor
@@ -98,8 +98,8 @@ func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, re
 	if err != nil {
 		return nil, err
 	}
-	if len(cs) == 0 || cs[0].Name != l.Name {
-		return nil, fmt.Errorf("election %s: %w: another candidate heads the line: %w", h.cfg.Path, h.cfg.Errors.NotLeader, session.ErrLost)
+	if len(cs) == 0 || cs[0].Name != l.name() {
+		return nil, fmt.Errorf("election %s: %w: another candidate heads the line: %w", h.cfg().Path, h.cfg().Errors.NotLeader, session.ErrLost)
 	}
 	others := cs[1:]
 	j := h.pick(others, t)
@@ -112,7 +112,7 @@ func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, re
 		if !c.Shepherd {
 			n, _ := line.ParseName(c.Name)
 			return nil, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside "+
-				"(Resign hands leadership over in line order)", h.cfg.Errors.Refused, c.Name, c.ID, line.Library(n.Kind), p.succ.ID)
+				"(Resign hands leadership over in line order)", h.cfg().Errors.Refused, c.Name, c.ID, line.Library(n.Kind), p.succ.ID)
 		}
 	}
 	if len(between) == 0 {
@@ -140,16 +140,16 @@ func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, re
 // ops if any, as one fenced write: only while l holds. A pending record
 // refuses the handover.
 func (h *Handovers) makeRecord(ctx context.Context, l *Leadership, p *plan, more ...fence.Op) error {
-	rp := recordPath(h.cfg.Path)
-	data := encodeRecord(recordJSON{To: p.succ.Name, ID: p.succ.ID, By: h.cfg.ID, Reason: p.reason})
-	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg.Sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
+	rp := recordPath(h.cfg().Path)
+	data := encodeRecord(recordJSON{To: p.succ.Name, ID: p.succ.ID, By: h.cfg().ID, Reason: p.reason})
+	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg().Sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
 	_, err := l.Of.Fenced(ctx, ops...)
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
-		if req, perr := Pending(ctx, h.cfg.Sess, h.cfg.Path); perr == nil && req != nil {
-			return fmt.Errorf("%w: a handover is pending at %s (to %q, by %s)", h.cfg.Errors.Refused, h.cfg.Path, req.ID, req.By)
+		if req, perr := Pending(ctx, h.cfg().Sess, h.cfg().Path); perr == nil && req != nil {
+			return fmt.Errorf("%w: a handover is pending at %s (to %q, by %s)", h.cfg().Errors.Refused, h.cfg().Path, req.ID, req.By)
 		}
-		return fmt.Errorf("%w: a handover is pending at %s", h.cfg.Errors.Refused, h.cfg.Path)
+		return fmt.Errorf("%w: a handover is pending at %s", h.cfg().Errors.Refused, h.cfg().Path)
 	case err != nil:
 		return err
 	}
@@ -171,7 +171,7 @@ func (h *Handovers) awaitWay(ctx context.Context, l *Leadership, p *plan) error 
 	var left []string // the candidates still between, when last listed
 	var clear time.Time
 	for {
-		ep, err := h.cfg.Sess.Wait(tctx)
+		ep, err := h.cfg().Sess.Wait(tctx)
 		if err != nil {
 			return h.wayErr(ctx, l, p, left)
 		}
@@ -182,14 +182,14 @@ func (h *Handovers) awaitWay(ctx context.Context, l *Leadership, p *plan) error 
 			}
 			continue // the connection went: list again once it is back
 		}
-		i, j := line.Index(names, l.Name), line.Index(names, p.succ.Name)
+		i, j := line.Index(names, l.name()), line.Index(names, p.succ.Name)
 		var ready <-chan struct{}
 		var acked <-chan time.Time
 		switch {
 		case i < 0:
 			return l.Of.Ended()
 		case j < 0:
-			return fmt.Errorf("%w: %q (%s) left the line", h.cfg.Errors.NoCandidate, p.succ.ID, p.succ.Name)
+			return fmt.Errorf("%w: %q (%s) left the line", h.cfg().Errors.NoCandidate, p.succ.ID, p.succ.Name)
 		case j == i+1:
 			if clear.IsZero() {
 				clear = time.Now()
@@ -225,13 +225,13 @@ func (h *Handovers) listLine(ctx context.Context, ep *session.Epoch) ([]line.Nam
 		ch    <-chan zk.Event
 	}
 	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (listed, error) {
-		names, _, ch, err := c.ChildrenW(h.cfg.Path)
+		names, _, ch, err := c.ChildrenW(h.cfg().Path)
 		return listed{names, ch}, err
 	}, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return line.Sort(r.names, h.cfg.Names.Kind(recipe.KindLatch)), r.ch, nil
+	return line.Sort(r.names, h.cfg().Names.Kind(recipe.KindLatch)), r.ch, nil
 }
 
 // successorReady is awaitWay's step once p's successor is next in line
@@ -260,7 +260,7 @@ func (h *Handovers) wayErr(ctx context.Context, l *Leadership, p *plan, left []s
 		return ctx.Err()
 	}
 	return fmt.Errorf("%w: %d candidate(s) between the leader and %q did not step aside within %v (%s): "+
-		"cut off, or of a shepherd version without handovers", h.cfg.Errors.Refused, len(left), p.succ.ID,
+		"cut off, or of a shepherd version without handovers", h.cfg().Errors.Refused, len(left), p.succ.ID,
 		h.timeout(), strings.Join(left, ", "))
 }
 
@@ -270,9 +270,9 @@ func (h *Handovers) dropRecord(p *plan) {
 	if p == nil || p.rec == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Sess.Timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Sess.Timeout())
 	defer cancel()
-	ep, err := h.cfg.Sess.Wait(ctx)
+	ep, err := h.cfg().Sess.Wait(ctx)
 	if err != nil {
 		return
 	}

@@ -28,12 +28,12 @@ type candWatch struct {
 // list returns the other candidates, in order, and a channel that fires
 // when they change.
 func (w *candWatch) list(ctx context.Context) ([]Cand, <-chan zk.Event, error) {
-	ep, err := w.h.cfg.Sess.Wait(ctx)
+	ep, err := w.h.cfg().Sess.Wait(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	dir := w.h.cfg.Path
-	if !w.h.cfg.Fair {
+	dir := w.h.cfg().Path
+	if !w.h.cfg().Fair {
 		dir += "/" + candidatesDir
 	}
 	type listed struct {
@@ -73,8 +73,8 @@ func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []Cand {
 		}
 		out = append(out, c)
 	}
-	if w.h.cfg.Fair {
-		for _, n := range line.Sort(names, w.h.cfg.Names.Kind(recipe.KindLatch)) {
+	if w.h.cfg().Fair {
+		for _, n := range line.Sort(names, w.h.cfg().Names.Kind(recipe.KindLatch)) {
 			add(n.Name, dir+"/"+n.Name, n.Seq, n.Shepherd())
 		}
 		return out
@@ -94,7 +94,7 @@ func (w *candWatch) read(ep *session.Epoch, dir string, names []string) []Cand {
 // line (as seen here) for the window, and l has led for the window. A
 // yield that fails waits for the candidates to change.
 func (h *Handovers) yieldLoop(l *Leadership) {
-	window := h.cfg.Policy.YieldWindow
+	window := h.cfg().Policy.YieldWindow
 	granted := time.Now()
 	w := &candWatch{h: h, own: h.ownName(l), data: map[string]Cand{}}
 	seen := map[string]time.Time{} // when this leader first listed each
@@ -106,7 +106,7 @@ func (h *Handovers) yieldLoop(l *Leadership) {
 			if l.Ctx.Err() != nil {
 				return
 			}
-			if ep, ok := h.cfg.Sess.Current(); !ok || pace.Wait(l.Ctx, ep) != nil {
+			if ep, ok := h.cfg().Sess.Current(); !ok || pace.Wait(l.Ctx, ep) != nil {
 				return
 			}
 			continue
