@@ -49,8 +49,8 @@ type Hold struct {
 
 	// The flags, side by side (a hold that lasts costs fewer bytes).
 	pauses    bool      // the policy is PauseOnDisconnect (else StopOnDisconnect)
-	read      bool      // the first read is reported
-	asked     bool      // revoke: an operator asked
+	read      bool      // the first read is reported (under mu)
+	asked     bool      // revoke: an operator asked (under mu)
 	released  bool      // under mu
 	observed  bool      // under mu
 	state     holdState // under mu
@@ -327,7 +327,7 @@ func (h *Hold) settleLocked() []func() {
 	case h.pauses && h.ep.SessionContext().Err() != nil:
 		return h.loseLocked(nil)
 	case h.pauses && h.ep.Context().Err() != nil:
-		h.pauseNowLocked(h.ep)
+		h.pauseLocked(h.ep)
 	case h.ep.Context().Err() != nil:
 		return h.loseLocked(nil)
 	}

@@ -49,7 +49,7 @@ func (h *Hold) Paused() <-chan struct{} {
 	h.settle()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return chanLocked(&h.pauseLocked().paused)
+	return chanLocked(&h.pausingLocked().paused)
 }
 
 // IsPaused reports whether the hold is paused now.
@@ -140,18 +140,18 @@ func (pz *pausing) end() {
 	close(pz.resumed)
 }
 
-// pauseLocked is h.pz, made if need be.
-func (h *Hold) pauseLocked() *pausing {
+// pausingLocked is h.pz, made if need be.
+func (h *Hold) pausingLocked() *pausing {
 	if h.pz == nil {
 		h.pz = &pausing{}
 	}
 	return h.pz
 }
 
-// pauseNowLocked pauses the hold, which was valid in ep, and starts what
+// pauseLocked pauses the hold, which was valid in ep, and starts what
 // resumes it.
-func (h *Hold) pauseNowLocked(ep *session.Epoch) {
-	pz := h.pauseLocked()
+func (h *Hold) pauseLocked(ep *session.Epoch) {
+	pz := h.pausingLocked()
 	h.state = paused
 	pz.at = time.Now()
 	pz.resumed = make(chan struct{})
