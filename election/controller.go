@@ -28,7 +28,7 @@ func (e *Election) acquire(ctx context.Context, onLeader func(Leader)) (*Leaders
 	if err == nil {
 		// The leadership's hold reports its grant, pauses, resumes, release
 		// and loss to the session's observer, as every hold does.
-		l.ho.Hold.Observe("election", e.path, time.Since(began), 0)
+		l.Hold().Observe("election", e.path, time.Since(began), 0)
 	}
 	return l, err
 }
@@ -242,7 +242,7 @@ func (e *Election) Run(ctx context.Context, cb Callbacks) error {
 			}
 			return err
 		}
-		e.report(observe.RecipeEvent{Kind: observe.Elected, Term: int64(l.ho.Term)})
+		e.report(observe.RecipeEvent{Kind: observe.Elected, Term: int64(l.Term())})
 		if stop, err := e.serve(ctx, l, cb); stop {
 			return err
 		}
@@ -261,10 +261,10 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cb.OnElected(l.ho.Ctx, l.ho.Term)
+		cb.OnElected(l.ho.Ctx, l.Term())
 	}()
 	pauses := e.relayPauses(l, cb)
-	e.logger().Info("election: elected", "term", l.ho.Term)
+	e.logger().Info("election: elected", "term", l.Term())
 	voluntary := false
 	select {
 	case <-done:
@@ -280,7 +280,7 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 		e.handovers().LeaveAtEnd(ctx)
 		close(left)
 		if stuck {
-			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.ho.Term)
+			return true, fmt.Errorf("%w (term %v)", ErrStopDeadline, l.Term())
 		}
 		return true, nil
 	}
@@ -301,13 +301,13 @@ func (e *Election) serve(ctx context.Context, l *Leadership, cb Callbacks) (bool
 // It reports whether OnElected overran the stop deadline.
 func (e *Election) endTerm(l *Leadership, done <-chan struct{}, cb Callbacks) bool {
 	cancelled := time.Now()
-	stuck := e.awaitStop(done, l.ho.Term)
-	e.report(observe.RecipeEvent{Kind: observe.Revoked, Term: int64(l.ho.Term), Took: time.Since(cancelled)})
+	stuck := e.awaitStop(done, l.Term())
+	e.report(observe.RecipeEvent{Kind: observe.Revoked, Term: int64(l.Term()), Took: time.Since(cancelled)})
 	e.setLeading(nil)
 	if cb.OnRevoked != nil {
 		cb.OnRevoked()
 	}
-	e.logger().Info("election: revoked", "term", l.ho.Term)
+	e.logger().Info("election: revoked", "term", l.Term())
 	return stuck
 }
 
@@ -324,14 +324,14 @@ func (e *Election) relayPauses(l *Leadership, cb Callbacks) <-chan struct{} {
 			case <-l.ho.Ctx.Done():
 				return
 			}
-			e.logger().Info("election: leadership paused (connection lost)", "term", l.ho.Term)
+			e.logger().Info("election: leadership paused (connection lost)", "term", l.Term())
 			if cb.OnPaused != nil {
 				cb.OnPaused()
 			}
 			if err := l.Gate(l.ho.Ctx); err != nil {
 				return
 			}
-			e.logger().Info("election: leadership resumed (same session)", "term", l.ho.Term)
+			e.logger().Info("election: leadership resumed (same session)", "term", l.Term())
 			if cb.OnResumed != nil {
 				cb.OnResumed()
 			}

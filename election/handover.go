@@ -209,7 +209,7 @@ func (e *Election) handovers() *handover.Handovers {
 // own-node watch reads its node, and, with a yield window, the other
 // candidates.
 func (e *Election) watchLeadership(l *Leadership) {
-	l.ho.Hold.OnNodeRead(func() { handover.CheckRecord(&l.ho, e.sess, e.path, e.ho.Load(), e.handovers) })
+	l.Hold().OnNodeRead(func() { handover.CheckRecord(&l.ho, e.sess, e.path, e.ho.Load(), e.handovers) })
 	if e.ext.handover.YieldWindow > 0 {
 		e.handovers().WatchYield(&l.ho)
 	}

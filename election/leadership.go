@@ -42,7 +42,7 @@ func (l *Leadership) Term() Term { return l.ho.Term }
 
 // Lost is closed when the leadership is, or may be, lost (see Leadership).
 // Resign does not close it.
-func (l *Leadership) Lost() <-chan struct{} { return l.ho.Hold.Lost() }
+func (l *Leadership) Lost() <-chan struct{} { return l.Hold().Lost() }
 
 // Hold is the underlying hold (see hold.Hold): its node, its session.
 func (l *Leadership) Hold() *hold.Hold { return l.ho.Hold }
@@ -50,17 +50,17 @@ func (l *Leadership) Hold() *hold.Hold { return l.ho.Hold }
 // RevokeRequested is closed when an operator asks for the leadership
 // (shepherd revoke -ask, admin.AskRevoke): resign (return from OnElected)
 // when the work allows (see hold.Hold.RevokeRequested).
-func (l *Leadership) RevokeRequested() <-chan struct{} { return l.ho.Hold.RevokeRequested() }
+func (l *Leadership) RevokeRequested() <-chan struct{} { return l.Hold().RevokeRequested() }
 
 // Paused returns the leadership's pause signal (PauseOnDisconnect): a
 // channel closed when leadership pauses, renewed at each resume (see
 // hold.Hold). The term does not change across a pause.
-func (l *Leadership) Paused() <-chan struct{} { return l.ho.Hold.Paused() }
+func (l *Leadership) Paused() <-chan struct{} { return l.Hold().Paused() }
 
 // Gate returns nil while leadership holds and is not paused; while it is
 // paused, it waits until it resumes (nil), is lost (ErrLost) or ctx ends (see
 // hold.Hold.Gate).
-func (l *Leadership) Gate(ctx context.Context) error { return l.ho.Hold.Gate(ctx) }
+func (l *Leadership) Gate(ctx context.Context) error { return l.Hold().Gate(ctx) }
 
 // Context ends when the leadership ends for any reason: a loss or Resign
 // (see Leadership). Pass it to the leader's work.
@@ -99,7 +99,7 @@ func (l *Leadership) Validate(ctx context.Context) error {
 		}
 		// The term too: every non-fair leader's node has the same name, and
 		// two candidates may share a session.
-		if cur.Node != n.path || cur.SessionID != n.sid || cur.Term != l.ho.Term {
+		if cur.Node != n.path || cur.SessionID != n.sid || cur.Term != l.Term() {
 			return fmt.Errorf("%w: %s leads", ErrNotLeader, cur.ID)
 		}
 		return nil
@@ -118,13 +118,13 @@ func (l *Leadership) Fenced(ctx context.Context, ops ...fence.Op) ([]zk.MultiRes
 	if err := l.ended(); err != nil {
 		return nil, err
 	}
-	return l.ho.Hold.Fenced(ctx, ops...)
+	return l.Hold().Fenced(ctx, ops...)
 }
 
 // ended reports a leadership that has ended (lost or resigned).
 func (l *Leadership) ended() error {
 	if l.ho.Ctx.Err() != nil {
-		return fmt.Errorf("election %s: %w (term %v has ended): %w", l.e.path, ErrNotLeader, l.ho.Term, ErrLost)
+		return fmt.Errorf("election %s: %w (term %v has ended): %w", l.e.path, ErrNotLeader, l.Term(), ErrLost)
 	}
 	return nil
 }

@@ -61,8 +61,8 @@ func (e *Election) proclaimOnce(ctx context.Context, l *Leadership, value string
 		data, st, err = ep.Conn().Get(l.node.path)
 		return err
 	})
-	if errors.Is(err, zk.ErrNoNode) || err == nil && st.Czxid != int64(l.ho.Term) {
-		return fmt.Errorf("election %s: %w (term %v has ended): %w", e.path, ErrNotLeader, l.ho.Term, ErrLost)
+	if errors.Is(err, zk.ErrNoNode) || err == nil && st.Czxid != int64(l.Term()) {
+		return fmt.Errorf("election %s: %w (term %v has ended): %w", e.path, ErrNotLeader, l.Term(), ErrLost)
 	}
 	if err != nil {
 		return err
