@@ -181,7 +181,11 @@ func run(ctx context.Context) error {
 		return errors.New("no peer to run")
 	}
 
-	opts := []zktest.Option{zktest.WithFullJIT(), zktest.WithHeapMB(512)} // 10,000 sessions of W7 after the other workloads: 256 MB ran out once
+	// 1 GB: 10,000 sessions of W7 after the other workloads ran 256 MB
+	// out once, and 512 MB once (2026-11-29: in shepherd's preparation of
+	// W7-10000, whose 10,000 waiters each list the 10,000-node line twice,
+	// its check of the path and its entry, on 200 connections at once).
+	opts := []zktest.Option{zktest.WithFullJIT(), zktest.WithHeapMB(1024)}
 	var dataDir string
 	if *disk {
 		dir, err := os.MkdirTemp("", "zkbench-data-")
