@@ -26,8 +26,9 @@ func TestMain(m *testing.M) { os.Exit(testutil.Main(m, &zk, 1)) }
 func uniquePath(t *testing.T) string { return testutil.UniquePath(t, "metrics-test") }
 
 // open opens a session with a 2s timeout, closed with the test.
+// open opens a session of 2 s, unless opts set another timeout.
 func open(t *testing.T, servers []string, opts ...session.Option) *session.Session {
-	return testutil.Open(t, servers, append(opts, session.WithSessionTimeout(2*time.Second))...)
+	return testutil.Open(t, servers, append([]session.Option{session.WithSessionTimeout(2 * time.Second)}, opts...)...)
 }
 
 // metric gathers one series from reg (0 when absent); for histograms it
