@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -16,16 +17,13 @@ import (
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
-// waitState waits for the session to reach st.
+// waitState waits for the session to reach st (a failure reports the
+// state at the deadline).
 func waitState(t *testing.T, s *session.Session, st session.State, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for s.State() != st {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: state %v, want %v", d, s.State(), st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, st, s.State(), "session state")
+	}, d, 10*time.Millisecond)
 }
 
 func TestTLSCluster(t *testing.T) {

@@ -139,11 +139,12 @@ func (h *Handovers) HandOver(ctx context.Context, l *Leadership, id string) erro
 
 // handOver hands leadership l over to t (see election's Leadership.HandOver).
 func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reason string) error {
+	cfg := h.cfg()
 	if err := l.Of.Ended(); err != nil {
 		return err
 	}
 	if !h.begin() {
-		return fmt.Errorf("%w: a handover of this leadership is under way", h.cfg().Errors.Refused)
+		return fmt.Errorf("%w: a handover of this leadership is under way", cfg.Errors.Refused)
 	}
 	defer h.end()
 	began := time.Now()
@@ -154,8 +155,8 @@ func (h *Handovers) handOver(ctx context.Context, l *Leadership, t target, reaso
 	}
 	// A release: made whatever ctx (ctx bounds only the wait for its
 	// confirmation).
-	_ = l.Of.Release(ctx, h.cfg().Errors.HandedOver)
-	if !errors.Is(context.Cause(l.Ctx), h.cfg().Errors.HandedOver) {
+	_ = l.Of.Release(ctx, cfg.Errors.HandedOver)
+	if !errors.Is(context.Cause(l.Ctx), cfg.Errors.HandedOver) {
 		// Lost before it could be handed over: the node goes with the
 		// loss, as after any, and a reservation is dropped.
 		h.dropRecord(p)
@@ -190,14 +191,15 @@ func (h *Handovers) finish(ctx context.Context, p *plan) error {
 
 // outcome names a handover's outcome (see observe.HandedOver).
 func (h *Handovers) outcome(err error) string {
+	cfg := h.cfg()
 	switch {
 	case err == nil:
 		return "handed_over"
-	case errors.Is(err, h.cfg().Errors.NoCandidate):
+	case errors.Is(err, cfg.Errors.NoCandidate):
 		return "no_candidate"
-	case errors.Is(err, h.cfg().Errors.Refused):
+	case errors.Is(err, cfg.Errors.Refused):
 		return "refused"
-	case errors.Is(err, h.cfg().Errors.NotTaken):
+	case errors.Is(err, cfg.Errors.NotTaken):
 		return "not_taken"
 	}
 	return "failed"

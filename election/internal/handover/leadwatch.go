@@ -134,18 +134,19 @@ func (h *Handovers) onRecord(l *Leadership, rec *record) {
 // removeRecord removes rec, whose handover is done, if it is still that
 // record (its version; best effort).
 func (h *Handovers) removeRecord(l *Leadership, rec *record) {
-	ctx, cancel := context.WithTimeout(l.Ctx, h.cfg().Sess.Timeout())
+	cfg := h.cfg()
+	ctx, cancel := context.WithTimeout(l.Ctx, cfg.Sess.Timeout())
 	defer cancel()
-	ep, err := h.cfg().Sess.Wait(ctx)
+	ep, err := cfg.Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
 	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
-		ok, st, err := c.Exists(recordPath(h.cfg().Path))
+		ok, st, err := c.Exists(recordPath(cfg.Path))
 		if err != nil || !ok || st.Czxid != rec.czxid {
 			return err
 		}
-		return c.Delete(recordPath(h.cfg().Path), st.Version)
+		return c.Delete(recordPath(cfg.Path), st.Version)
 	})
 }
 

@@ -19,9 +19,10 @@ import (
 // the best one, never the leader (its node, session and id); refused when
 // another library's candidate stands between the leader and it.
 func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leaderSession int64, leaderID, id string) (Cand, error) {
+	cfg := h.cfg()
 	var cs []Cand
 	var err error
-	if h.cfg().Fair {
+	if cfg.Fair {
 		cs, err = h.lineCands(ctx)
 	} else {
 		cs, err = h.registeredCands(ctx)
@@ -31,7 +32,7 @@ func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leader
 	}
 	var others []Cand
 	for _, c := range cs {
-		lead := c.Node == leaderNode || (!h.cfg().Fair && c.SessionID == leaderSession && c.ID == leaderID)
+		lead := c.Node == leaderNode || (!cfg.Fair && c.SessionID == leaderSession && c.ID == leaderID)
 		if !lead {
 			others = append(others, c)
 		}
@@ -42,10 +43,10 @@ func (h *Handovers) RequestTarget(ctx context.Context, leaderNode string, leader
 		return Cand{}, h.noCandidate(t)
 	}
 	for _, c := range others[:j] {
-		if h.cfg().Fair && !c.Shepherd {
+		if cfg.Fair && !c.Shepherd {
 			n, _ := line.ParseName(c.Name)
 			return Cand{}, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside",
-				h.cfg().Errors.Refused, c.Name, c.ID, line.Library(n.Kind), others[j].ID)
+				cfg.Errors.Refused, c.Name, c.ID, line.Library(n.Kind), others[j].ID)
 		}
 	}
 	return others[j], nil
@@ -85,9 +86,10 @@ func (h *Handovers) MakeRequest(ctx context.Context, succ Cand, path, leaderNode
 // written between the read and the multi-op (its own mark, a Proclaim) is
 // read again, three times at most.
 func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode string, term int64) (*zk.Stat, error) {
-	c, rp := ep.Conn(), recordPath(h.cfg().Path)
+	cfg := h.cfg()
+	c, rp := ep.Conn(), recordPath(cfg.Path)
 	for range 3 {
-		ok, pst, err := c.Exists(h.cfg().Path)
+		ok, pst, err := c.Exists(cfg.Path)
 		if err != nil {
 			return nil, err
 		} else if !ok {
@@ -99,8 +101,8 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 		} else if err != nil {
 			return nil, err
 		}
-		_, err = c.Multi(&zk.CheckVersionRequest{Path: h.cfg().Path, Version: pst.Version},
-			&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg().Sess.ACL(), Flags: zk.FlagEphemeral},
+		_, err = c.Multi(&zk.CheckVersionRequest{Path: cfg.Path, Version: pst.Version},
+			&zk.CreateRequest{Path: rp, Data: data, Acl: cfg.Sess.ACL(), Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: leaderNode, Data: ldata, Version: lst.Version})
 		switch {
 		case err == nil:
@@ -109,7 +111,7 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 		case errors.Is(err, zk.ErrNodeExists):
 			_, st, err := c.Exists(rp)
 			if err != nil || st == nil || st.EphemeralOwner != ep.SessionID() {
-				return nil, fmt.Errorf("%w: a handover is pending at %s", h.cfg().Errors.Refused, path)
+				return nil, fmt.Errorf("%w: a handover is pending at %s", cfg.Errors.Refused, path)
 			}
 			// Ours: an earlier try's, its answer lost (the leader's node
 			// was written with it).
@@ -130,14 +132,15 @@ func (h *Handovers) makeRequest(ep *session.Epoch, data []byte, path, leaderNode
 // record if this session made it (a request whose multi-op landed, its
 // answer lost, before the leader moved). Best effort.
 func (h *Handovers) RemoveRequest(made *zk.Stat) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Sess.Timeout())
+	cfg := h.cfg()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Sess.Timeout())
 	defer cancel()
-	_ = h.cfg().Sess.Do(ctx, func(ep *session.Epoch) error {
-		ok, st, err := ep.Conn().Exists(recordPath(h.cfg().Path))
+	_ = cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
+		ok, st, err := ep.Conn().Exists(recordPath(cfg.Path))
 		if err != nil || !ok || (made != nil && st.Czxid != made.Czxid) || (made == nil && st.EphemeralOwner != ep.SessionID()) {
 			return err
 		}
-		err = ep.Conn().Delete(recordPath(h.cfg().Path), st.Version)
+		err = ep.Conn().Delete(recordPath(cfg.Path), st.Version)
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 			return nil
 		}

@@ -18,8 +18,9 @@ type Policy struct {
 
 // timeout is the bound of each wait of a handover.
 func (h *Handovers) timeout() time.Duration {
-	if h.cfg().Policy.Timeout > 0 {
-		return h.cfg().Policy.Timeout
+	cfg := h.cfg()
+	if cfg.Policy.Timeout > 0 {
+		return cfg.Policy.Timeout
 	}
-	return h.cfg().Sess.Timeout()
+	return cfg.Sess.Timeout()
 }

@@ -33,7 +33,8 @@ type registration struct {
 // epoch, unless it has one in that session: an ephemeral node holding its
 // data, so that it can be seen (Participants, status) and named (HandOver).
 func (h *Handovers) register(ctx context.Context) error {
-	ep, err := h.cfg().Sess.Wait(ctx)
+	cfg := h.cfg()
+	ep, err := cfg.Sess.Wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -45,24 +46,24 @@ func (h *Handovers) register(ctx context.Context) error {
 	}
 	// Before the first write to the path: refuse another kind's (the
 	// race checks it too, but the registration comes first).
-	if err := h.cfg().Layout.Check(ctx, ep, h.cfg().Path); err != nil {
+	if err := cfg.Layout.Check(ctx, ep, cfg.Path); err != nil {
 		return err
 	}
 	name := candidatesDir + "/c-" + line.NewGUID()
-	p := h.cfg().Path + "/" + name
+	p := cfg.Path + "/" + name
 	err = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		for range 3 { // the path may be removed meanwhile (containers)
-			_, err := c.Create(p, h.of.Data("", ""), zk.FlagEphemeral, h.cfg().Sess.ACL())
+			_, err := c.Create(p, h.of.Data("", ""), zk.FlagEphemeral, cfg.Sess.ACL())
 			switch {
 			case errors.Is(err, zk.ErrNoNode):
 				// The path is the race's, whose version fences the holds:
 				// persistent, whoever makes it first (a container made
 				// here would be removed when idle and count versions
 				// from 0 again). Its registry is a container.
-				if err := race.EnsureVersionedPath(h.cfg().Sess, ep, h.cfg().Path); err != nil {
+				if err := race.EnsureVersionedPath(cfg.Sess, ep, cfg.Path); err != nil {
 					return err
 				}
-				if err := line.EnsurePath(h.cfg().Sess, ep, h.cfg().Path+"/"+candidatesDir); err != nil {
+				if err := line.EnsurePath(cfg.Sess, ep, cfg.Path+"/"+candidatesDir); err != nil {
 					return err
 				}
 				continue

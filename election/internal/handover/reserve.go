@@ -83,13 +83,14 @@ func (h *Handovers) awaitReady(ctx context.Context, l *Leadership, p *plan) {
 // candidate (created at version 0) again, ready, and keeps its new version
 // for the grant's delete.
 func (h *Handovers) ackReservation() {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Sess.Timeout())
+	cfg := h.cfg()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Sess.Timeout())
 	defer cancel()
-	ep, err := h.cfg().Sess.Wait(ctx)
+	ep, err := cfg.Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
-	p := recordPath(h.cfg().Path)
+	p := recordPath(cfg.Path)
 	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
 		data, st, err := c.Get(p)
 		if err != nil || st.Version != 0 {

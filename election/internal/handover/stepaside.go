@@ -110,16 +110,17 @@ func (h *Handovers) OnWatch(line []line.Name, i, w int) {
 // ackRecord writes rec again, ready, at the version read (best effort: a
 // record gone or changed meanwhile is left as it is).
 func (h *Handovers) ackRecord(rec *record) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Sess.Timeout())
+	cfg := h.cfg()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Sess.Timeout())
 	defer cancel()
-	ep, err := h.cfg().Sess.Wait(ctx)
+	ep, err := cfg.Sess.Wait(ctx)
 	if err != nil {
 		return
 	}
 	j := rec.recordJSON
 	j.Ready = true
 	_ = epcall.Exec(ctx, ep, func(c *zk.Conn) error {
-		_, err := c.Set(recordPath(h.cfg().Path), encodeRecord(j), rec.version)
+		_, err := c.Set(recordPath(cfg.Path), encodeRecord(j), rec.version)
 		return err
 	})
 }

@@ -42,7 +42,8 @@ func (h *Handovers) OnShutdown(ctx context.Context, l *Leadership) func() bool {
 // candidate. Leadership goes on meanwhile; a leadership that ends meanwhile
 // ends the wait. A handover already under way (a yield) is waited for.
 func (h *Handovers) prepareStop(l *Leadership) (*plan, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg().Policy.StopWait+2*h.timeout())
+	cfg := h.cfg()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Policy.StopWait+2*h.timeout())
 	defer cancel()
 	stop := context.AfterFunc(l.Ctx, cancel)
 	defer stop()
@@ -50,8 +51,8 @@ func (h *Handovers) prepareStop(l *Leadership) (*plan, error) {
 		return nil, l.Of.Ended()
 	}
 	defer h.end()
-	if h.cfg().Policy.StopWait > 0 {
-		h.awaitBetter(ctx, l, h.cfg().Policy.StopWait)
+	if cfg.Policy.StopWait > 0 {
+		h.awaitBetter(ctx, l, cfg.Policy.StopWait)
 	}
 	return h.prepare(ctx, l, target{}, reasonStop)
 }

@@ -24,8 +24,9 @@ import (
 
 // lineCands lists the line with each candidate's data, in line order.
 func (h *Handovers) lineCands(ctx context.Context) ([]Cand, error) {
+	cfg := h.cfg()
 	var out []Cand
-	err := h.cfg().Sess.Do(ctx, func(ep *session.Epoch) error {
+	err := cfg.Sess.Do(ctx, func(ep *session.Epoch) error {
 		out = out[:0]
 		names, err := h.of.Line().List(ep)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -35,14 +36,14 @@ func (h *Handovers) lineCands(ctx context.Context) ([]Cand, error) {
 			return err
 		}
 		for _, n := range names {
-			data, st, err := ep.Conn().Get(h.cfg().Path + "/" + n.Name)
+			data, st, err := ep.Conn().Get(cfg.Path + "/" + n.Name)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			out = append(out, h.cand(n.Name, h.cfg().Path+"/"+n.Name, n.Seq, n.Shepherd(), st, data))
+			out = append(out, h.cand(n.Name, cfg.Path+"/"+n.Name, n.Seq, n.Shepherd(), st, data))
 		}
 		return nil
 	})
@@ -77,15 +78,16 @@ func (h *Handovers) pick(cs []Cand, t target) int {
 
 // noCandidate is ErrNoCandidate for t.
 func (h *Handovers) noCandidate(t target) error {
+	cfg := h.cfg()
 	switch {
 	case t.node != "":
-		return fmt.Errorf("%w: %s is not in line", h.cfg().Errors.NoCandidate, t.node)
+		return fmt.Errorf("%w: %s is not in line", cfg.Errors.NoCandidate, t.node)
 	case t.id != "":
-		return fmt.Errorf("%w: no candidate %q in line", h.cfg().Errors.NoCandidate, t.id)
+		return fmt.Errorf("%w: no candidate %q in line", cfg.Errors.NoCandidate, t.id)
 	case t.above:
-		return fmt.Errorf("%w: none of higher priority", h.cfg().Errors.NoCandidate)
+		return fmt.Errorf("%w: none of higher priority", cfg.Errors.NoCandidate)
 	}
-	return fmt.Errorf("%w: no other candidate in line", h.cfg().Errors.NoCandidate)
+	return fmt.Errorf("%w: no other candidate in line", cfg.Errors.NoCandidate)
 }
 
 // prepareFair prepares a handover of l in the fair layout: the successor
@@ -94,12 +96,13 @@ func (h *Handovers) noCandidate(t target) error {
 // until none is left between (bounded), then attaches the record to its
 // hold, so that the release deleting its node deletes the record with it.
 func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, reason string) (*plan, error) {
+	cfg := h.cfg()
 	cs, err := h.lineCands(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if len(cs) == 0 || cs[0].Name != l.name() {
-		return nil, fmt.Errorf("election %s: %w: another candidate heads the line: %w", h.cfg().Path, h.cfg().Errors.NotLeader, session.ErrLost)
+		return nil, fmt.Errorf("election %s: %w: another candidate heads the line: %w", cfg.Path, cfg.Errors.NotLeader, session.ErrLost)
 	}
 	others := cs[1:]
 	j := h.pick(others, t)
@@ -112,7 +115,7 @@ func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, re
 		if !c.Shepherd {
 			n, _ := line.ParseName(c.Name)
 			return nil, fmt.Errorf("%w: %s (%q, %s) stands in line between the leader and %q and cannot be asked to step aside "+
-				"(Resign hands leadership over in line order)", h.cfg().Errors.Refused, c.Name, c.ID, line.Library(n.Kind), p.succ.ID)
+				"(Resign hands leadership over in line order)", cfg.Errors.Refused, c.Name, c.ID, line.Library(n.Kind), p.succ.ID)
 		}
 	}
 	if len(between) == 0 {
@@ -140,16 +143,17 @@ func (h *Handovers) prepareFair(ctx context.Context, l *Leadership, t target, re
 // ops if any, as one fenced write: only while l holds. A pending record
 // refuses the handover.
 func (h *Handovers) makeRecord(ctx context.Context, l *Leadership, p *plan, more ...fence.Op) error {
-	rp := recordPath(h.cfg().Path)
-	data := encodeRecord(recordJSON{To: p.succ.Name, ID: p.succ.ID, By: h.cfg().ID, Reason: p.reason})
-	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: h.cfg().Sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
+	cfg := h.cfg()
+	rp := recordPath(cfg.Path)
+	data := encodeRecord(recordJSON{To: p.succ.Name, ID: p.succ.ID, By: cfg.ID, Reason: p.reason})
+	ops := append([]fence.Op{fence.Raw(&zk.CreateRequest{Path: rp, Data: data, Acl: cfg.Sess.ACL(), Flags: zk.FlagEphemeral})}, more...)
 	_, err := l.Of.Fenced(ctx, ops...)
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
-		if req, perr := Pending(ctx, h.cfg().Sess, h.cfg().Path); perr == nil && req != nil {
-			return fmt.Errorf("%w: a handover is pending at %s (to %q, by %s)", h.cfg().Errors.Refused, h.cfg().Path, req.ID, req.By)
+		if req, perr := Pending(ctx, cfg.Sess, cfg.Path); perr == nil && req != nil {
+			return fmt.Errorf("%w: a handover is pending at %s (to %q, by %s)", cfg.Errors.Refused, cfg.Path, req.ID, req.By)
 		}
-		return fmt.Errorf("%w: a handover is pending at %s", h.cfg().Errors.Refused, h.cfg().Path)
+		return fmt.Errorf("%w: a handover is pending at %s", cfg.Errors.Refused, cfg.Path)
 	case err != nil:
 		return err
 	}
