@@ -83,7 +83,9 @@ type AwaitOptions struct {
 	// at its place in line (line as it looked, i its index, w the index
 	// of the node it watches), before it sleeps, on the caller's
 	// goroutine: it must not block. The election's handover successor
-	// says it is ready then (it watches the leader).
+	// says it is ready then (it watches the leader). Not told again when
+	// the waiter sleeps on after a lost connection (see Node.park): its
+	// watches are the ones it had.
 	OnWatch func(line []Name, i, w int)
 }
 
@@ -93,7 +95,9 @@ type AwaitOptions struct {
 // stale by then. It returns nil
 // when granted while ep is still live; ErrNodeGone when own has left the line;
 // an error matching Retryable when ep ended (wait for the session and call
-// again); or ctx.Err(). Each wait watches exactly one node (with GetW, and
+// again: a waiter whose session lives on goes back to sleep on the watches
+// it had, without looking at the line again, see Node.park); or
+// ctx.Err(). Each wait watches exactly one node (with GetW, and
 // ChildrenW when a mark of it would grant: see Line.watch): one
 // notification per change that matters. Every call it makes honours ctx (see
 // Call).
@@ -103,44 +107,32 @@ func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Tur
 
 // AwaitWith is Await with options: the one waiting loop of every recipe.
 // Each pass looks at the line (look), grants or picks the node to watch
-// (turn), watches it, and sleeps until a change that matters (sleep).
+// (turn), watches it (settle), and sleeps until a change that matters
+// (sleep); a pass after a lost connection of the same session sleeps on
+// at once (unpark).
 func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn Turn, opt AwaitOptions) error {
 	for {
-		line, i, err := l.look(ctx, ep, own, opt.MarkFor != nil)
-		if err != nil {
-			return err
+		s := own.unpark(ep)
+		if s == nil {
+			line, i, err := l.look(ctx, ep, own, opt.MarkFor != nil)
+			if err != nil {
+				return err
+			}
+			granted, w, delGrants := turn(line, i)
+			if granted {
+				return l.granted(ctx, ep, own, opt)
+			}
+			if opt.NoWait {
+				return ErrWouldWait
+			}
+			s, err = l.settle(ctx, ep, line, i, w, delGrants, turn, opt)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			} else if err != nil {
+				return err
+			}
 		}
-		granted, w, delGrants := turn(line, i)
-		if granted {
-			return l.granted(ctx, ep, own, opt)
-		}
-		if opt.NoWait {
-			return ErrWouldWait
-		}
-		// If line[w] is (or becomes) marked, every node before it is gone
-		// for good: its deletion grants us when the nodes between it and
-		// us (still there or not) would let us be granted.
-		afterMark := delGrants
-		if !delGrants {
-			afterMark, _, _ = turn(line[w+1:], i-w-1)
-		}
-		ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil, afterMark)
-		if ws.st != nil {
-			opt.OnHead(line[0], ws.data, ws.st)
-		}
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		if ws.nodeVersion > 0 && afterMark {
-			delGrants = true
-		}
-		if opt.OnWatch != nil {
-			opt.OnWatch(line, i, w)
-		}
-		s := sleeper{line: line, w: w, ws: ws, delGrants: delGrants, afterMark: afterMark}
-		grant, err := l.sleep(ctx, ep, own, opt, &s)
+		grant, err := l.sleep(ctx, ep, own, opt, s)
 		if err != nil {
 			return err
 		}
@@ -148,6 +140,34 @@ func (l *Line) AwaitWith(ctx context.Context, ep *session.Epoch, own *Node, turn
 			return l.granted(ctx, ep, own, opt)
 		}
 	}
+}
+
+// settle sets the watches of a waiter at index i of line whose turn names
+// line[w] (see Turn), and returns it ready to sleep.
+func (l *Line) settle(ctx context.Context, ep *session.Epoch, line []Name, i, w int, delGrants bool, turn Turn, opt AwaitOptions) (*sleeper, error) {
+	// If line[w] is (or becomes) marked, every node before it is gone
+	// for good: its deletion grants us when the nodes between it and
+	// us (still there or not) would let us be granted.
+	afterMark := delGrants
+	if !delGrants {
+		afterMark, _, _ = turn(line[w+1:], i-w-1)
+	}
+	ws, err := l.watch(ctx, ep, line, w, opt.OnHead != nil, afterMark)
+	if ws.st != nil {
+		opt.OnHead(line[0], ws.data, ws.st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ws.nodeVersion > 0 && afterMark {
+		delGrants = true
+	}
+	if opt.OnWatch != nil {
+		opt.OnWatch(line, i, w)
+	}
+	// The sleeper keeps the two names it may need, not the line: a
+	// waiter costs the same however long the line it waits in.
+	return &sleeper{head: line[0], node: line[w], w: w, ws: ws, delGrants: delGrants, afterMark: afterMark}, nil
 }
 
 // look returns the line (the one listed with own's create, the first time)
@@ -188,21 +208,30 @@ func (l *Line) granted(ctx context.Context, ep *session.Epoch, own *Node, opt Aw
 	return nil
 }
 
-// sleeper is a waiter between two looks at the line: the line as looked at,
-// the index of the node it watches, its watches, and what the watched
-// node's deletion means.
+// sleeper is a waiter between two looks at the line: the head of the line
+// as looked at, the node it watches and its index, its watches, and what
+// the watched node's deletion means.
 type sleeper struct {
-	line      []Name
-	w         int
-	ws        watches
-	delGrants bool // the watched node's deletion grants us
-	afterMark bool // it does once the watched node is marked
+	head, node Name // the line's head and the node watched, line[w]
+	w          int
+	ws         watches
+	delGrants  bool // the watched node's deletion grants us
+	afterMark  bool // it does once the watched node is marked
+	// due: that deletion came as the epoch ended; the next epoch of the
+	// same session grants us (see Node.park).
+	due bool
 }
 
 // sleep waits for a change that matters to a waiter: it reports true when
 // the change grants the waiter without looking again, false when it is to
-// look again, or an error (ErrEpochEnded, ctx.Err(), a failed watch).
+// look again, or an error (ErrEpochEnded, ctx.Err(), a failed watch). A
+// grant is only ever reported within a live ep: one that comes as ep ends
+// is kept for the next epoch of the same session, with the sleep (see
+// Node.park), as is the sleep when ep ends.
 func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
+	if s.due {
+		return true, nil
+	}
 	for {
 		var w wake
 		var err error
@@ -210,13 +239,19 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 		case ev := <-s.ws.node:
 			w, err = l.onNode(ctx, ep, own, opt, s, ev)
 		case ev := <-s.ws.gone:
-			w = s.onGone(ep, ev)
+			w = s.onGone(ev)
 		case ev := <-s.ws.head:
 			w, err = l.onHead(ctx, ep, opt, s, ev)
 		case <-ep.Done():
+			own.park(ep, s)
 			return false, ErrEpochEnded
 		case <-ctx.Done():
 			return false, ctx.Err()
+		}
+		if w == grantNow && err == nil && ep.Context().Err() != nil {
+			s.due = true
+			own.park(ep, s)
+			return false, ErrEpochEnded
 		}
 		if err != nil || w != sleepOn {
 			return w == grantNow, err
@@ -233,9 +268,9 @@ const (
 	grantNow              // granted, without looking again
 )
 
-// grantedBy: the watched node's deletion grants s (and ep is still live).
-func (s *sleeper) grantedBy(ep *session.Epoch, ev zk.Event) wake {
-	if ev.Type == zk.EventNodeDeleted && s.delGrants && ep.Context().Err() == nil {
+// grantedBy: the watched node's deletion grants s.
+func (s *sleeper) grantedBy(ev zk.Event) wake {
+	if ev.Type == zk.EventNodeDeleted && s.delGrants {
 		return grantNow
 	}
 	return lookAgain
@@ -245,7 +280,7 @@ func (s *sleeper) grantedBy(ep *session.Epoch, ev zk.Event) wake {
 // deletion, or its mark (a data change).
 func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper, ev zk.Event) (wake, error) {
 	if ev.Type != zk.EventNodeDataChanged || !s.afterMark || s.ws.head != nil {
-		return s.grantedBy(ep, ev), nil
+		return s.grantedBy(ev), nil
 	}
 	if s.ws.gone == nil {
 		// line[w] is marked: watch it again for its deletion.
@@ -266,7 +301,7 @@ func (l *Line) onNode(ctx context.Context, ep *session.Epoch, own *Node, opt Awa
 
 // onGone is a notification of the child watch on the node turn names: its
 // deletion (see Line.watch).
-func (s *sleeper) onGone(ep *session.Epoch, ev zk.Event) wake {
+func (s *sleeper) onGone(ev zk.Event) wake {
 	if !s.delGrants && s.afterMark && s.ws.head == nil {
 		// A mark written in the release (MarkOnRelease) reaches the data
 		// watch just before the deletion reaches this one (go-zookeeper
@@ -278,7 +313,7 @@ func (s *sleeper) onGone(ep *session.Epoch, ev zk.Event) wake {
 		default:
 		}
 	}
-	return s.grantedBy(ep, ev)
+	return s.grantedBy(ev)
 }
 
 // onHead is a notification of the watch on the line's head (OnHead): a
@@ -291,11 +326,11 @@ func (l *Line) onHead(ctx context.Context, ep *session.Epoch, opt AwaitOptions, 
 	}
 	// The head's data changed: it is still the head. Watch it again rather
 	// than list the line.
-	ch, data, st, err := l.rewatchData(ctx, ep, s.line[0])
+	ch, data, st, err := l.rewatchData(ctx, ep, s.head)
 	switch {
 	case err == nil:
 		s.ws.head = ch
-		opt.OnHead(s.line[0], StripRevoke(data), st)
+		opt.OnHead(s.head, StripRevoke(data), st)
 		return sleepOn, nil
 	case errors.Is(err, zk.ErrNoNode):
 		return lookAgain, nil

@@ -97,7 +97,10 @@
 // lost connection or answer (one classification, Retryable; one pacing,
 // Pacer: exponential backoff with jitter, 20 ms to 1 s, cut short by a new
 // epoch), entering again at once when its node has left the line; on any
-// failure it removes its node (Line.Leave). A recipe plugs in a Driver of
+// failure it removes its node (Line.Leave). A waiter whose connection
+// drops while its session lives sleeps on in the next epoch on the watches
+// it had (go-zookeeper sets them again), without listing the line again
+// (Node.park). A recipe plugs in a Driver of
 // two methods: its Turn (Head for a lock, a writer, the semaphore's head
 // and the leader) and Grant, which makes its hold (a Hold, the semaphore's
 // take, a leadership); an Entry says how it enters and waits (its node's

@@ -68,6 +68,9 @@ type Node struct {
 	// none), recorded only in a line whose holders mark at their grant
 	// (AwaitOptions.MarkFor): a pointer, as other nodes keep none.
 	next *Name
+	// parked is the waiter's sleep its epoch cut short, with its watches
+	// (see Node.park): nil when none.
+	parked *sleeper
 }
 
 // TakeSeen returns, once, the line as it was listed in the same round trip
@@ -76,6 +79,31 @@ func (n *Node) TakeSeen() ([]Name, bool) {
 	s := n.seen
 	n.seen = nil
 	return s, s != nil
+}
+
+// park keeps s, the sleep of own's waiter that ep's end cut short, while
+// ep's session lives: the session's connection keeps its watches across a
+// reconnection (go-zookeeper sets them again on the server, which then
+// fires those whose node changed meanwhile), so the waiter's next Await in
+// the same session sleeps on them again (see unpark) instead of listing
+// the line again. Ten thousand waiters on a server that dropped them would
+// otherwise each list the line of ten thousand at once, when it comes
+// back.
+func (own *Node) park(ep *session.Epoch, s *sleeper) {
+	if ep.SessionContext().Err() == nil {
+		own.parked = s
+	}
+}
+
+// unpark returns, once, the sleep parked (see park) if ep is of own's
+// session (a lost session's watches are gone: go-zookeeper ends them).
+func (own *Node) unpark(ep *session.Epoch) *sleeper {
+	s := own.parked
+	own.parked = nil
+	if s == nil || own.SessionID != ep.SessionID() {
+		return nil
+	}
+	return s
 }
 
 // List returns the line's contenders in order.

@@ -22,7 +22,7 @@ import (
 // deletion, which now grants the waiter: it reports true when the node is
 // gone already (marked, then deleted).
 func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, opt AwaitOptions, s *sleeper) (bool, error) {
-	ch, data, st, err := l.rewatchData(ctx, ep, s.line[s.w])
+	ch, data, st, err := l.rewatchData(ctx, ep, s.node)
 	if errors.Is(err, zk.ErrNoNode) {
 		if ep.Context().Err() != nil {
 			return false, ErrEpochEnded
@@ -35,7 +35,7 @@ func (l *Line) watchMarked(ctx context.Context, ep *session.Epoch, own *Node, op
 	if s.w == 0 && opt.OnHead != nil {
 		// The node watched is the head: what changed may be what it says
 		// of itself (the election's Proclaim).
-		opt.OnHead(s.line[0], StripRevoke(data), st)
+		opt.OnHead(s.head, StripRevoke(data), st)
 	}
 	if opt.MarkFor != nil {
 		l.learnNext(ctx, ep, own)

@@ -82,7 +82,9 @@ type Client interface {
 	NewLocker(path string) (Locker, error)
 	NewSemaphore(path string, maxLeases int) (Semaphore, error)
 	NewCandidate(path, id string) (Candidate, error)
-	// Children counts path's children (used only while preparing W5).
+	// Children counts path's children (used only while preparing W5): from
+	// its Stat, not a listing (a poll listing ten thousand waiters every
+	// few milliseconds would load the server it measures).
 	Children(ctx context.Context, path string) (int, error)
 	Close()
 }

@@ -27,8 +27,11 @@ func dialZK(ctx context.Context, spec bench.Spec) (*zkClient, error) {
 }
 
 func (c *zkClient) Children(_ context.Context, p string) (int, error) {
-	kids, _, err := c.conn.Children(p)
-	return len(kids), err
+	_, st, err := c.conn.Exists(p)
+	if err != nil || st == nil {
+		return 0, err
+	}
+	return int(st.NumChildren), nil
 }
 
 func (c *zkClient) Close() { c.conn.Close() }

@@ -71,8 +71,10 @@ func (c *campaigner) Lost() <-chan struct{}            { return c.l.Lost() }
 func (c shepherdClient) Children(ctx context.Context, p string) (int, error) {
 	n := 0
 	err := c.s.Do(ctx, func(ep *session.Epoch) error {
-		names, _, err := ep.Conn().Children(c.s.Path(p))
-		n = len(names)
+		_, st, err := ep.Conn().Exists(c.s.Path(p))
+		if err == nil && st != nil {
+			n = int(st.NumChildren)
+		}
 		return err
 	})
 	return n, err

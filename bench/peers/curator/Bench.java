@@ -864,7 +864,8 @@ public final class Bench {
             // Every waiter in line? Polling is fine before counting starts
             // (a watch would fire during the measured part).
             long until = System.nanoTime() + s.graceMs() * 1_000_000;
-            while (holderClient.getChildren().forPath(s.path).size() < s.sessions + 1) {
+            // Counted from the path's Stat: a listing would load the server.
+            while (holderClient.checkExists().forPath(s.path).getNumChildren() < s.sessions + 1) {
                 check();
                 if (System.nanoTime() > until) {
                     throw new IllegalStateException("waiters not in line in time");

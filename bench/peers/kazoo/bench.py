@@ -502,7 +502,8 @@ class W5(Workload):
         # Every waiter in line? Polling is fine before counting starts (a
         # watch would fire during the measured part).
         until = time.monotonic() + self.s.grace_s
-        while len(self.holder_client.get_children(self.s.path)) < self.s.sessions + 1:
+        # Counted from the path's Stat: a listing would load the server.
+        while self.holder_client.exists(self.s.path).numChildren < self.s.sessions + 1:
             self.check()
             if time.monotonic() > until:
                 raise RuntimeError("waiters not in line in time")

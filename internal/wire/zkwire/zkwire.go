@@ -25,6 +25,8 @@ const (
 	OpExists          = 3
 	OpGetData         = 4
 	OpSetData         = 5
+	OpGetChildren     = 8
+	OpGetChildren2    = 12
 	OpMulti           = 14
 	OpCreate2         = 15
 	OpCreateContainer = 19
@@ -175,6 +177,23 @@ func RequestPath(frame []byte) (op int32, path []byte, ok bool) {
 		return 0, nil, false
 	}
 	return op, frame[at+4 : at+4+n], true
+}
+
+// ChildrenPath returns the path of the listing in frame (length prefix
+// included): a getChildren or getChildren2 request (go-zookeeper's Children
+// and ChildrenW), whose body is int32 xid, int32 opcode, the path as int32
+// length + bytes, then the watch flag. ok is false for any other request
+// or a torn frame. path aliases frame.
+func ChildrenPath(frame []byte) (path []byte, ok bool) {
+	op, ok := RequestOp(frame)
+	if !ok || (op != OpGetChildren && op != OpGetChildren2) || len(frame) < 16 {
+		return nil, false
+	}
+	n := int(int32(binary.BigEndian.Uint32(frame[12:16])))
+	if n <= 0 || 16+n > len(frame) {
+		return nil, false
+	}
+	return frame[16 : 16+n], true
 }
 
 // ConnectRequest is the first frame a client sends on a connection. A

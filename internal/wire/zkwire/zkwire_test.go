@@ -116,6 +116,30 @@ func TestRequestPath(t *testing.T) {
 	}
 }
 
+func TestChildrenPath(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		ok    bool
+	}{
+		{"getChildren", request(OpGetChildren, nil, "/a"), true},
+		{"getChildren2", request(OpGetChildren2, nil, "/a"), true},
+		{"getData", request(OpGetData, nil, "/a"), false},
+		{"create", request(OpCreate, nil, "/a"), false},
+		{"torn", request(OpGetChildren2, nil, "/abc")[:18], false},
+		{"short", []byte{0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 12}, false},
+		{"empty path", request(OpGetChildren2, nil, ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, ok := ChildrenPath(tc.frame)
+			require.Equal(t, tc.ok, ok)
+			if ok {
+				require.Equal(t, "/a", string(path))
+			}
+		})
+	}
+}
+
 func FuzzRequestPath(f *testing.F) {
 	f.Add(request(OpCreate, nil, "/a"))
 	f.Add(request(OpMulti, multiHeader(OpSetData, 0), "/a"))
@@ -123,6 +147,9 @@ func FuzzRequestPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		if _, path, ok := RequestPath(frame); ok && len(path) == 0 {
 			t.Fatal("an empty path reported")
+		}
+		if path, ok := ChildrenPath(frame); ok && len(path) == 0 {
+			t.Fatal("an empty listing path reported")
 		}
 		_, _ = ParseConnectResponse(frame)
 		_, _ = ParseReplyHeader(frame)

@@ -1,0 +1,108 @@
+package line_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherdzk/shepherd/internal/line"
+	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
+)
+
+// TestWaiterSleepsOnAcrossAReconnect: a waiter whose connection drops while
+// its session lives goes back to sleep on the watches it had
+// (go-zookeeper sets them again on the server, which fires those whose
+// node changed meanwhile) instead of listing the line again: it is granted
+// by its predecessor's deletion, whether that came after the reconnection
+// or during the outage, with no listing of the line after the drop. Ten
+// thousand waiters of a dropped server each listed the line of ten
+// thousand again when it came back (a benchmark's server ran out of heap).
+func TestWaiterSleepsOnAcrossAReconnect(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		during bool // the holder's node is deleted during the outage
+	}{{"deleted after", false}, {"deleted during the outage", true}} {
+		t.Run(tc.name, func(t *testing.T) { // not in parallel: it counts the server's watches
+			path := testutil.UniquePath(t, "reconnect")
+			ctx := testutil.Ctx(t, 60*time.Second)
+			hs := testutil.Open(t, zk.Servers())
+			head := enter(t, hs, &line.Line{Sess: hs, Path: path})
+			base := testutil.WatchCount(t, zk, 0)
+
+			p, err := zktest.NewProxy(zk.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			lists := testutil.NewListings(path)
+			ws := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(15*time.Second), session.WithDialer(lists.Dial))
+			wl := &line.Line{Sess: ws, Path: path}
+			own := enter(t, ws, wl)
+			watching := make(chan struct{})
+			var once sync.Once
+			opt := line.AwaitOptions{OnWatch: func([]line.Name, int, int) { once.Do(func() { close(watching) }) }}
+			got := make(chan error, 1)
+			go func() { got <- awaitAcross(ctx, wl, own, opt) }()
+			select {
+			case <-watching: // its watches set: it sleeps
+			case err := <-got:
+				t.Fatalf("granted while the head is in line: %v", err)
+			}
+			before := lists.Count()
+			require.Positive(t, before, "the waiter's listings are counted")
+
+			p.Refuse(true)
+			p.Sever()
+			require.Eventually(t, func() bool { _, live := ws.Current(); return !live }, 10*time.Second, 2*time.Millisecond)
+			if tc.during {
+				deleteNode(t, hs, head.Path)
+			}
+			p.Refuse(false)
+			if !tc.during {
+				require.Eventually(t, func() bool { _, live := ws.Current(); return live }, 10*time.Second, 2*time.Millisecond)
+				// The reconnection set the waiter's watches again: on the
+				// head's data (for a mark) and on its deletion.
+				require.Eventually(t, func() bool { return testutil.WatchCount(t, zk, 0) == base+2 }, 20*time.Second, 2*time.Millisecond)
+				select {
+				case err := <-got:
+					t.Fatalf("granted while the head is in line: %v", err)
+				default:
+				}
+				deleteNode(t, hs, head.Path)
+			}
+			select {
+			case err := <-got:
+				require.NoError(t, err)
+			case <-ctx.Done():
+				t.Fatal("the waiter was never granted")
+			}
+			require.Equal(t, own.SessionID, ws.SessionID(), "the waiter's session lived through the outage")
+			require.Equal(t, before, lists.Count(), "listings of the line after the connection dropped")
+		})
+	}
+}
+
+// awaitAcross waits in line as Await's callers do: again in the next epoch
+// when one ends.
+func awaitAcross(ctx context.Context, l *line.Line, own *line.Node, opt line.AwaitOptions) error {
+	for {
+		ep, err := l.Sess.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		err = l.AwaitWith(ctx, ep, own, line.HeadTurn, opt)
+		if err == nil || !line.Retryable(err) {
+			return err
+		}
+	}
+}
+
+func deleteNode(t *testing.T, s *session.Session, path string) {
+	t.Helper()
+	ep, err := s.Wait(testutil.Ctx(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, ep.Conn().Delete(path, -1))
+}
