@@ -493,6 +493,35 @@ func SleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// w5Wave bounds how many of W5's (and W7's) waiters enter the line at
+// once: each wave is in line before the next enters. Ten thousand waiters
+// entering together each list a line of up to ten thousand at once (every
+// library lists the line when it enters; a shepherd value's first Lock
+// twice, its path check and its entry): 3 to 6 GB of answers queued on
+// the connections for tens of seconds, behind which a client that must
+// prove its session lives (shepherd's holder, on one of them) has its
+// latest request answered. The measured part, the chain of handoffs,
+// starts once all are in line either way.
+const w5Wave = 1000
+
+// awaitInLine waits until n contenders are in line (their nodes created).
+// Polling is fine here: this is before counting starts, and a watch would
+// fire during the measured part.
+func (r *run) awaitInLine(ctx context.Context, c Client, n int) error {
+	for {
+		got, err := c.Children(ctx, r.spec.Path) // one node per contender
+		if err != nil {
+			return fmt.Errorf("%d contenders in line: %w", n, err)
+		}
+		if got >= n {
+			return nil
+		}
+		if err := SleepCtx(ctx, 5*time.Millisecond); err != nil {
+			return fmt.Errorf("%d of %d contenders in line: %w", got, n, err)
+		}
+	}
+}
+
 // W5: one session holds the mutex while Sessions others queue behind it; on
 // Go the holder releases and every waiter in turn takes the mutex and
 // releases it at once. Handoff = the next waiter's Lock returning, measured
@@ -528,6 +557,12 @@ func (r *run) prepareW5(ctx context.Context, lib Library) error {
 	)
 	done := make(chan error, r.spec.Sessions)
 	for i := 1; i < len(ls); i++ {
+		if i%w5Wave == 0 {
+			// A wave in line before the next enters (see w5Wave).
+			if err := r.awaitInLine(ctx, cs[0], i); err != nil {
+				return err
+			}
+		}
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
@@ -546,20 +581,8 @@ func (r *run) prepareW5(ctx context.Context, lib Library) error {
 			done <- ls[i].Unlock(r.ctx)
 		}()
 	}
-	// Wait until every waiter is in line (its node created). Polling is fine
-	// here: this is before counting starts, and a watch would fire during
-	// the measured part.
-	for {
-		n, err := cs[0].Children(ctx, r.spec.Path) // one node per contender
-		if err != nil {
-			return err
-		}
-		if n == len(ls) {
-			break
-		}
-		if err := SleepCtx(ctx, 5*time.Millisecond); err != nil {
-			return fmt.Errorf("%d of %d contenders in line: %w", n, len(ls), err)
-		}
+	if err := r.awaitInLine(ctx, cs[0], len(ls)); err != nil {
+		return err
 	}
 	r.goFn = func() (bench.Result, error) {
 		start := time.Now()
