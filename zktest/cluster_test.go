@@ -13,12 +13,27 @@ import (
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
+// connect returns a connection once it has a session. A request sent
+// before then fails ("could not connect to a server") when no server takes
+// the first connection attempt: a member of a just-elected ensemble on a
+// busy machine may close it until it serves (TestLagFollower's writer, in
+// a make test).
 func connect(t *testing.T, servers []string) *zk.Conn {
 	t.Helper()
-	conn, _, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
+	conn, events, err := zk.Connect(servers, 4*time.Second, zk.WithLogInfo(false))
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
-	return conn
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return conn
+			}
+		case <-deadline:
+			t.Fatalf("no session with %v in 30 s", servers)
+		}
+	}
 }
 
 func TestStandalone(t *testing.T) {
