@@ -80,8 +80,11 @@ func (l *Line) List(ep *session.Epoch) ([]Name, error) { return l.core().List(ep
 // waiter), going round again when it changes. It returns nil when granted
 // while ep is still live; ErrNodeGone when own has left the line; ctx.Err()
 // when ctx ends; another error when ep ended (the connection was lost: wait
-// for the session with session.Session.Wait and call again, or enter again
-// if the session is a new one). It leaves own in line whatever it returns.
+// for the session with session.Session.Wait and call again with the same
+// turn, or enter again if the session is a new one). A call again in the
+// same session sleeps on the watches the cut-short wait had set (the
+// session's connection sets them again when it comes back), without
+// listing the line again. It leaves own in line whatever it returns.
 func (l *Line) Await(ctx context.Context, ep *session.Epoch, own *Node, turn Turn) error {
 	if own == nil || own.n == nil || turn == nil {
 		return fmt.Errorf("line %s: %w: nil node or turn", l.Path, ErrInvalidArgument)
