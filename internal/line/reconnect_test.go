@@ -106,3 +106,74 @@ func deleteNode(t *testing.T, s *session.Session, path string) {
 	require.NoError(t, err)
 	require.NoError(t, ep.Conn().Delete(path, -1))
 }
+
+// TestWaitersOfOneSessionSleepOnAcrossAReconnect: two waiters of one
+// session, one behind the other, behind another session's head; the head
+// leaves during the outage. After the reconnection the first is granted
+// by the head's deletion and the second, still asleep, by the first's
+// release (marked, as a holder that waited releases): neither lists the
+// line after the drop.
+func TestWaitersOfOneSessionSleepOnAcrossAReconnect(t *testing.T) {
+	path := testutil.UniquePath(t, "reconnect")
+	ctx := testutil.Ctx(t, 60*time.Second)
+	hs := testutil.Open(t, zk.Servers())
+	head := enter(t, hs, &line.Line{Sess: hs, Path: path})
+
+	p, err := zktest.NewProxy(zk.Servers()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	lists := testutil.NewListings(path)
+	ws := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(15*time.Second), session.WithDialer(lists.Dial))
+	wl := &line.Line{Sess: ws, Path: path}
+	var owns [2]*line.Node
+	var got [2]chan error
+	for i := range owns {
+		owns[i] = enter(t, ws, wl)
+		watching := make(chan struct{})
+		var once sync.Once
+		opt := line.AwaitOptions{OnWatch: func([]line.Name, int, int) { once.Do(func() { close(watching) }) }}
+		got[i] = make(chan error, 1)
+		go func() { got[i] <- awaitAcross(ctx, wl, owns[i], opt) }()
+		select {
+		case <-watching:
+		case err := <-got[i]:
+			t.Fatalf("waiter %d granted while the head is in line: %v", i, err)
+		}
+	}
+	before := lists.Count()
+	require.EqualValues(t, 2, before, "each waiter's entry lists the line once")
+
+	p.Refuse(true)
+	p.Sever()
+	require.Eventually(t, func() bool { _, live := ws.Current(); return !live }, 10*time.Second, 2*time.Millisecond)
+	deleteNode(t, hs, head.Path)
+	p.Refuse(false)
+	select {
+	case err := <-got[0]:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the first waiter was never granted")
+	}
+	select {
+	case err := <-got[1]:
+		t.Fatalf("the second waiter granted while the first holds: %v", err)
+	default:
+	}
+	// The first releases as a holder that waited does: it marks its node
+	// (writes its data again), then deletes it (see
+	// line.AwaitOptions.MarkOnRelease). The second, told of the mark, is
+	// granted by the deletion without listing.
+	ep, err := ws.Wait(ctx)
+	require.NoError(t, err)
+	_, err = ep.Conn().Set(owns[0].Path, []byte{}, 0)
+	require.NoError(t, err)
+	deleteNode(t, ws, owns[0].Path)
+	select {
+	case err := <-got[1]:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the second waiter was never granted")
+	}
+	require.Equal(t, owns[1].SessionID, ws.SessionID(), "the waiters' session lived through the outage")
+	require.Equal(t, before, lists.Count(), "listings of the line after the connection dropped")
+}
