@@ -11,7 +11,6 @@ import (
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
-	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // TestWaiterSleepsOnAcrossAReconnect: a waiter whose connection drops while
@@ -34,11 +33,8 @@ func TestWaiterSleepsOnAcrossAReconnect(t *testing.T) {
 			head := enter(t, hs, &line.Line{Sess: hs, Path: path})
 			base := testutil.WatchCount(t, zk, 0)
 
-			p, err := zktest.NewProxy(zk.Servers()...)
-			require.NoError(t, err)
-			t.Cleanup(func() { p.Close() })
 			lists := testutil.NewListings(path)
-			ws := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(15*time.Second), session.WithDialer(lists.Dial))
+			ws, p := testutil.Proxied(t, zk, 15*time.Second, session.WithDialer(lists.Dial))
 			wl := &line.Line{Sess: ws, Path: path}
 			own := enter(t, ws, wl)
 			watching := make(chan struct{})
@@ -119,11 +115,8 @@ func TestWaitersOfOneSessionSleepOnAcrossAReconnect(t *testing.T) {
 	hs := testutil.Open(t, zk.Servers())
 	head := enter(t, hs, &line.Line{Sess: hs, Path: path})
 
-	p, err := zktest.NewProxy(zk.Servers()...)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
 	lists := testutil.NewListings(path)
-	ws := testutil.Open(t, p.Addrs(), session.WithSessionTimeout(15*time.Second), session.WithDialer(lists.Dial))
+	ws, p := testutil.Proxied(t, zk, 15*time.Second, session.WithDialer(lists.Dial))
 	wl := &line.Line{Sess: ws, Path: path}
 	var owns [2]*line.Node
 	var got [2]chan error
