@@ -126,17 +126,11 @@ func (c *losingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if c.sent.Load() {
 		c.once.Do(func() {
-			// Wait (a deadline; 5 ms the polling period) until the
-			// server has applied the multi, then lose its answer: counted
-			// only if it landed.
-			deadline := time.Now().Add(10 * time.Second)
-			for !c.a.landed() {
-				if time.Now().After(deadline) {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
+			// Wait (10 s at most) until the server has applied the
+			// multi, then lose its answer: counted only if it landed.
+			if testutil.Poll(10*time.Second, 5*time.Millisecond, c.a.landed) {
+				c.a.lost.Add(1)
 			}
-			c.a.lost.Add(1)
 		})
 		c.Conn.Close()
 		return 0, net.ErrClosed

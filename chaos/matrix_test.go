@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/line"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
@@ -878,16 +879,7 @@ func runCell(t *testing.T, f fault, spec recipeSpec, policy func(int) session.Di
 func waitFor(d time.Duration, cond func() bool) bool { return waitEvery(d, 10*time.Millisecond, cond) }
 
 // waitEvery is waitFor, looking every period.
-func waitEvery(d, period time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(period) // the polling period; the deadline is d
-	}
-	return cond()
-}
+func waitEvery(d, period time.Duration, cond func() bool) bool { return testutil.Poll(d, period, cond) }
 
 // dump logs what each client and the path look like, for a failure.
 func (h *harness) dump() {

@@ -87,14 +87,11 @@ func watchDeath(p proc, deadline time.Duration) func() (time.Time, bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		end := time.Now().Add(deadline)
-		for time.Now().Before(end) {
+		if testutil.Poll(deadline, time.Millisecond, func() bool {
 			q, ok := readProc(p.pid)
-			if !ok || q.start != p.start {
-				at = time.Now()
-				return
-			}
-			time.Sleep(time.Millisecond) // the polling period, not synchronisation
+			return !ok || q.start != p.start
+		}) {
+			at = time.Now()
 		}
 	}()
 	return func() (time.Time, bool) { <-done; return at, !at.IsZero() }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
@@ -63,17 +64,11 @@ func (s *screen) text() string { return s.tmux("capture-pane", "-p", "-t", "t") 
 // returns it.
 func (s *screen) wait(what string, cond func(string) bool) string {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		txt := s.text()
-		if cond(txt) {
-			return txt
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("screen never showed %s; it shows:\n%s", what, txt)
-		}
-		time.Sleep(50 * time.Millisecond) // the polling period; the deadline is above
+	var txt string
+	if !testutil.Poll(20*time.Second, 50*time.Millisecond, func() bool { txt = s.text(); return cond(txt) }) {
+		s.t.Fatalf("screen never showed %s; it shows:\n%s", what, txt)
 	}
+	return txt
 }
 
 func has(subs ...string) func(string) bool {

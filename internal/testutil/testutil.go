@@ -604,3 +604,22 @@ func Proxied(t testing.TB, c *zktest.Cluster, timeout time.Duration, opts ...ses
 	t.Cleanup(func() { p.Close() })
 	return Open(t, p.Addrs(), append([]session.Option{session.WithSessionTimeout(timeout)}, opts...)...), p
 }
+
+// Poll looks at cond every period until it holds or d has passed, and
+// reports whether it held: a wait for a condition with a deadline, for
+// callers that have no testing.T at hand (a connection's wrapper, a
+// watcher goroutine) or that judge the result themselves.
+func Poll(d, period time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
+}
