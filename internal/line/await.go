@@ -243,14 +243,14 @@ func (l *Line) sleep(ctx context.Context, ep *session.Epoch, own *Node, opt Awai
 		case ev := <-s.ws.head:
 			w, err = l.onHead(ctx, ep, opt, s, ev)
 		case <-ep.Done():
-			own.park(ep, s)
+			own.park(s)
 			return false, ErrEpochEnded
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 		if w == grantNow && err == nil && ep.Context().Err() != nil {
 			s.due = true
-			own.park(ep, s)
+			own.park(s)
 			return false, ErrEpochEnded
 		}
 		if err != nil || w != sleepOn {

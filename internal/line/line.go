@@ -81,22 +81,19 @@ func (n *Node) TakeSeen() ([]Name, bool) {
 	return s, s != nil
 }
 
-// park keeps s, the sleep of own's waiter that ep's end cut short, while
-// ep's session lives: the session's connection keeps its watches across a
+// park keeps s, the sleep of own's waiter that its epoch's end cut short:
+// while the session lives, its connection keeps its watches across a
 // reconnection (go-zookeeper sets them again on the server, which then
 // fires those whose node changed meanwhile), so the waiter's next Await in
 // the same session sleeps on them again (see unpark) instead of listing
 // the line again. Ten thousand waiters on a server that dropped them would
 // otherwise each list the line of ten thousand at once, when it comes
 // back.
-func (own *Node) park(ep *session.Epoch, s *sleeper) {
-	if ep.SessionContext().Err() == nil {
-		own.parked = s
-	}
-}
+func (own *Node) park(s *sleeper) { own.parked = s }
 
 // unpark returns, once, the sleep parked (see park) if ep is of own's
-// session (a lost session's watches are gone: go-zookeeper ends them).
+// session: a lost session's watches are gone (go-zookeeper ends them), and
+// its node is never reused.
 func (own *Node) unpark(ep *session.Epoch) *sleeper {
 	s := own.parked
 	own.parked = nil

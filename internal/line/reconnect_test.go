@@ -37,16 +37,7 @@ func TestWaiterSleepsOnAcrossAReconnect(t *testing.T) {
 			ws, p := testutil.Proxied(t, zk, 15*time.Second, session.WithDialer(lists.Dial))
 			wl := &line.Line{Sess: ws, Path: path}
 			own := enter(t, ws, wl)
-			watching := make(chan struct{})
-			var once sync.Once
-			opt := line.AwaitOptions{OnWatch: func([]line.Name, int, int) { once.Do(func() { close(watching) }) }}
-			got := make(chan error, 1)
-			go func() { got <- awaitAcross(ctx, wl, own, opt) }()
-			select {
-			case <-watching: // its watches set: it sleeps
-			case err := <-got:
-				t.Fatalf("granted while the head is in line: %v", err)
-			}
+			got := sleepInLine(t, ctx, wl, own)
 			before := lists.Count()
 			require.Positive(t, before, "the waiter's listings are counted")
 
@@ -79,6 +70,25 @@ func TestWaiterSleepsOnAcrossAReconnect(t *testing.T) {
 			require.Equal(t, before, lists.Count(), "listings of the line after the connection dropped")
 		})
 	}
+}
+
+// sleepInLine starts own's wait in line (awaitAcross, with the head's turn)
+// and returns once it sleeps (its watches set: AwaitOptions.OnWatch) with
+// the channel its result will come on. A wait that ends first fails the
+// test: the waiter was granted while the line's head was there.
+func sleepInLine(t *testing.T, ctx context.Context, l *line.Line, own *line.Node) <-chan error {
+	t.Helper()
+	watching := make(chan struct{})
+	var once sync.Once
+	opt := line.AwaitOptions{OnWatch: func([]line.Name, int, int) { once.Do(func() { close(watching) }) }}
+	got := make(chan error, 1)
+	go func() { got <- awaitAcross(ctx, l, own, opt) }()
+	select {
+	case <-watching:
+	case err := <-got:
+		t.Fatalf("%s granted while the head is in line: %v", own.Name.Name, err)
+	}
+	return got
 }
 
 // awaitAcross waits in line as Await's callers do: again in the next epoch
@@ -119,19 +129,10 @@ func TestWaitersOfOneSessionSleepOnAcrossAReconnect(t *testing.T) {
 	ws, p := testutil.Proxied(t, zk, 15*time.Second, session.WithDialer(lists.Dial))
 	wl := &line.Line{Sess: ws, Path: path}
 	var owns [2]*line.Node
-	var got [2]chan error
+	var got [2]<-chan error
 	for i := range owns {
 		owns[i] = enter(t, ws, wl)
-		watching := make(chan struct{})
-		var once sync.Once
-		opt := line.AwaitOptions{OnWatch: func([]line.Name, int, int) { once.Do(func() { close(watching) }) }}
-		got[i] = make(chan error, 1)
-		go func() { got[i] <- awaitAcross(ctx, wl, owns[i], opt) }()
-		select {
-		case <-watching:
-		case err := <-got[i]:
-			t.Fatalf("waiter %d granted while the head is in line: %v", i, err)
-		}
+		got[i] = sleepInLine(t, ctx, wl, owns[i])
 	}
 	before := lists.Count()
 	require.EqualValues(t, 2, before, "each waiter's entry lists the line once")

@@ -513,7 +513,7 @@ func (r *run) awaitInLine(ctx context.Context, c Client, n int) error {
 		if err != nil {
 			return fmt.Errorf("%d contenders in line: %w", n, err)
 		}
-		if got >= n {
+		if got == n {
 			return nil
 		}
 		if err := SleepCtx(ctx, 5*time.Millisecond); err != nil {

@@ -172,11 +172,23 @@ func RequestPath(frame []byte) (op int32, path []byte, ok bool) {
 	default:
 		return 0, nil, false
 	}
-	n := int(int32(binary.BigEndian.Uint32(frame[at : at+4])))
-	if n <= 0 || at+4+n > len(frame) {
+	if path, ok = pathAt(frame, at); !ok {
 		return 0, nil, false
 	}
-	return op, frame[at+4 : at+4+n], true
+	return op, path, true
+}
+
+// pathAt returns the path written at frame[at:] as int32 length + bytes;
+// ok is false for an empty one or one that runs past the frame.
+func pathAt(frame []byte, at int) (path []byte, ok bool) {
+	if at+4 > len(frame) {
+		return nil, false
+	}
+	n := int(int32(binary.BigEndian.Uint32(frame[at : at+4])))
+	if n <= 0 || at+4+n > len(frame) {
+		return nil, false
+	}
+	return frame[at+4 : at+4+n], true
 }
 
 // ChildrenPath returns the path of the listing in frame (length prefix
@@ -185,15 +197,10 @@ func RequestPath(frame []byte) (op int32, path []byte, ok bool) {
 // length + bytes, then the watch flag. ok is false for any other request
 // or a torn frame. path aliases frame.
 func ChildrenPath(frame []byte) (path []byte, ok bool) {
-	op, ok := RequestOp(frame)
-	if !ok || (op != OpGetChildren && op != OpGetChildren2) || len(frame) < 16 {
+	if op, ok := RequestOp(frame); !ok || (op != OpGetChildren && op != OpGetChildren2) {
 		return nil, false
 	}
-	n := int(int32(binary.BigEndian.Uint32(frame[12:16])))
-	if n <= 0 || 16+n > len(frame) {
-		return nil, false
-	}
-	return frame[16 : 16+n], true
+	return pathAt(frame, 12)
 }
 
 // ConnectRequest is the first frame a client sends on a connection. A
