@@ -15,8 +15,10 @@ import (
 )
 
 // TestScheduleMetrics: a schedule on real ZooKeeper, its job failing at
-// tick 2 and running long at tick 4 (so that ticks are missed, skipped and
-// caught up under CatchUpOnce): the metrics count the takeover, the ticks
+// the first tick from 2 on that runs and running long at the first from two
+// after that one (so that ticks are missed, skipped and caught up under
+// CatchUpOnce; the first that runs, as a busy machine may start a tick late
+// enough that the policy skips it): the metrics count the takeover, the ticks
 // by outcome, the last success and failure (the failure is the latest),
 // the lag of a late tick, the interval, and the skipped and caught-up
 // ticks. A second leader, after the first's Run ends, takes the last
@@ -33,13 +35,16 @@ func TestScheduleMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	past := make(chan int64, 100)
+	var failed, long int64 // the tick that failed, the tick that ran long; the job's goroutine only
 	go func() {
 		done <- s.Run(ctx, func(ctx context.Context, tk schedule.Tick) error {
 			past <- tk.N
-			switch tk.N {
-			case 2:
+			switch {
+			case failed == 0 && tk.N >= 2:
+				failed = tk.N
 				return errors.New("disk full")
-			case 4:
+			case failed != 0 && long == 0 && tk.N >= failed+2:
+				long = tk.N
 				select { // the job's work: long enough to miss ticks
 				case <-time.After(5 * every):
 				case <-ctx.Done():
@@ -49,16 +54,23 @@ func TestScheduleMetrics(t *testing.T) {
 		})
 	}()
 	lbl := map[string]string{"path": path}
-	var after4 int64
+	// The ticks' numbers come through past, in order: the test follows the
+	// job's choice without sharing its variables.
+	var fail, slow, after int64
 	deadline := time.After(20 * time.Second)
-	for after4 == 0 {
+	for after == 0 {
 		select {
 		case n := <-past:
-			if n > 5 {
-				after4 = n
+			switch {
+			case fail == 0 && n >= 2:
+				fail = n
+			case fail != 0 && slow == 0 && n >= fail+2:
+				slow = n
+			case slow != 0 && n > slow+1: // a tick caught up after the long one
+				after = n
 			}
 		case <-deadline:
-			t.Fatal("no tick after tick 4")
+			t.Fatalf("no tick caught up after the long one (failed %d, long %d)", fail, slow)
 		}
 	}
 	require.Eventually(t, func() bool {
