@@ -308,6 +308,10 @@ func TestSeversWhileLocking(t *testing.T) {
 		late    []string
 		granted = map[*session.Session]int{}
 	)
+	dump := func() string {
+		buf := make([]byte, 1<<20)
+		return string(buf[:runtime.Stack(buf, true)])
+	}
 	worker := func(sess *session.Session, id int) {
 		defer wg.Done()
 		m, err := mutex.New(sess, path)
@@ -323,12 +327,18 @@ func TestSeversWhileLocking(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), lockDeadline)
 			start := time.Now()
+			stacks := make(chan string, 1) // every goroutine's stack once the Lock is late: where it waits
+			watch := time.AfterFunc(lockDeadline+margin, func() { stacks <- dump() })
 			err := m.Lock(ctx)
 			took := time.Since(start)
 			cancel()
+			late1 := !watch.Stop()
 			mu.Lock()
 			if took > lockDeadline+margin {
 				late = append(late, fmt.Sprintf("worker %d: Lock returned after %v (%v)", id, took, err))
+				if late1 && len(late) == 1 {
+					t.Logf("worker %d's Lock, late, every goroutine:\n%s", id, <-stacks)
+				}
 			}
 			if err == nil {
 				granted[sess]++
@@ -351,10 +361,6 @@ func TestSeversWhileLocking(t *testing.T) {
 	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopWorkers()
 
-	dump := func() string {
-		buf := make([]byte, 1<<20)
-		return string(buf[:runtime.Stack(buf, true)])
-	}
 	const severs = 40
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
