@@ -103,6 +103,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestBadUsage(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{},
 		{"bogus"},
@@ -163,6 +164,7 @@ func TestBadUsage(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	r := shepherd(t, []string{"SHEPHERD_ZK=127.0.0.1:1"}, "-connect-timeout", "1s", "lock", "/p", "--", "true")
 	require.Equal(t, 3, r.code, r.stderr)
 	require.Contains(t, r.stderr, "cannot reach ZooKeeper")
@@ -171,6 +173,7 @@ func TestUnreachable(t *testing.T) {
 // TestLockSerialises: two commands under one lock never overlap, and each
 // sees a fencing token; the second gets a larger one.
 func TestLockSerialises(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	script := fmt.Sprintf(`mkdir %[1]s/inside || exit 99; echo $SHEPHERD_TOKEN >> %[1]s/tokens; test -n "$SHEPHERD_NODE" || exit 98; sleep 0.3; rmdir %[1]s/inside`, dir)
@@ -207,6 +210,7 @@ func TestLockSerialises(t *testing.T) {
 
 // TestLockTimeout: -timeout gives exit status 4 while the lock is held.
 func TestLockTimeout(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	holder, _ := start(t, nil, "lock", "-id", "holder", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -220,6 +224,7 @@ func TestLockTimeout(t *testing.T) {
 
 // TestSemaphoreAdmitsN: 5 commands, 2 leases: at most 2 run at once, and 2 do.
 func TestSemaphoreAdmitsN(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	script := fmt.Sprintf(`d=$(mktemp -d %[1]s/slot.XXXXXX); ls -d %[1]s/slot.* | wc -l >> %[1]s/counts; sleep 0.4; rmdir $d`, dir)
@@ -257,6 +262,7 @@ func TestSemaphoreAdmitsN(t *testing.T) {
 // TestTopLevelPath: a semaphore directly under the root (no parent to
 // create) admits its command like any other.
 func TestTopLevelPath(t *testing.T) {
+	t.Parallel()
 	r := shepherd(t, nil, "semaphore", "-n", "2", testutil.TopPath(t, "sem2"), "--", "true")
 	require.Equal(t, 0, r.code, r.stderr)
 }
@@ -264,6 +270,7 @@ func TestTopLevelPath(t *testing.T) {
 // TestElectHandsOver: the leader's shepherd is killed with SIGKILL; its CMD
 // dies with it, and the other candidate leads within the session timeout.
 func TestElectHandsOver(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	script := fmt.Sprintf(`echo $SHEPHERD_ID $SHEPHERD_TERM > %s/leader.$SHEPHERD_ID; exec sleep 60`, dir)
@@ -288,6 +295,7 @@ func TestElectHandsOver(t *testing.T) {
 
 // TestElectOnce: -once exits with CMD's status after one term.
 func TestElectOnce(t *testing.T) {
+	t.Parallel()
 	r := shepherd(t, nil, "elect", "-once", "-id", "x", uniquePath(t), "--", "sh", "-c", `test -n "$SHEPHERD_TERM" && exit 3`)
 	require.Equal(t, 3, r.code, r.stderr)
 }
@@ -295,6 +303,7 @@ func TestElectOnce(t *testing.T) {
 // TestLockLostStopsCommand: the lock's connection is stalled; shepherd stops
 // CMD (SIGTERM) and exits 5.
 func TestLockLostStopsCommand(t *testing.T) {
+	t.Parallel()
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	defer p.Close()
@@ -315,6 +324,7 @@ func TestLockLostStopsCommand(t *testing.T) {
 
 // TestStatusJSON: the holder's id, session and token, the waiters in order.
 func TestStatusJSON(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "first", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -338,6 +348,7 @@ func TestStatusJSON(t *testing.T) {
 
 // TestStatusWatch: --watch prints a new snapshot on each change.
 func TestStatusWatch(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	cmd := exec.Command(bin, "status", "-watch", "-json", path)
 	cmd.Env = append(os.Environ(), "SHEPHERD_ZK="+zk.ConnectString())
@@ -394,6 +405,7 @@ func waitStatus(t *testing.T, path string, cond func(admin.Snapshot) bool) admin
 // below N that no other CMD holding a lease at the same moment has; a lock's
 // CMD gets none.
 func TestSemaphoreSlot(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	// mkdir fails if another CMD holds the same slot now.

@@ -21,6 +21,7 @@ import (
 // TestHelp: -h, -help and --help on every subcommand exit 0 and print every
 // flag of the subcommand with an example; so does `shepherd help SUB`.
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	conn := []string{"zk", "namespace", "session-timeout", "connect-timeout", "v", "tls", "tls-ca", "tls-cert", "tls-key", "auth-file"}
 	hold := append([]string{"timeout", "grace", "pidns", "on-disconnect", "id", "acl", "metrics"}, conn...)
 	flags := map[string][]string{
@@ -57,6 +58,7 @@ func TestHelp(t *testing.T) {
 // TestFlagsAfterPath: flags after PATH are flags, up to "--"; what follows
 // "--" is CMD's, even if it looks like a flag.
 func TestFlagsAfterPath(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "holder", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -78,6 +80,7 @@ func TestFlagsAfterPath(t *testing.T) {
 // TestConnectStringChroot: "host:port,host:port/chroot" puts PATH under the
 // chroot, as zkCli does; -namespace goes under the chroot.
 func TestConnectStringChroot(t *testing.T) {
+	t.Parallel()
 	chroot := uniquePath(t)
 	dir := t.TempDir()
 	zkc := zk.ConnectString() + chroot
@@ -101,6 +104,7 @@ func TestConnectStringChroot(t *testing.T) {
 // TestRefused: what is at PATH refuses a request: exit 6 and a message that
 // says what is there.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	start(t, nil, "semaphore", "-n", "2", "-id", "s1", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -122,6 +126,7 @@ func TestRefused(t *testing.T) {
 // TestEnvironment: lock, semaphore and elect give CMD the same documented
 // variables; the token is decimal everywhere, status included.
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dump := func(name string) []string {
 		return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %[1]s/%[2]s.pid; env | grep ^SHEPHERD_ | grep -v ^SHEPHERD_ZK= | sort > %[1]s/%[2]s.tmp; mv %[1]s/%[2]s.tmp %[1]s/%[2]s; exec sleep 30`, dir, name)}
@@ -185,6 +190,7 @@ func TestEnvironment(t *testing.T) {
 // TestStatusWording: "1 candidate", not "1 candidates"; no table header
 // over an empty table.
 func TestStatusWording(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	cmd, _ := start(t, nil, "elect", "-id", "only", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })

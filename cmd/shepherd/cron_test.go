@@ -15,6 +15,7 @@ import (
 // and status shows the expression; -every with -cron, -tz without -cron, a
 // bad expression or zone are usage errors (exit 2).
 func TestScheduleCron(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	file := filepath.Join(t.TempDir(), "ticks")
 	script := fmt.Sprintf(`echo "$SHEPHERD_TICK $SHEPHERD_TICK_TIME" >> %s`, file)

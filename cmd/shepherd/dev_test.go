@@ -33,6 +33,7 @@ func freePort(t *testing.T) string {
 // the export line it prints, says it is not for production, and on SIGINT
 // stops it and removes its temporary directory; with -data it keeps DIR.
 func TestDev(t *testing.T) {
+	t.Parallel()
 	for _, keep := range []bool{false, true} {
 		name := map[bool]string{false: "temp", true: "data"}[keep]
 		t.Run(name, func(t *testing.T) {
@@ -93,6 +94,7 @@ func TestDev(t *testing.T) {
 
 // TestDevMissing: without Java, `shepherd dev` says exactly what to install.
 func TestDevMissing(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(bin, "dev", "-port", "0")
 	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
 	out, err := cmd.CombinedOutput()

@@ -58,6 +58,7 @@ func docCommands(t *testing.T) []string {
 // `shepherd dev` is not run here: it binds port 2181, which may be another
 // ZooKeeper's on this machine (TestDev and TestDevTLS run it on a free port).
 func TestDocCommands(t *testing.T) {
+	t.Parallel()
 	cmds := docCommands(t)
 	require.NotEmpty(t, cmds, "no shepherd command in the documents")
 	dir := t.TempDir()

@@ -53,6 +53,7 @@ func tickLines(t *testing.T, file string) []tickLine {
 // and no tick's CMD ran in two places at once. (Without -drain, the
 // stopped tick was recorded "cancelled" and never run again.)
 func TestScheduleDrainRollingDeploy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, drain string }{{"within", "20s"}, {"past", "100ms"}} {
 		t.Run(tc.name, func(t *testing.T) { cliRollingDeploy(t, tc.drain) })
 	}

@@ -52,6 +52,7 @@ func readmeBlock(t *testing.T, lang, marker string) string {
 // with an older token (a holder that was paused past its session) exits 3
 // with psql's "stale token" error, and lands nothing.
 func TestDocFencedPsql(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

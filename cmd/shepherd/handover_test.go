@@ -43,6 +43,7 @@ func waitLeads(t *testing.T, url string) probeBody {
 // the candidate of highest -priority, not the next in line; status shows
 // the candidates' priorities and attributes.
 func TestElectHandsOverOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	a, urlA := candidate(t, "a", path, "-priority", "1")
 	waitLeads(t, urlA)
@@ -66,6 +67,7 @@ func TestElectHandsOverOnSIGTERM(t *testing.T) {
 // leading (its /readyz 200) until a candidate of higher priority is in
 // line, then hands over to it.
 func TestElectHandoverWait(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	a, urlA := candidate(t, "a", path, "-priority", "1", "-handover-wait", "30s")
 	waitLeads(t, urlA)
@@ -87,6 +89,7 @@ func TestElectHandoverWait(t *testing.T) {
 // and to the best candidate without ID; it exits 7 for a candidate not in
 // line or a path with no leader; status shows a pending handover.
 func TestHandoverCommand(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	_, urlA := candidate(t, "a", path)
 	waitLeads(t, urlA)
@@ -136,6 +139,7 @@ func TestHandoverCommand(t *testing.T) {
 // TestElectNonFairStatus: a non-fair election's candidates, invisible in
 // the race, show in status through their registration, with priorities.
 func TestElectNonFairStatus(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	_, urlA := candidate(t, "a", path, "-nonfair", "-priority", "1")
 	waitLeads(t, urlA)

@@ -83,6 +83,7 @@ func holdKind(ctx context.Context, t *testing.T, s *session.Session, kind, path 
 // path, ls did not know schedules, and `elect` on a semaphore's path was
 // elected.
 func TestKindsAgree(t *testing.T) {
+	t.Parallel()
 	s := testutil.Open(t, zk.Servers())
 	ctx := testutil.Ctx(t, 120*time.Second)
 	for _, kind := range []string{"mutex", "mutex-nonfair", "rwlock", "semaphore", "election", "election-nonfair", "schedule"} {

@@ -15,6 +15,7 @@ import (
 // server to expire its session. Issue 36 (8): on b9d4272 shepherd exited at
 // once, leaving its node (a waiter was granted 10.5 s later).
 func TestCLILostLeavesNoNode(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []string{"lock", "semaphore"} {
 		t.Run(sub, func(t *testing.T) {
 			t.Parallel()

@@ -29,6 +29,7 @@ type lsOut struct {
 // and counts; "/" lists them all; with nothing there it exits 7; a bound
 // hit says so. status on a parent of recipes points at ls.
 func TestLs(t *testing.T) {
+	t.Parallel()
 	p := uniquePath(t)
 	start(t, nil, "lock", "-id", "L", p+"/jobs/backup", "--", "sleep", "30")
 	start(t, nil, "semaphore", "-n", "3", "-id", "S", p+"/limits/api", "--", "sleep", "30")
@@ -96,6 +97,7 @@ func TestLs(t *testing.T) {
 // idle (exit 0: ls, status and Inspect agree that a recipe is there; was
 // exit 7, "nothing", before issue 36), and only 'shepherd rm' deletes it.
 func TestLsFindsIdleNonFair(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []string{"lock", "elect"} {
 		r := shepherd(t, nil, sub, "-h")
 		require.Regexp(t, `(?s)-nonfair\n.*persistent`, r.stdout, "%s -h", sub)

@@ -49,6 +49,7 @@ next:
 // and /readyz (200 while holding or leading, 503 while waiting or
 // following); schedule prints its takeover and its ticks.
 func TestHoldersServeMetrics(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	metricsOf := func(base string, name string, labels map[string]string) float64 {
 		t.Helper()

@@ -19,6 +19,7 @@ import (
 // exceeded"). The name is not a valid domain name, so that no DNS server
 // is asked.
 func TestUnresolvableHostFailsFast(t *testing.T) {
+	t.Parallel()
 	r := shepherd(t, nil, "status", "-connect-timeout", "50s", "-zk", "no-such-host..invalid:2181", "/p")
 	require.Equal(t, 3, r.code, r.stderr)
 	require.Contains(t, r.stderr, "connection refused or host not found")
@@ -29,6 +30,7 @@ func TestUnresolvableHostFailsFast(t *testing.T) {
 // before the last server, are usage errors (both were accepted: the second
 // as the chroot "/a,h:2181/b").
 func TestConnectStringTypos(t *testing.T) {
+	t.Parallel()
 	for zk, want := range map[string]string{
 		"127.0.0.1:2181,,127.0.0.1:2182":       "server 2 is empty",
 		"127.0.0.1:2181/a,127.0.0.1:2182/b":    "a chroot (/path) comes once, after the last server",
@@ -44,6 +46,7 @@ func TestConnectStringTypos(t *testing.T) {
 // TestSessionTimeoutLoweredSaid: a -session-timeout above the server's
 // maximum is said without -v (it was logged only under -v).
 func TestSessionTimeoutLoweredSaid(t *testing.T) {
+	t.Parallel()
 	r := shepherd(t, nil, "lock", "-session-timeout", "1h", uniquePath(t), "--", "true")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `-session-timeout 1h0m0s: ZooKeeper at \S+ granted \S+ \(its maxSessionTimeout\)`, r.stderr)
@@ -56,6 +59,7 @@ func TestSessionTimeoutLoweredSaid(t *testing.T) {
 // "semaphore:" once; status shows no token for a waiter (it has none yet)
 // and a lock's naming without "(InterProcessMutex, LeaderSelector)".
 func TestMessageNits(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	start(t, nil, "lock", "-id", "first", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -80,6 +84,7 @@ func TestMessageNits(t *testing.T) {
 // TestVersionWithoutVCS: a binary built without VCS stamping says its
 // revision is unknown (it printed no revision line, silently).
 func TestVersionWithoutVCS(t *testing.T) {
+	t.Parallel()
 	b := filepath.Join(t.TempDir(), "shepherd")
 	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", b, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -24,6 +24,7 @@ import (
 // TestVersion: `shepherd version`, --version and -version print the module
 // version (a dev build: "(devel)"), and the Go version, and exit 0.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		r := shepherd(t, nil, args...)
 		require.Equal(t, 0, r.code, "shepherd %q: %s", args, r.stderr)
@@ -37,6 +38,7 @@ func TestVersion(t *testing.T) {
 // TestStatusJSONSession: status -json gives each entry's session as the
 // text view and SHEPHERD_SESSION do, "0x…", beside the numeric session_id.
 func TestStatusJSONSession(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	start(t, nil, "lock", "-id", "j", path, "--", "sh", "-c",
@@ -68,6 +70,7 @@ func TestStatusJSONSession(t *testing.T) {
 // lock); a library semaphore's holder shows its WithData in the ID column,
 // as the CLI's -id does.
 func TestStatusSemaphoreLabels(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	sess := testutil.Open(t, zk.Servers())
 	sem, err := semaphore.New(sess, path, 1, semaphore.WithData([]byte("lib-holder")))
@@ -89,6 +92,7 @@ func TestStatusSemaphoreLabels(t *testing.T) {
 // TestFlagErrors: bad durations and arguments are usage errors (exit 2)
 // whose message names the flag and says what to write.
 func TestFlagErrors(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"timeout", "grace", "session-timeout", "connect-timeout"} {
 		r := shepherd(t, nil, "lock", "-"+f, "5", "/p", "--", "true")
 		require.Equal(t, 2, r.code, "-%s 5: %s", f, r.stderr)
@@ -117,6 +121,7 @@ func TestFlagErrors(t *testing.T) {
 // TestSessionTimeoutRejected: a session timeout below the server's minimum
 // (2 ticks: 400ms here) is bad usage, not an unreachable ZooKeeper.
 func TestSessionTimeoutRejected(t *testing.T) {
+	t.Parallel()
 	r := shepherd(t, nil, "-session-timeout", "100ms", "status", "/p")
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "-session-timeout 100ms")
@@ -128,6 +133,7 @@ func TestSessionTimeoutRejected(t *testing.T) {
 // gives up within seconds (exit 3, "connection refused"), not after the
 // whole -connect-timeout.
 func TestConnectionRefused(t *testing.T) {
+	t.Parallel()
 	addr := "127.0.0.1:" + freePort(t)
 	began := time.Now()
 	r := shepherd(t, []string{"SHEPHERD_ZK=" + addr}, "-connect-timeout", "40s", "status", "/p")
@@ -141,6 +147,7 @@ func TestConnectionRefused(t *testing.T) {
 // TestConnectionRefusedWhileStarting: a server that refuses connections for
 // its first second (ZooKeeper starting) is waited for.
 func TestConnectionRefusedWhileStarting(t *testing.T) {
+	t.Parallel()
 	addr := "127.0.0.1:" + freePort(t)
 	go func() {
 		time.Sleep(time.Second) // the fault: nothing listens for the first second

@@ -157,6 +157,7 @@ func memDir(t *testing.T) string {
 // answers, and nothing is written while frozen; "thaw" continues them;
 // "stop 9 0" while frozen kills them all without letting any run again.
 func TestCLIPauseInitFreeze(t *testing.T) {
+	t.Parallel()
 	modes := []string{"pidns", "subreaper"}
 	if os.Geteuid() == 0 {
 		// Also as an unprivileged user, in a user namespace as shepherd
@@ -412,6 +413,7 @@ func (r *pauseRun) disconnect() (reconnect func()) {
 // namespace), semaphore (subreaper) and elect (whose /readyz answers 503
 // while paused and /healthz 200).
 func TestCLIPauseRidesThrough(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []string{"lock", "semaphore", "elect"} {
 		t.Run(sub, func(t *testing.T) {
 			t.Parallel()
@@ -478,6 +480,7 @@ func TestCLIPauseRidesThrough(t *testing.T) {
 // (frozen, nothing written, thawed at the reconnect); the tick then ends
 // with CMD's status as its outcome, and SIGTERM stops shepherd: exit 0.
 func TestCLIPauseSchedule(t *testing.T) {
+	t.Parallel()
 	r := startPauseRun(t, "schedule", "6s", "-on-disconnect=pause")
 	grandchild(t, r.dir)
 	cut := time.Now()
@@ -512,6 +515,7 @@ func TestCLIPauseSchedule(t *testing.T) {
 // then SIGKILLed when the session is lost on shepherd's clock, frozen (no
 // line after the pause line), its grandchild too; shepherd exits 5.
 func TestCLIPauseLost(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"pidns", "subreaper"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -537,6 +541,7 @@ func TestCLIPauseLost(t *testing.T) {
 // TestCLIPauseDefaultStops: without -on-disconnect=pause, the disconnect
 // TestCLIPauseRidesThrough survives stops CMD (SIGTERM) and shepherd exits 5.
 func TestCLIPauseDefaultStops(t *testing.T) {
+	t.Parallel()
 	r := startPauseRun(t, "lock", "6s")
 	reconnect := r.disconnect()
 	defer reconnect()
@@ -549,6 +554,7 @@ func TestCLIPauseDefaultStops(t *testing.T) {
 // operator's stop, not a loss: CMD is thawed to handle it (its trap writes
 // a line and exits 1), and shepherd exits with CMD's status.
 func TestCLIPauseSignalThaws(t *testing.T) {
+	t.Parallel()
 	r := startPauseRun(t, "lock", "6s", "-on-disconnect=pause")
 	reconnect := r.disconnect()
 	pauseSeen := r.waitStderr(t, "shepherd: connection to ZooKeeper lost: sh frozen (the lock on ", 1)

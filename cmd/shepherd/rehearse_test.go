@@ -47,6 +47,7 @@ func shBlock(t *testing.T, file string) string {
 // after; the candidates' sessions were granted the CLI's default 10s (no
 // "granted" note); dev restarted each server.
 func TestRehearseRollingRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three ZooKeeper servers and restarts each")
 	}

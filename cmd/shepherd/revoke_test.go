@@ -15,6 +15,7 @@ import (
 // the holder is told, stops CMD as on any loss (SIGTERM) and exits 5; revoke
 // says the holder let go; a second 'shepherd lock' then gets the lock.
 func TestRevokeStopsHolder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := uniquePath(t)
 	script := fmt.Sprintf(`trap 'echo term > %s/got; exit 0' TERM; touch %s/started; while :; do sleep 0.05; done`, dir, dir)
@@ -41,6 +42,7 @@ func TestRevokeStopsHolder(t *testing.T) {
 // SIGTERM (until its grace) keeps the lock: revoke -ask gives up at -wait
 // with exit 4.
 func TestRevokeAsk(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := uniquePath(t)
 	script := fmt.Sprintf(`trap 'echo term > %s/got; exit 3' TERM; touch %s/started; while :; do sleep 0.05; done`, dir, dir)
@@ -68,6 +70,7 @@ func TestRevokeAsk(t *testing.T) {
 
 // TestRevokeNobody: nothing held at PATH exits 7; several holders need NODE.
 func TestRevokeNobody(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	r := shepherd(t, nil, "revoke", path)
 	require.Equal(t, 7, r.code, r.stderr)

@@ -149,6 +149,7 @@ func (l *leaders) list() []string {
 // until a new Pod is in line. scheduler (maxSurge 1, maxUnavailable 0): each
 // new Pod is in line before an old one stops, the leader first.
 func TestKubernetesRollout(t *testing.T) {
+	t.Parallel()
 	objs := manifest(t)
 	for _, name := range []string{"billing", "scheduler"} {
 		t.Run(name, func(t *testing.T) {

@@ -90,6 +90,7 @@ func exitOf(t *testing.T, cmd *exec.Cmd) int {
 // with the next one, as documented: once in make test the first leader's
 // tick 5 was so dropped, and the file missed it).
 func TestScheduleEachTickOnce(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	file := filepath.Join(t.TempDir(), "ticks")
 	script := fmt.Sprintf(`echo "$SHEPHERD_TICK $SHEPHERD_ID" >> %s`, file)
@@ -167,6 +168,7 @@ func TestScheduleEachTickOnce(t *testing.T) {
 // SHEPHERD_TICK, SHEPHERD_TICK_TIME and SHEPHERD_ATTEMPT; a failing CMD's
 // exit status is the tick's outcome.
 func TestScheduleEnvironment(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	script := fmt.Sprintf(`test "$SHEPHERD_TICK" = 0 || exit 3; env | grep ^SHEPHERD_ | grep -v ^SHEPHERD_ZK= | sort > %[1]s/env.tmp; mv %[1]s/env.tmp %[1]s/env; exit 3`, dir)
@@ -215,6 +217,7 @@ func TestScheduleEnvironment(t *testing.T) {
 // TestScheduleStopsCMD: SIGTERM while CMD runs stops it (the process tree,
 // as elect) and records the tick's end; the next leader does not rerun it.
 func TestScheduleStopsCMD(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	dir := t.TempDir()
 	script := fmt.Sprintf(`echo "$SHEPHERD_TICK $SHEPHERD_ATTEMPT" >> %[1]s/runs; touch %[1]s/started; exec sleep 60`, dir)
@@ -242,6 +245,7 @@ func TestScheduleStopsCMD(t *testing.T) {
 
 // TestStatusSemaphoreSlots: status shows each lease holder's slot.
 func TestStatusSemaphoreSlots(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	start(t, nil, "semaphore", "-n", "3", "-id", "s0", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -264,6 +268,7 @@ func TestStatusSemaphoreSlots(t *testing.T) {
 // TestScheduleRunTimeout: -run-timeout stops CMD (SIGTERM) and the outcome
 // says so; a candidate with another -every is refused (exit 6).
 func TestScheduleRunTimeout(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	cmd, _ := start(t, nil, "schedule", "-every", "1h", "-run-timeout", "300ms", "-id", "S", path, "--", "sleep", "30")
 	var st scheduleStatus

@@ -17,6 +17,7 @@ import (
 // again; while they cannot be read (mid-rotation) the last good pair is
 // presented, with one warning.
 func TestTLSKeyPairReread(t *testing.T) {
+	t.Parallel()
 	ca, err := zktest.NewCA("reread CA")
 	require.NoError(t, err)
 	dir := t.TempDir()

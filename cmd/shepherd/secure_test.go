@@ -91,6 +91,7 @@ func openParent(t *testing.T, path string) {
 // TestCLITLS: lock, semaphore and elect over mutual TLS to a TLS-only
 // ZooKeeper; each misconfiguration gives its own error and exit status.
 func TestCLITLS(t *testing.T) {
+	t.Parallel()
 	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
 	addr := c.Addr(0)
 	good := writeTLSFiles(t, c.CA(), "cli-test")
@@ -204,6 +205,7 @@ func TestCLITLS(t *testing.T) {
 // delete or overwrite the holder's node, nor join PATH's line, but reads
 // it: status works for anyone. The credentials show nowhere, -v included.
 func TestCLIACLCreator(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret-Alice-7d1f"
 	dir := t.TempDir()
 	authFile := writeFile(t, dir, "auth", []byte("# alice\ndigest:alice:"+secret+"\n"), 0o600)
@@ -249,6 +251,7 @@ func TestCLIACLCreator(t *testing.T) {
 
 // TestCLIACLCreatorOnly: nobody but the creator reads the nodes.
 func TestCLIACLCreatorOnly(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	openParent(t, path)
 	alice := []string{"SHEPHERD_AUTH=digest:alice:pw"}
@@ -269,6 +272,7 @@ func TestCLIACLCreatorOnly(t *testing.T) {
 // others can read, or malformed, are usage errors that never show them; an
 // ACL preset that needs a principal refuses to run without one.
 func TestCLIACLCredentialsRefused(t *testing.T) {
+	t.Parallel()
 	const secret = "hunter2-Zq9"
 	dir := t.TempDir()
 	open := writeFile(t, dir, "open", []byte("digest:alice:"+secret+"\n"), 0o644)
@@ -298,6 +302,7 @@ func TestCLIACLCredentialsRefused(t *testing.T) {
 // TestDevTLS: `shepherd dev -tls` serves TLS only and prints export lines
 // that work; Ctrl-C removes everything, the certificates included.
 func TestDevTLS(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	cmd := exec.Command(bin, "dev", "-tls", "-port", port)
 	errb := &syncWriter{w: new(bytes.Buffer)}
@@ -345,6 +350,7 @@ func TestDevTLS(t *testing.T) {
 // reconnect: after its files are replaced and the server restarted, the
 // holder's reconnect presents the new one (the server logs its principal).
 func TestCLITLSRotatedCert(t *testing.T) {
+	t.Parallel()
 	c := zktest.Start(t, 1, zktest.WithTLS(zktest.TLSConfig{}))
 	files := writeTLSFiles(t, c.CA(), "before-rotation")
 	dir := t.TempDir()
@@ -373,6 +379,7 @@ func TestCLITLSRotatedCert(t *testing.T) {
 // without credentials, is refused at once with exit status 6 and a message
 // naming the node and the permission it lacks, for a lock and an election.
 func TestCLIACLRefused(t *testing.T) {
+	t.Parallel()
 	alice := []string{"SHEPHERD_AUTH=digest:alice:pw-a"}
 	bob := []string{"SHEPHERD_AUTH=digest:bob:pw-b"}
 	for _, sub := range []string{"lock", "elect"} {

@@ -103,6 +103,7 @@ func waitAnyProbe(t *testing.T, urls []string, code int, cond func(probeBody) bo
 // serves; after the leader's SIGTERM the follower's /readyz flips to 200.
 // The probes' codes on each side: TestElectProbes.
 func TestElectSidecar(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	defer func() { t.Logf("wall time %v", time.Since(began).Round(time.Millisecond)) }()
 	path := uniquePath(t)
@@ -149,6 +150,7 @@ func probes(t *testing.T, url string) (health, ready, live int, hb probeBody) {
 // a follower alike, so a livenessProbe on it never restarts a follower.
 // /readyz means "this process leads": 200 on the leader, 503 on a follower.
 func TestElectProbes(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	_, urlA := sidecar(t, "a", path)
 	waitProbe(t, urlA+"/readyz", 200, func(p probeBody) bool { return p.Leading })
@@ -169,6 +171,7 @@ func TestElectProbes(t *testing.T) {
 // a restart would only end the leadership it keeps) and 503 on /readyz
 // (traffic moves away); all 200 again once the same session is back.
 func TestElectProbesPaused(t *testing.T) {
+	t.Parallel()
 	s := zk.Servers()[0]
 	proxy, err := zktest.NewProxy(s, s)
 	require.NoError(t, err)
@@ -261,6 +264,7 @@ func (c k8sContainer) shepherdArgs() []string {
 // container's probes ask the right paths on the port its -http serves, with
 // flags `shepherd elect` has.
 func TestKubernetesExample(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("../../examples/kubernetes/deployment.yaml")
 	require.NoError(t, err)
 	defer f.Close()

@@ -106,6 +106,7 @@ func watchDeath(p proc, deadline time.Duration) func() (time.Time, bool) {
 // grandchild at once: it must be gone (reaped) by then; a poller confirms
 // the death and logs the margin on the test's clock.
 func TestProcessTree(t *testing.T) {
+	t.Parallel()
 	modes := []string{"pidns", "subreaper"}
 	if os.Geteuid() == 0 {
 		// As root, also run shepherd as an unprivileged user (as others,
@@ -311,6 +312,7 @@ func testProcessTree(t *testing.T, mode, fault string) {
 // connection is lost meanwhile, the grace is cut as for a loss, and the
 // TERM-ignoring grandchild is gone before another is granted the hold.
 func TestStopThenLoss(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []string{"lock", "elect"} {
 		t.Run(sub, func(t *testing.T) {
 			t.Parallel()

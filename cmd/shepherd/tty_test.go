@@ -86,6 +86,7 @@ func has(subs ...string) func(string) bool {
 // line and the holder, on one line rewritten in place, and clears it when
 // the lock is granted; on a pipe it prints nothing of the kind.
 func TestTerminalLockWaiting(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	holder, _ := start(t, nil, "lock", "-id", "holder-a", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })
@@ -112,6 +113,7 @@ func TestTerminalLockWaiting(t *testing.T) {
 // TestTerminalStatusWatch: status -watch on a terminal redraws one screen:
 // the holder, then, after it releases, nothing.
 func TestTerminalStatusWatch(t *testing.T) {
+	t.Parallel()
 	path := uniquePath(t)
 	scr := onScreen(t, nil, "status", "-watch", path)
 	scr.wait("nothing here", has(path+": nothing here", "ZooKeeper: connected"))
@@ -135,6 +137,7 @@ func TestTerminalStatusWatch(t *testing.T) {
 // when ZooKeeper is away (a stall, then refused connections), showing the
 // last known state, and recovers after.
 func TestTerminalStatusWatchDisconnected(t *testing.T) {
+	t.Parallel()
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	defer p.Close()
@@ -172,6 +175,7 @@ func TestTerminalStatusWatchDisconnected(t *testing.T) {
 // TestStatusWatchDisconnectedLog: status -watch on a pipe appends a line
 // when ZooKeeper goes away and one when it is back.
 func TestStatusWatchDisconnectedLog(t *testing.T) {
+	t.Parallel()
 	p, err := zktest.NewProxy(zk.Servers()...)
 	require.NoError(t, err)
 	defer p.Close()
@@ -217,6 +221,7 @@ func TestStatusWatchDisconnectedLog(t *testing.T) {
 // TestTerminalSemaphoreWaiting: a semaphore waiting on a terminal shows its
 // place among the waiters and the leases held.
 func TestTerminalSemaphoreWaiting(t *testing.T) {
+	t.Parallel()
 	path := fmt.Sprintf("/cli-test/tty-sem-%d", os.Getpid()) // short: the line fits in 120 columns
 	holder, _ := start(t, nil, "semaphore", "-n", "1", "-id", "holder-s", path, "--", "sleep", "30")
 	waitStatus(t, path, func(s admin.Snapshot) bool { return len(s.Holders) == 1 })

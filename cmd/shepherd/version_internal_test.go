@@ -10,6 +10,7 @@ import (
 // pseudo-version, a release needs none, and a devel build says it is
 // unknown.
 func TestRevisionOf(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "revision abcdef123456 (from the module's pseudo-version)", revisionOf("v0.0.0-20261127114503-abcdef123456"))
 	require.Equal(t, "revision abcdef123456 (from the module's pseudo-version)", revisionOf("v0.3.1-0.20261127114503-abcdef123456"))
 	require.Equal(t, "", revisionOf("v0.3.0"))
