@@ -284,6 +284,40 @@ func lateness() func() time.Duration {
 	}
 }
 
+// CtxEnd watches a ctx's end, to judge how soon a call honoured it on a
+// loaded machine (see WatchCtxEnd).
+type CtxEnd struct {
+	unwatch func() bool
+	late    chan func() time.Duration
+	ended   chan time.Time
+}
+
+// WatchCtxEnd starts watching ctx's end. A call's delay in honouring ctx is
+// measured from when a goroutine waiting on ctx could first run after its
+// end, not from the deadline: on a loaded machine the ctx's timer, and
+// every goroutine, may run late, which is not the call's doing; and the
+// bound on that delay may grow by how late the machine ran goroutines
+// meanwhile (see lateness). Call Returned once, when the call returned.
+func WatchCtxEnd(ctx context.Context) *CtxEnd {
+	w := &CtxEnd{late: make(chan func() time.Duration, 1), ended: make(chan time.Time, 1)}
+	w.unwatch = context.AfterFunc(ctx, func() { w.late <- lateness(); w.ended <- time.Now() })
+	return w
+}
+
+// Returned stops the watch for a call that returned at at. It reports how
+// long after the ctx's end could be seen the call returned, and how late
+// the machine ran goroutines from then until now (capped at maxLateness:
+// what a caller adds to its bound). ended is false if the ctx had not
+// ended, or the call saw its end before the watch could run: then took
+// and late are 0.
+func (w *CtxEnd) Returned(at time.Time) (took, late time.Duration, ended bool) {
+	if w.unwatch() {
+		return 0, 0, false
+	}
+	late = (<-w.late)()
+	return max(at.Sub(<-w.ended), 0), late, true
+}
+
 // Stalled stalls p (every connection of s goes through it), runs call with a
 // ctx that ends d later, heals p, waits until s is usable again (same session)
 // and fails the test if call returned more than StallSlack after its ctx
@@ -295,18 +329,11 @@ func Stalled(t testing.TB, s *session.Session, p *zktest.Proxy, d time.Duration,
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
 	defer cancel()
-	ended := make(chan time.Time, 1)
-	late := make(chan func() time.Duration, 1)
-	unwatch := context.AfterFunc(ctx, func() { late <- lateness(); ended <- time.Now() })
+	w := WatchCtxEnd(ctx)
 	err := call(ctx)
 	returned := time.Now()
-	// Measured from when the ctx's end could be seen: on a loaded machine its
-	// timer may fire late, which is not the call's doing.
-	slack, took := StallSlack, time.Duration(0)
-	if !unwatch() { // the ctx ended: its lateness probe runs (else the call returned first)
-		slack += (<-late)()
-		took = max(returned.Sub(<-ended), 0)
-	}
+	took, late, _ := w.Returned(returned) // from when the ctx's end could be seen
+	slack := StallSlack + late
 	heal(t, s, p, ep)
 	t.Logf("returned %v after a %v ctx under a stall, %v after its end was seen (bound %v): %v",
 		returned.Sub(start).Round(100*time.Microsecond), d, took.Round(100*time.Microsecond), slack.Round(100*time.Microsecond), err)
@@ -342,33 +369,21 @@ func StalledWhileWaiting(t testing.TB, s *session.Session, p *zktest.Proxy, d ti
 	}
 	p.Stall()
 	start := time.Now()
-	// When a goroutine waiting on ctx could first run after the cancel: on
-	// a loaded machine the timer, and every goroutine, may run late, which
-	// is not the call's doing.
-	cancelled := make(chan time.Time, 1)
-	late := make(chan func() time.Duration, 1)
-	unwatch := context.AfterFunc(ctx, func() { late <- lateness(); cancelled <- time.Now() })
+	w := WatchCtxEnd(ctx) // from when the cancel could be seen
 	stop := time.AfterFunc(d, cancel)
 	defer stop.Stop()
 	var r result
 	select {
 	case r = <-done:
 	case <-time.After(30 * time.Second):
-		if !unwatch() {
-			(<-late)() // stop the probe
-		}
+		w.Returned(time.Now()) // stop the probe
 		t.Fatal("the call never returned")
 	}
-	// Measured from when the ctx's end could be seen (see above).
-	slack, took := StallSlack, time.Duration(0)
-	switch {
-	case !unwatch(): // the ctx ended, and its probe runs
-		slack += (<-late)()
-		took = max(r.at.Sub(<-cancelled), 0)
-	case ctx.Err() == nil:
+	took, late, ended := w.Returned(r.at)
+	if !ended && ctx.Err() == nil {
 		t.Fatalf("the call returned before its ctx was cancelled: %v", r.err)
-	default: // the call saw the cancel before the cancel reached the probe: at once
-	}
+	} // (not ended, ctx ended: the call saw the cancel before the watch could: at once)
+	slack := StallSlack + late
 	heal(t, s, p, ep)
 	t.Logf("returned %v after its ctx was cancelled (bound %v), %v after the stall: %v", took.Round(100*time.Microsecond),
 		slack.Round(100*time.Microsecond), r.at.Sub(start).Round(100*time.Microsecond), r.err)
