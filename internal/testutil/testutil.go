@@ -379,10 +379,10 @@ func StalledWhileWaiting(t testing.TB, s *session.Session, p *zktest.Proxy, d ti
 		w.Returned(time.Now()) // stop the probe
 		t.Fatal("the call never returned")
 	}
-	took, late, ended := w.Returned(r.at)
+	took, late, ended := w.Returned(r.at) // took 0 if the call saw the cancel before the watch could
 	if !ended && ctx.Err() == nil {
 		t.Fatalf("the call returned before its ctx was cancelled: %v", r.err)
-	} // (not ended, ctx ended: the call saw the cancel before the watch could: at once)
+	}
 	slack := StallSlack + late
 	heal(t, s, p, ep)
 	t.Logf("returned %v after its ctx was cancelled (bound %v), %v after the stall: %v", took.Round(100*time.Microsecond),

@@ -35,6 +35,7 @@ func TestScheduleMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	past := make(chan int64, 100)
+	ranLong := make(chan int64, 1)
 	var failed, long int64 // the tick that failed, the tick that ran long; the job's goroutine only
 	go func() {
 		done <- s.Run(ctx, func(ctx context.Context, tk schedule.Tick) error {
@@ -45,6 +46,7 @@ func TestScheduleMetrics(t *testing.T) {
 				return errors.New("disk full")
 			case failed != 0 && long == 0 && tk.N >= failed+2:
 				long = tk.N
+				ranLong <- long
 				select { // the job's work: long enough to miss ticks
 				case <-time.After(5 * every):
 				case <-ctx.Done():
@@ -54,23 +56,18 @@ func TestScheduleMetrics(t *testing.T) {
 		})
 	}()
 	lbl := map[string]string{"path": path}
-	// The ticks' numbers come through past, in order: the test follows the
-	// job's choice without sharing its variables.
-	var fail, slow, after int64
 	deadline := time.After(20 * time.Second)
-	for after == 0 {
+	var slow int64
+	select {
+	case slow = <-ranLong:
+	case <-deadline:
+		t.Fatal("no tick ran long")
+	}
+	for n := int64(0); n <= slow+1; { // until a tick caught up after the long one
 		select {
-		case n := <-past:
-			switch {
-			case fail == 0 && n >= 2:
-				fail = n
-			case fail != 0 && slow == 0 && n >= fail+2:
-				slow = n
-			case slow != 0 && n > slow+1: // a tick caught up after the long one
-				after = n
-			}
+		case n = <-past:
 		case <-deadline:
-			t.Fatalf("no tick caught up after the long one (failed %d, long %d)", fail, slow)
+			t.Fatalf("no tick caught up after the long one (tick %d)", slow)
 		}
 	}
 	require.Eventually(t, func() bool {
