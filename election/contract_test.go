@@ -69,8 +69,9 @@ func electionRecipe(nonFair bool) holdtest.Recipe {
 }
 
 // TestHoldContract: a Campaign's leadership keeps the hold contract
-// (holdtest), fair and non-fair.
+// (holdtest), fair and non-fair, at once (each on paths and sessions of its
+// own).
 func TestHoldContract(t *testing.T) {
-	t.Run("fair", func(t *testing.T) { holdtest.Run(t, zk, electionRecipe(false)) })
-	t.Run("nonfair", func(t *testing.T) { holdtest.Run(t, zk, electionRecipe(true)) })
+	t.Run("fair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, electionRecipe(false)) })
+	t.Run("nonfair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, electionRecipe(true)) })
 }

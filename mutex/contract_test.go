@@ -93,9 +93,11 @@ func writeRecipe() holdtest.Recipe {
 }
 
 // TestHoldContract: every lock keeps the hold contract (holdtest): a fair
-// lock, a non-fair lock, and the write side of a read-write lock.
+// lock, a non-fair lock, and the write side of a read-write lock. The three
+// run at once (each on paths and sessions of its own): most of their time
+// is spent waiting for sessions to expire and stalls to be noticed.
 func TestHoldContract(t *testing.T) {
-	t.Run("fair", func(t *testing.T) { holdtest.Run(t, zk, lockRecipe(false)) })
-	t.Run("nonfair", func(t *testing.T) { holdtest.Run(t, zk, lockRecipe(true)) })
-	t.Run("rw-write", func(t *testing.T) { holdtest.Run(t, zk, writeRecipe()) })
+	t.Run("fair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, lockRecipe(false)) })
+	t.Run("nonfair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, lockRecipe(true)) })
+	t.Run("rw-write", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, writeRecipe()) })
 }
