@@ -11,6 +11,7 @@ import (
 	"github.com/shepherdzk/shepherd/internal/holdtest"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // leadership is a Leadership as the contract sees it: its release is
@@ -69,9 +70,9 @@ func electionRecipe(nonFair bool) holdtest.Recipe {
 }
 
 // TestHoldContract: a Campaign's leadership keeps the hold contract
-// (holdtest), fair and non-fair, at once (each on paths and sessions of its
-// own).
+// (holdtest), fair and non-fair, at once, each on a server of its own
+// (holdtest.Run).
 func TestHoldContract(t *testing.T) {
-	t.Run("fair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, electionRecipe(false)) })
-	t.Run("nonfair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, electionRecipe(true)) })
+	t.Run("fair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zktest.Start(t, 1), electionRecipe(false)) })
+	t.Run("nonfair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zktest.Start(t, 1), electionRecipe(true)) })
 }

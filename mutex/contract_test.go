@@ -8,6 +8,7 @@ import (
 	"github.com/shepherdzk/shepherd/mutex"
 	"github.com/shepherdzk/shepherd/recipe"
 	"github.com/shepherdzk/shepherd/session"
+	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // lockHold is a lock's hold as the contract sees it: the Mutex value (a
@@ -94,10 +95,10 @@ func writeRecipe() holdtest.Recipe {
 
 // TestHoldContract: every lock keeps the hold contract (holdtest): a fair
 // lock, a non-fair lock, and the write side of a read-write lock. The three
-// run at once (each on paths and sessions of its own): most of their time
-// is spent waiting for sessions to expire and stalls to be noticed.
+// run at once, each on a server of its own (holdtest.Run): most of their
+// time is spent waiting for sessions to expire and stalls to be noticed.
 func TestHoldContract(t *testing.T) {
-	t.Run("fair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, lockRecipe(false)) })
-	t.Run("nonfair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, lockRecipe(true)) })
-	t.Run("rw-write", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zk, writeRecipe()) })
+	t.Run("fair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zktest.Start(t, 1), lockRecipe(false)) })
+	t.Run("nonfair", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zktest.Start(t, 1), lockRecipe(true)) })
+	t.Run("rw-write", func(t *testing.T) { t.Parallel(); holdtest.Run(t, zktest.Start(t, 1), writeRecipe()) })
 }

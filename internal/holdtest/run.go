@@ -13,7 +13,10 @@ import (
 )
 
 // Run runs every scenario of the hold contract against r, one subtest each,
-// on the servers of c (the test package's own). The line's scenarios
+// on the servers of c. Some scenarios count what the server saw (its
+// requests, bytes and watches: LongLineHandoff, CtxDeadlineUnderStall):
+// nothing else may use c meanwhile, so Runs at once need servers of their
+// own. The line's scenarios
 // (SequenceExhausted, PathIsAContainer, WaiterKeepsPlace,
 // LostCreateAnswerLeavesNoOrphan, LongLineHandoff) run for a fair recipe
 // only, NonFairPathIsPersistent for a non-fair one only: a race has no line,
