@@ -71,11 +71,14 @@ func TestTLSMutualSessionSurvivesRestart(t *testing.T) {
 // openErr opens a session that cannot be established and returns Open's error.
 func openErr(t *testing.T, servers []string, opts ...session.Option) error {
 	t.Helper()
-	// 5 s: time for a TLS server just started (its JVM busy beside the
-	// others these cases start) to answer a handshake, so that the error
-	// kept is the server's last answer, not a handshake timed out.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Time for a TLS server just started (its JVM busy beside the others
+	// these cases start) to answer a handshake, so that the error kept is
+	// the server's last answer, not a handshake timed out: 3 s an attempt
+	// (the default, 1 s, timed out every attempt of three cases beside six
+	// busy loops), 8 s in all.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
+	opts = append([]session.Option{session.WithConnectTimeout(3 * time.Second)}, opts...)
 	s, err := session.Open(ctx, servers, append(opts, session.WithSessionTimeout(4*time.Second))...)
 	if err == nil {
 		s.Close()
@@ -95,6 +98,9 @@ func TestTLSMisconfigurationErrors(t *testing.T) {
 	other, err := zktest.NewCA("another CA")
 	require.NoError(t, err)
 	addr := c.Addr(0)
+	// One handshake that succeeds first: the server's TLS stack is then
+	// loaded and compiled before the cases below handshake with it at once.
+	require.NoError(t, open(t, c.Servers(), session.WithConnectTimeout(5*time.Second), session.WithTLS(c.ClientTLS())).Close())
 
 	t.Run("plaintext client, TLS port", func(t *testing.T) {
 		t.Parallel()

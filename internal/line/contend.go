@@ -105,8 +105,8 @@ func (e *spentError) Unwrap() error { return e.err }
 // a Fixer repaired an error. It returns ctx.Err() once ctx has ended,
 // ErrWouldWait with e.Options.NoWait when not granted at once, and any other
 // error as it is. On any failure the contender's node is removed (unless a
-// Keeper accepted it) before Contend returns, with a short bounded wait
-// (see Line.Leave).
+// Keeper accepted it) before Contend returns: it waits for the delete while
+// ctx and the epoch live, and then at most a short while (see Line.Leave).
 func Contend[T any](ctx context.Context, l *Line, e Entry, d Driver[T]) (T, error) {
 	c := contender[T]{l: l, e: e, d: d}
 	c.keeper, _ = d.(Keeper)
@@ -114,7 +114,7 @@ func Contend[T any](ctx context.Context, l *Line, e Entry, d Driver[T]) (T, erro
 	if c.keeper != nil {
 		c.own = c.keeper.Kept()
 	}
-	defer c.leave()
+	defer c.leave(ctx)
 	for {
 		ep, err := l.Sess.Wait(ctx)
 		if err != nil {
@@ -224,7 +224,7 @@ func (c *contender[T]) entered(ctx context.Context, ep *session.Epoch) error {
 	}
 	if err := c.keeper.Entered(ctx, ep, c.own); err != nil {
 		if ep.Context().Err() == nil || errors.Is(err, ErrNodeGone) {
-			c.l.Leave(ep, c.own.Path)
+			c.remove(ctx, ep)
 			c.own, c.unentered = nil, false
 		}
 		return err
@@ -252,7 +252,7 @@ func (c *contender[T]) classify(ctx context.Context, ep *session.Epoch, err erro
 
 // leave removes our node, not granted, unless the driver keeps it: now, or
 // once the session is back.
-func (c *contender[T]) leave() {
+func (c *contender[T]) leave(ctx context.Context) {
 	if c.own == nil || (c.keeper != nil && !c.unentered) {
 		return // the Keeper keeps the node it accepted
 	}
@@ -264,7 +264,22 @@ func (c *contender[T]) leave() {
 		}
 		ep = cur
 	}
-	c.l.Leave(ep, c.own.Path)
+	c.remove(ctx, ep)
+}
+
+// remove deletes our node (Line.Leave) and, while ctx and ep live, waits
+// until it is gone: a call that fails with its ctx alive (another kind's
+// node, an exhausted line) leaves nothing behind when it returns. Leave
+// alone waits 15 ms, and beside six busy loops a Try on an exhausted line
+// returned with its node still there. Once ctx or ep has ended, Leave's
+// bound is all the caller waits; the delete goes on in the background.
+func (c *contender[T]) remove(ctx context.Context, ep *session.Epoch) {
+	done := c.l.Leave(ep, c.own.Path)
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-ep.Done():
+	}
 }
 
 // Pacer paces a loop that goes round again after a failure: exponential
