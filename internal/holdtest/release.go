@@ -145,6 +145,10 @@ func (x *contract) tokenCost(t *testing.T) {
 	h = acquire(t, ctx, cd)
 	tok0, err := h.Token(ctx)
 	require.NoError(t, err)
+	// Both rounds count the hold's own-node read: it is sent 10 ms into the
+	// hold, and on a loaded machine that timer can fire after Quiet has
+	// seen 40 ms of silence (one make test counted 6 and 5).
+	testutil.AwaitDataWatches(t, x.c, 0, s, 1)
 	testutil.Quiet(t, xid) // a non-fair hold's read, not waited for by Token
 	require.NoError(t, h.Release(ctx))
 	plain := xid() - x0
@@ -153,6 +157,7 @@ func (x *contract) tokenCost(t *testing.T) {
 	h = acquire(t, ctx, cd)
 	tok1, err := h.Token(ctx)
 	require.NoError(t, err)
+	testutil.AwaitDataWatches(t, x.c, 0, s, 1)
 	first := testutil.Quiet(t, xid)
 	tok2, err := h.Token(ctx)
 	require.NoError(t, err)
