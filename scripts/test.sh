@@ -105,14 +105,13 @@ for l in "${listed[@]}"; do
 done
 
 echo "== go test -race, every package but chaos, against upstream go-zookeeper (GOWORK=off)"
-# Three packages at once (TEST_P): most of their tests wait for sessions to
-# expire, stalls to be noticed and servers to restart, so at two the pool
-# left a third of two cores idle and was make test's longest lane (9 min
-# 15 s of a 9 min 55 s run; at three, 7 min 58 s in all). The tests that
-# bound how soon a call honours its ctx under a stall once failed at three
-# on a 2-core machine; they now allow for how late the machine runs
-# goroutines (testutil.WatchCtxEnd).
-GOWORK=off $GO test -race -count=1 -p "${TEST_P:-3}" -timeout 20m $TESTFLAGS "${pkgs[@]}" 2>&1 | tee "$log"
+# Two packages at once (TEST_P). At three, make test took 7 min 58 s to
+# 8 min 17 s on a quiet 2-core machine (two: 9 min 55 s), but tests that
+# judge a wait by a short bound failed there: a semaphore on an idle
+# path not granted within 2 s (internal/line TestKindMatrix), TLS
+# handshakes timing out, the hold contract's request counts (the last two
+# mended); until each such bound allows for a loaded machine, two.
+GOWORK=off $GO test -race -count=1 -p "${TEST_P:-2}" -timeout 20m $TESTFLAGS "${pkgs[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 wait "$idle_pid"
 idle_pid=
