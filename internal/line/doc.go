@@ -97,7 +97,8 @@
 // lost connection or answer (one classification, Retryable; one pacing,
 // Pacer: exponential backoff with jitter, 20 ms to 1 s, cut short by a new
 // epoch), entering again at once when its node has left the line; on any
-// failure it removes its node (Line.Leave). A waiter whose connection
+// failure it removes its node (Line.Leave), waiting for the delete while
+// its ctx and epoch live (contender.remove). A waiter whose connection
 // drops while its session lives sleeps on in the next epoch on the watches
 // it had (go-zookeeper sets them again), without listing the line again
 // (Node.park). A recipe plugs in a Driver of
