@@ -89,20 +89,7 @@ setsid bash -c 'GOWORK=off "$1" test -race -count=1 -timeout 5m $2 "$3" >"$4" 2>
   _ "$GO" "$TESTFLAGS" "$idle" "$idle_log" &
 idle_pid=$!
 
-# The packages whose tests take a minute or more start first (go test
-# starts them in the order given), so that the pool does not end with one
-# of them running alone; the rest follow in go list's order. A stale list
-# only changes the order.
-slow='cmd/shepherd election session internal/line zktest interop mutex semaphore bench fence'
-mod=$(GOWORK=off $GO list -m)
-mapfile -t listed < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/internal/outagetest$')
-pkgs=()
-for p in $slow; do
-  for l in "${listed[@]}"; do [ "$l" = "$mod/$p" ] && pkgs+=("$l"); done
-done
-for l in "${listed[@]}"; do
-  case " ${pkgs[*]} " in *" $l "*) ;; *) pkgs+=("$l") ;; esac
-done
+mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/internal/outagetest$')
 
 echo "== go test -race, every package but chaos, against upstream go-zookeeper (GOWORK=off)"
 # Two packages at once (TEST_P). At three, make test took 7 min 58 s to
