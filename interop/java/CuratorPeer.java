@@ -11,7 +11,8 @@
 // on PATH for SECONDS, holding HOLD_MS each time and every fifth time twenty
 // times longer. Lines on stdout, times on CLOCK_MONOTONIC (System.nanoTime
 // reads it on Linux), which the Go test reads too:
-//   READY
+//   READY            every client connected; the run starts at the
+//                    line GO on stdin
 //   G <id> <ns> w|r  granted (written after the recipe returned)
 //   R <id> <ns>      about to release (written before the release)
 //   L <id> <ns>      the client's state left CONNECTED (the hold may be lost)
@@ -55,11 +56,15 @@ public class CuratorPeer {
             cs[i].start();
             if (!cs[i].blockUntilConnected(30, TimeUnit.SECONDS)) throw new Exception("not connected in 30s");
         }
-        // The run's length counts from here, every client connected: a
-        // JVM slow to start and connect on a loaded machine once spent a
-        // whole 3 s run before its first acquire.
-        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        // The run's length counts from the test's GO, every client of
+        // every party connected: a JVM slow to start and connect on a
+        // loaded machine once spent a whole 3 s run before its first
+        // acquire, and one started before another's slow start would
+        // contend alone.
         say("READY");
+        String go = new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        if (go == null || !go.equals("GO")) throw new Exception("expected GO on stdin, got " + go);
+        long deadline = System.nanoTime() + (long) (seconds * 1e9);
         Thread[] ts = new Thread[hosts.length];
         for (int i = 0; i < hosts.length; i++) {
             final int n = i;

@@ -13,7 +13,8 @@ contends on PATH for SECONDS, holding HOLD_MS each time, and every fifth
 time twenty times longer (so that the test's faults can hit a holder). Lines on stdout,
 times on CLOCK_MONOTONIC (time.monotonic_ns), which the Go test reads too:
 
-  READY
+  READY           every client connected; the run starts at the line GO
+                  on stdin
   G <id> <ns> w   granted (written after the recipe returned)
   R <id> <ns>     about to release (written before the release)
   L <id> <ns>     the client's state left CONNECTED (the hold may be lost)
@@ -46,10 +47,13 @@ def main():
         c = KazooClient(hosts=h, timeout=float(timeout_s))
         c.start(timeout=30)
         clients.append(c)
-    # The run's length counts from here, every client connected (as
-    # CuratorPeer.java's).
-    deadline = time.monotonic() + seconds
+    # The run's length counts from the test's GO, every client of every
+    # party connected (as CuratorPeer.java's).
     say("READY")
+    go = sys.stdin.readline().strip()
+    if go != "GO":
+        raise SystemExit("expected GO on stdin, got %r" % go)
+    deadline = time.monotonic() + seconds
 
     def client(i):
         ident = "py-%d" % i
