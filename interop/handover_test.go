@@ -3,6 +3,7 @@ package interop_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,8 @@ func startForeign(t *testing.T, ctx context.Context, p peer, mode, path string) 
 	cmd := p.cmd(t, ctx, mode, path, []string{zk.ConnectString()}, 30*time.Second, time.Minute)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	granted := make(chan string, 10)
@@ -115,6 +118,8 @@ func startForeign(t *testing.T, ctx context.Context, p peer, mode, path string) 
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s peer not ready within 30s", p.name)
 	}
+	_, err = io.WriteString(in, "GO\n") // its run starts
+	require.NoError(t, err)
 	return granted
 }
 
