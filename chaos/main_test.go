@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/session"
@@ -56,7 +55,7 @@ func TestMain(m *testing.M) {
 	ensemble.Close()
 	standalone.Close()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := testutil.Leaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
-	"go.uber.org/goleak"
 	_ "modernc.org/sqlite"
 
 	"github.com/shepherdzk/shepherd/internal/pgtest"
+	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/zktest"
 )
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	pg.Close()
 	cl.Close()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := testutil.Leaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}

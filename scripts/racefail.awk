@@ -9,6 +9,9 @@
 # pattern names the failed subtests level by level (^(Top)$/^(a|b)$/...): it
 # may match a few siblings more (a cross product within one top-level test),
 # never fewer; it stops at the shallowest test that failed by its own report.
+# A package that failed with no test failed by the race, or whose tests
+# passed ("PASS") before it failed (its TestMain: a goroutine leak, a race
+# outside any test), is "bad" too: nothing of it would run again.
 function close_blk() {
   if (inblk && own > 0) {
     if (race) add(name); else bad = 1
@@ -18,6 +21,7 @@ function close_blk() {
 # add records a test the race alone failed: its top-level test, the
 # shallowest depth failed, and each level's names in the order they came.
 function add(t,    n, p, top, i, key) {
+  added++
   n = split(t, p, "/")
   top = g SUBSEP p[1] # the same name may be a test of another package
   if (!(top in depth)) order[++tops] = top
@@ -29,7 +33,7 @@ function add(t,    n, p, top, i, key) {
 }
 BEGIN { g = 0 }
 function quote(s) { gsub(/[][\\.+*?(){}|^$]/, "\\\\&", s); return s }
-/\[build failed\]|^panic: / { bad = 1 }
+/\[build failed\]|^panic: |^goroutine leak: / { bad = 1 }
 /^[[:space:]]*--- (FAIL|PASS|SKIP):/ {
   close_blk()
   if ($0 ~ /--- FAIL:/) { inblk = 1; own = 0; race = 0; name = $3 }
@@ -37,7 +41,13 @@ function quote(s) { gsub(/[][\\.+*?(){}|^$]/, "\\\\&", s); return s }
 }
 /^(FAIL|ok|PASS)([[:space:]]|$)/ {
   close_blk()
-  if ($2 ~ /\//) pkg[g++] = $2 # the package whose output this was
+  if ($0 == "PASS") passed = 1
+  if ($2 ~ /\//) { # the package whose output this was
+    if ($1 == "FAIL" && (added == 0 || passed)) bad = 1
+    pkg[g++] = $2
+    added = 0
+    passed = 0
+  }
   next
 }
 inblk { own++; if ($0 ~ /race detected during execution of test/) race = 1 }

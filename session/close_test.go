@@ -80,7 +80,7 @@ func TestCloseRacingARequest(t *testing.T) {
 	// and so is a request's caller stuck in go-zookeeper's queueRequest.
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
-		goleak.VerifyNone(t, opt, goleak.IgnoreTopFunction("github.com/go-zookeeper/zk.(*Conn).flushRequests"),
+		goleak.VerifyNone(t, opt, testutil.IgnoreCloseRace(),
 			goleak.IgnoreTopFunction("github.com/go-zookeeper/zk.(*Conn).queueRequest"))
 	})
 	c := zktest.Start(t, 1)

@@ -82,3 +82,36 @@ func TestRaceFailNoPackage(t *testing.T) {
 		t.Fatalf("got %q, want bad", got)
 	}
 }
+
+// A package that failed although every test passed (a goroutine leak that
+// its TestMain found, seen in a make test beside the race's reports in
+// two other packages), or with no test failed at all, is "bad": nothing of
+// it would run again, and the suite must fail.
+func TestRaceFailPackageWithoutFailedTest(t *testing.T) {
+	race := `--- FAIL: TestOther (1.00s)
+    testing.go:1490: race detected during execution of test
+FAIL
+FAIL	github.com/shepherdzk/shepherd/session	50.0s
+`
+	for name, out := range map[string]string{
+		"leak after PASS": race + `PASS
+goroutine leak: found unexpected goroutines:
+[Goroutine 1405 in state chan send, with github.com/go-zookeeper/zk.(*Conn).flushRequests on top of the stack:
+]
+FAIL	github.com/shepherdzk/shepherd/semaphore	67.0s
+`,
+		"race-failed test, then a leak": `--- FAIL: TestOther (1.00s)
+    testing.go:1490: race detected during execution of test
+FAIL
+goroutine leak: found unexpected goroutines:
+FAIL	github.com/shepherdzk/shepherd/semaphore	67.0s
+`,
+		"no test failed": race + `FAIL	github.com/shepherdzk/shepherd/semaphore	67.0s
+`,
+	} {
+		got := racefail(t, out)
+		if len(got) != 1 || got[0] != "bad" {
+			t.Errorf("%s: got %q, want bad", name, got)
+		}
+	}
+}

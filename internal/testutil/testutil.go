@@ -40,12 +40,26 @@ func Main(m *testing.M, c **zktest.Cluster, size int, opts ...zktest.Option) int
 	code := m.Run()
 	cl.Close()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := Leaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
 			code = 1
 		}
 	}
 	return code
+}
+
+// Leaks reports the goroutines left behind (goleak.Find), but for the one
+// go-zookeeper v1.0.4 leaves when a Close races a request: its connection
+// loop blocks for ever in Conn.flushRequests, which shepherd's close bounds,
+// logs and leaves behind (session/conn.go, loopEndBound; proven by
+// session's TestCloseRacingARequest). One make test in six this session
+// found it in a package's TestMain.
+func Leaks() error { return goleak.Find(IgnoreCloseRace()) }
+
+// IgnoreCloseRace is the goleak option that leaves out go-zookeeper's loop
+// blocked by a Close that raced a request (see Leaks).
+func IgnoreCloseRace() goleak.Option {
+	return goleak.IgnoreTopFunction("github.com/go-zookeeper/zk.(*Conn).flushRequests")
 }
 
 var pathN atomic.Int64
