@@ -140,7 +140,13 @@ func TestCLITLS(t *testing.T) {
 	})
 	t.Run("plaintext client, TLS port", func(t *testing.T) {
 		t.Parallel()
-		r := shepherd(t, []string{"SHEPHERD_ZK=" + addr}, "-connect-timeout", "2s", "lock", "/p", "--", "true")
+		// The TLS server's answer to plaintext (an alert, or it closes)
+		// names the cause; an attempt it leaves unanswered for the 1 s
+		// connect timeout says only "no answer within 1s". Beside six busy
+		// loops both attempts of a 2 s wait went unanswered: 6 s leaves
+		// room for one answered attempt (the wait is the whole 6 s either
+		// way: no early exit for this error).
+		r := shepherd(t, []string{"SHEPHERD_ZK=" + addr}, "-connect-timeout", "6s", "lock", "/p", "--", "true")
 		require.Equal(t, 3, r.code, r.stderr)
 		require.Contains(t, r.stderr, "cannot reach ZooKeeper at "+addr)
 		require.Contains(t, r.stderr, "server "+addr+": no ZooKeeper answer")
