@@ -7,8 +7,9 @@
 # upstream run fails only because that known race fired, the packages it
 # fired in run again: with -race against the fixed copy, and without -race
 # against upstream; the output says so. Only the tests that failed by that
-# race report alone run again (scripts/racefail.awk): any other failure in
-# the run fails the suite, even beside the race. They run again to the
+# race report alone run again (scripts/racefail.awk), the moment their
+# package has failed, beside the packages still running: any other
+# failure in the run fails the suite, even beside the race. They run again to the
 # subtest: a table of forty subtests, one of which the race hit, runs that
 # one.
 set -uo pipefail
@@ -19,7 +20,7 @@ work="$PWD/third_party/go.work"
 log=$(mktemp)
 chaos_log=$(mktemp)
 chaos_pid=
-rerun_log=$(mktemp)
+rerun_dir=$(mktemp -d)
 rerun_pids=()
 after_log=$(mktemp)
 after_pid=
@@ -28,7 +29,8 @@ cleanup() {
   [ -n "$after_pid" ] && kill -- -"$after_pid" 2>/dev/null
   [ -n "${idle_pid:-}" ] && kill -- -"$idle_pid" 2>/dev/null
   for pid in "${rerun_pids[@]}"; do kill -- -"$pid" 2>/dev/null; done
-  rm -f "${idle_log:-}" "${idle_log:-}.rc" "$log" "$chaos_log" "$chaos_log.rc" "$rerun_log" "$rerun_log".* "$after_log" "$after_log.rc" "$after_log.lane1"
+  rm -rf "$rerun_dir"
+  rm -f "${idle_log:-}" "${idle_log:-}.rc" "$log" "$log.rc" "${block:-}" "$chaos_log" "$chaos_log.rc" "$after_log" "$after_log.rc" "$after_log.lane1"
 }
 trap cleanup EXIT
 
@@ -91,6 +93,44 @@ idle_pid=$!
 
 mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/internal/outagetest$')
 
+# judge FILE: FILE holds the output of one package that failed. If every
+# race report in it is upstream go-zookeeper's known lastZxid race and
+# each of its failed tests failed by a race report alone
+# (scripts/racefail.awk), those tests run again at once, in the
+# background, beside what is still running: with -race against the fixed
+# copy, and without -race against upstream. One go test a pattern (a -run
+# pattern cannot join two top-level tests' subtests), all at once: the run
+# takes its longest test's time, not their sum. Anything else marks the
+# run bad: no run again may hide it.
+judge() {
+  local block=$1 races known racy r pkg pat mode
+  judged=$((judged + 1))
+  races=$(grep -c 'WARNING: DATA RACE' "$block" || true)
+  known=$(awk '/WARNING: DATA RACE/{blk=1; txt=""} blk{txt=txt $0 "\n"} /^==================$/{if(blk && txt ~ /zk\.\(\*Conn\)\.(sendSetWatches|recvLoop)/) n++; if(blk && txt ~ /DATA RACE/) blk=0} END{print n+0}' "$block")
+  mapfile -t racy < <(awk -f scripts/racefail.awk "$block")
+  if [ "$races" -eq 0 ] || [ "$races" -ne "$known" ] || [ "${#racy[@]}" -eq 0 ] || [ "${racy[0]}" = bad ]; then
+    bad=1
+    return
+  fi
+  racehits=$((racehits + races))
+  echo "== $(date +%T) $(awk '/^FAIL[[:space:]]+github.com\//{print $2}' "$block") failed by the known race alone: the tests it failed run again, in the background"
+  for r in "${racy[@]}"; do
+    pkg=${r%% *} pat=${r#* }
+    printf '   %s -run %s\n' "$pkg" "$pat" >>"$rerun_dir/list"
+    for mode in fixed upstream; do
+      reruns=$((reruns + 1))
+      if [ "$mode" = fixed ]; then
+        setsid bash -c 'GOWORK="$1" "$2" test -race -count=1 -timeout 20m $3 -run "$4" "$5" >"$6" 2>&1; echo $? >"$6.rc"' \
+          _ "$work" "$GO" "$TESTFLAGS" "$pat" "$pkg" "$rerun_dir/$reruns.$mode" </dev/null &
+      else
+        setsid bash -c 'GOWORK=off "$2" test -count=1 -timeout 20m $3 -run "$4" "$5" >"$6" 2>&1; echo $? >"$6.rc"' \
+          _ "$work" "$GO" "$TESTFLAGS" "$pat" "$pkg" "$rerun_dir/$reruns.$mode" </dev/null &
+      fi
+      rerun_pids+=($!)
+    done
+  done
+}
+
 echo "== go test -race, every package but chaos, against upstream go-zookeeper (GOWORK=off)"
 # Two packages at once (TEST_P). At three, make test took 7 min 58 s to
 # 8 min 17 s on a quiet 2-core machine (two: 9 min 55 s), but tests that
@@ -98,73 +138,59 @@ echo "== go test -race, every package but chaos, against upstream go-zookeeper (
 # path not granted within 2 s (internal/line TestKindMatrix), TLS
 # handshakes timing out, the hold contract's request counts (the last two
 # mended); until each such bound allows for a loaded machine, two.
-GOWORK=off $GO test -race -count=1 -p "${TEST_P:-2}" -timeout 20m $TESTFLAGS "${pkgs[@]}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+# go test prints each package's output whole, ending in its "ok" or
+# "FAIL" line: a package that failed is judged the moment its output
+# ends, while the others run on. -vet=off: make test's lint has run go
+# vet, every check, on every package and its tests.
+bad=0 judged=0 racehits=0 reruns=0
+block=$(mktemp)
+exec 3>"$log"
+while IFS= read -r line; do
+  printf '%s\n' "$line"
+  printf '%s\n' "$line" >&3
+  printf '%s\n' "$line" >>"$block"
+  case $line in
+  FAIL$'\t'github.com/* | FAIL' 'github.com/*) judge "$block" ;&
+  ok' '*github.com/* | '?'' '*github.com/*) : >"$block" ;;
+  esac
+done < <(GOWORK=off $GO test -race -vet=off -count=1 -p "${TEST_P:-2}" -timeout 20m $TESTFLAGS "${pkgs[@]}" 2>&1; echo $? >"$log.rc")
+status=$(cat "$log.rc" 2>/dev/null || echo 1)
 wait "$idle_pid"
 idle_pid=
 echo "== $idle (run in the background from the start):"
-tee -a "$log" <"$idle_log"
-[ "$(cat "$idle_log.rc" 2>/dev/null)" = 0 ] || status=1
+cat "$idle_log" >&3
+cat "$idle_log"
+exec 3>&-
+if [ "$(cat "$idle_log.rc" 2>/dev/null)" != 0 ]; then
+  status=1
+  judge "$idle_log"
+fi
 if [ "$status" -ne 0 ]; then
-  # Which packages failed, and was every race report the known one?
-  mapfile -t failed < <(grep -E '^FAIL[[:space:]]+github.com/' "$log" | awk '{print $2}' | sort -u)
+  # Every package that failed must have been judged a failure of the
+  # known race alone, and every race report in the run must be that race.
+  failed=$(grep -cE '^FAIL[[:space:]]+github.com/' "$log" || true)
   races=$(grep -c 'WARNING: DATA RACE' "$log" || true)
-  known=$(awk '/WARNING: DATA RACE/{blk=1; txt=""} blk{txt=txt $0 "\n"} /^==================$/{if(blk && txt ~ /zk\.\(\*Conn\)\.(sendSetWatches|recvLoop)/) n++; if(blk && txt ~ /DATA RACE/) blk=0} END{print n+0}' "$log")
-  # The tests that failed by the race report alone ("bad": some failure
-  # was something else, which no run again may hide).
-  mapfile -t racy < <(awk -f scripts/racefail.awk "$log")
-  if [ "$races" -gt 0 ] && [ "$races" -eq "$known" ] && [ "${#failed[@]}" -gt 0 ] &&
-    [ "${#racy[@]}" -gt 0 ] && [ "${racy[0]}" != bad ]; then
-    echo "== upstream go-zookeeper's lastZxid data race fired ($races report(s)) in: ${failed[*]}"
-    echo "== the subtests it failed, again, in the background: -race against the fixed copy, and without -race against upstream:"
-    for r in "${racy[@]}"; do printf '   %s -run %s\n' "${r%% *}" "${r#* }"; done
-    # Both runs at once, beside what follows: the tests the race hits are
-    # the long outage tests, which mostly wait for timers. One go test a
-    # pattern (a -run pattern cannot join two top-level tests' subtests),
-    # in the package it failed in, all at once: the run takes its longest
-    # test's time, not their sum (a 66 s outage test the race report
-    # marked beside it was 67 s of 130).
-    for mode in fixed upstream; do
-      setsid bash -c 'out=$1 mode=$2 work=$3 go=$4 flags=$5; shift 5
-        pids=() i=0
-        for r in "$@"; do # "package pattern": the package the test failed in
-          pkg=${r%% *} pat=${r#* }
-          if [ "$mode" = fixed ]; then
-            GOWORK="$work" "$go" test -race -count=1 -timeout 20m $flags -run "$pat" "$pkg" >"$out.$i" 2>&1 &
-          else
-            GOWORK=off "$go" test -count=1 -timeout 20m $flags -run "$pat" "$pkg" >"$out.$i" 2>&1 &
-          fi
-          pids+=($!)
-          i=$((i + 1))
-        done
-        rc=0
-        for i in "${!pids[@]}"; do
-          wait "${pids[$i]}" || rc=1
-          cat "$out.$i"
-          rm -f "$out.$i"
-        done >"$out"
-        echo $rc >"$out.rc"' \
-        _ "$rerun_log.$mode" "$mode" "$work" "$GO" "$TESTFLAGS" "${racy[@]}" &
-      rerun_pids+=($!)
-    done
-  else
+  if [ "$bad" -ne 0 ] || [ "$reruns" -eq 0 ] || [ "$failed" -ne "$judged" ] || [ "$races" -ne "$racehits" ]; then
     echo "== not run again: a failure other than upstream go-zookeeper's known lastZxid race (digest below)"
     awk -f scripts/failsummary.awk "$log"
     exit "$status"
   fi
+  echo "== upstream go-zookeeper's lastZxid data race fired ($races report(s)) in $failed package(s)"
+  echo "== the subtests it failed were run again the moment their package failed, in the background: -race against the fixed copy, and without -race against upstream:"
+  cat "$rerun_dir/list"
 fi
-
-
 
 for pid in "${rerun_pids[@]}"; do
   wait "$pid"
 done
 rerun_pids=()
-for r in fixed upstream; do
-  [ -f "$rerun_log.$r" ] || continue
-  echo "== the tests the race hit, again ($r go-zookeeper):"
-  cat "$rerun_log.$r"
-  [ "$(cat "$rerun_log.$r.rc" 2>/dev/null)" = 0 ] || exit 1
+for mode in fixed upstream; do
+  ls "$rerun_dir"/*."$mode" >/dev/null 2>&1 || continue
+  echo "== the tests the race hit, again ($mode go-zookeeper):"
+  for f in "$rerun_dir"/*."$mode"; do
+    cat "$f"
+    [ "$(cat "$f.rc" 2>/dev/null)" = 0 ] || exit 1
+  done
 done
 
 echo "== $(date +%T) waiting for go test -race ./chaos"
