@@ -32,7 +32,13 @@ func TestHandOverBesideLibraries(t *testing.T) {
 		t.Run(pc.p.name, func(t *testing.T) {
 			t.Parallel()
 			foreign := pc.p.prefix + "-0"
-			opts := []election.Option{election.WithNaming(pc.naming), election.WithHandOverTimeout(2 * time.Second)}
+			// The handover's wait for the candidates between the leader and
+			// the successor to step aside: 10 s, not the 2 s it was, which
+			// a loaded make test's shepherd candidate once overran
+			// ("successor": refused, 1 candidate did not step aside within
+			// 2s). "between" is refused at once (its error says so),
+			// whatever the bound.
+			opts := []election.Option{election.WithNaming(pc.naming), election.WithHandOverTimeout(10 * time.Second)}
 			t.Run("between", func(t *testing.T) {
 				path := uniquePath(t)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
