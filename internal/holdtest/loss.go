@@ -27,8 +27,17 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 	cds := map[string]Contender{}
 	sessions := map[string]*session.Session{}
 	proxies := map[string]*zktest.Proxy{}
+	// The sessions' own log, shown if the test fails (seen once in make
+	// test: a holder's next session not seen within 10 s of its expiry).
+	var logbuf testutil.SyncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the sessions' log:\n%s", logbuf.String())
+		}
+	})
 	for _, id := range []string{"a", "b", "c"} {
-		s, p := x.proxied(t, 2*time.Second)
+		log := slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("contender", id)
+		s, p := x.proxied(t, 2*time.Second, session.WithLogger(log))
 		cds[id], sessions[id], proxies[id] = x.r.New(t, s, path, id), s, p
 	}
 	var ex Exclusion
@@ -83,6 +92,7 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 		if testutil.IsClosed(lost) || (cds[holder].Held != nil && !cds[holder].Held()) {
 			continue
 		}
+		t.Logf("%s: expiring %s's session 0x%x", time.Now().Format("15:04:05.000"), holder, sid)
 		if err := proxies[holder].ExpireSession(ctx, sid); err != nil {
 			t.Logf("expire %s: %v", holder, err)
 			continue
