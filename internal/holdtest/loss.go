@@ -29,14 +29,8 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 	proxies := map[string]*zktest.Proxy{}
 	// The sessions' own log, shown if the test fails (seen once in make
 	// test: a holder's next session not seen within 10 s of its expiry).
-	var logbuf testutil.SyncBuffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the sessions' log:\n%s", logbuf.String())
-		}
-	})
 	for _, id := range []string{"a", "b", "c"} {
-		log := slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("contender", id)
+		log := testutil.LogOnFailure(t, "contender", id)
 		s, p := x.proxied(t, 2*time.Second, session.WithLogger(log))
 		cds[id], sessions[id], proxies[id] = x.r.New(t, s, path, id), s, p
 	}

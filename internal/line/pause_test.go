@@ -242,12 +242,14 @@ func TestPauseExpiredElsewhere(t *testing.T) {
 			}
 			path := testutil.UniquePath(t, "pause-expired")
 			ctx := testutil.Ctx(t, 60*time.Second)
-			hs, p := testutil.Proxied(t, zk, 8*time.Second, pause)
+			// The sessions' log is shown if the test fails (seen once in
+			// make test: the holder not paused within 5 s of the sever).
+			hs, p := testutil.Proxied(t, zk, 8*time.Second, pause, session.WithLogger(testutil.LogOnFailure(t, "side", "holder")))
 			holder, err := mutex.New(hs, path, opts...)
 			require.NoError(t, err)
 			require.NoError(t, holder.Lock(ctx))
 			h := holder.Hold()
-			waiter, err := mutex.New(testutil.Open(t, zk.Servers()), path, opts...)
+			waiter, err := mutex.New(testutil.Open(t, zk.Servers(), session.WithLogger(testutil.LogOnFailure(t, "side", "waiter"))), path, opts...)
 			require.NoError(t, err)
 			granted := make(chan struct{})
 			go func() {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -593,6 +594,21 @@ func AwaitContainerPass(t testing.TB, s *session.Session, prefix string) {
 			return err == nil && !ok
 		}, 60*time.Second, 10*time.Millisecond, "the server never removed the empty container %s", sentinel)
 	}
+}
+
+// LogOnFailure returns a logger, at Debug, whose output t prints only if it
+// fails: the sessions' own account of a rare failure (a reconnection that
+// never came, a pause that came late), at no cost to a passing run. attrs
+// name the logger's owner in every line and in the heading.
+func LogOnFailure(t testing.TB, attrs ...any) *slog.Logger {
+	t.Helper()
+	var buf SyncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the sessions' log (%v):\n%s", attrs, buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With(attrs...)
 }
 
 // SyncBuffer is a buffer safe for concurrent use: a logger's output that a
