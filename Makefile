@@ -115,10 +115,11 @@ bench-fence: setup
 	@GOWORK=off $(GO) test -run '^$$' -bench '^BenchmarkGuard$$' -benchtime 3000x -count $(BENCH_FENCE_COUNT) ./fence/sqlfence | awk -f scripts/benchfence.awk
 
 ## interop: shepherd beside Curator and Kazoo processes on shared paths under
-## faults, 30 s per pair (CI runs them for the default 25 s).
+## faults, 30 s per pair (CI runs them for the default 25 s); like chaos,
+## against go-zookeeper with the lastZxid race fixed (see scripts/test.sh).
 INTEROP_DURATION ?= 30s
 interop: setup-bench
-	$(GO) test -race -count=1 -timeout 20m -v -run 'Kazoo|Curator|GoZookeeper' ./interop -args -interop.duration=$(INTEROP_DURATION)
+	GOWORK=$(CURDIR)/third_party/go.work $(GO) test -race -count=1 -timeout 20m -v -run 'Kazoo|Curator|GoZookeeper' ./interop -args -interop.duration=$(INTEROP_DURATION)
 
 ## chaos: the whole fault matrix, each cell's fault injected twice (make test
 ## runs each once, and a subset of the pause column), then a randomized soak

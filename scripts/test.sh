@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The whole suite, as `make test` runs it. Every package except chaos runs
-# with -race against the go-zookeeper that importers link (upstream v1.0.4,
-# GOWORK=off). chaos, whose faults reconnect sessions with watches all the
-# time, links the copy with upstream's lastZxid data race fixed
-# (third_party/go.work; see third_party/go-zookeeper/PATCHES.md). If the
-# upstream run fails only because that known race fired, the packages it
-# fired in run again: with -race against the fixed copy, and without -race
-# against upstream; the output says so. Only the tests that failed by that
-# race report alone run again (scripts/racefail.awk), the moment their
-# package has failed, beside the packages still running: any other
-# failure in the run fails the suite, even beside the race. They run again to the
-# subtest: a table of forty subtests, one of which the race hit, runs that
-# one.
+# The whole suite, as `make test` runs it. Every package except chaos and
+# interop runs with -race against the go-zookeeper that importers link
+# (upstream v1.0.4, GOWORK=off). chaos and interop, whose faults reconnect
+# sessions with watches all the time, link the copy with upstream's
+# lastZxid data race fixed (third_party/go.work; see
+# third_party/go-zookeeper/PATCHES.md). If the upstream run fails only
+# because that known race fired, the packages it fired in run again: with
+# -race against the fixed copy, and without -race against upstream; the
+# output says so. Only the tests that failed by that race report alone run
+# again (scripts/racefail.awk), the moment their package has failed,
+# beside the packages still running: any other failure in the run fails
+# the suite, even beside the race. They run again to the subtest: a table
+# of forty subtests, one of which the race hit, runs that one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -19,6 +19,7 @@ TESTFLAGS=${TESTFLAGS:-}
 work="$PWD/third_party/go.work"
 log=$(mktemp)
 chaos_log=$(mktemp)
+interop_log=$(mktemp)
 chaos_pid=
 rerun_dir=$(mktemp -d)
 rerun_pids=()
@@ -30,7 +31,7 @@ cleanup() {
   [ -n "${idle_pid:-}" ] && kill -- -"$idle_pid" 2>/dev/null
   for pid in "${rerun_pids[@]}"; do kill -- -"$pid" 2>/dev/null; done
   rm -rf "$rerun_dir"
-  rm -f "${idle_log:-}" "${idle_log:-}.rc" "$log" "$log.rc" "${block:-}" "$chaos_log" "$chaos_log.rc" "$after_log" "$after_log.rc" "$after_log.lane1"
+  rm -f "${idle_log:-}" "${idle_log:-}.rc" "$log" "$log.rc" "${block:-}" "$chaos_log" "$chaos_log.rc" "$interop_log" "$interop_log.rc" "$after_log" "$after_log.rc" "$after_log.lane1"
 }
 trap cleanup EXIT
 
@@ -46,8 +47,16 @@ echo "== $(date +%T) go test -race ./chaos against go-zookeeper with the lastZxi
 # of the matrix injects its fault once (make chaos: twice, -chaos.reps's
 # default): the second round was half of make test's chaos, most of it
 # ZooKeeper servers restarted again (76 JVMs started, 130 of its 280 CPU-s).
-setsid bash -c 'GOWORK="$1" "$2" test -race -count=1 -timeout 12m -v $3 ./chaos -args -chaos.duration=20s -chaos.reps=1 >"$4" 2>&1; echo $? >"$4.rc"' \
-  _ "$work" "$GO" "$TESTFLAGS" "$chaos_log" &
+# Then, in the same lane, the interop package against the same copy: its
+# pairs (shepherd beside Curator and Kazoo processes) expire, stall and
+# kill sessions with watches all the time too. Against upstream, the race
+# failed one to four of its pair tests in most make tests, and each ran
+# again twice, beside the rest (two JVM peers and three shepherd clients
+# each, for 30-60 s): the most expensive of the runs again. After chaos,
+# not beside it: chaos judges holds on 2-second sessions.
+setsid bash -c 'GOWORK="$1" "$2" test -race -count=1 -timeout 12m -v $3 ./chaos -args -chaos.duration=20s -chaos.reps=1 >"$4" 2>&1; echo $? >"$4.rc"
+  GOWORK="$1" "$2" test -race -count=1 -timeout 10m $3 ./interop >"$5" 2>&1; echo $? >"$5.rc"' \
+  _ "$work" "$GO" "$TESTFLAGS" "$chaos_log" "$interop_log" &
 chaos_pid=$!
 
 # What make test runs besides (MAKE_AFTER: make targets): compiling with
@@ -91,7 +100,7 @@ setsid bash -c 'GOWORK=off "$1" test -race -count=1 -timeout 5m $2 "$3" >"$4" 2>
   _ "$GO" "$TESTFLAGS" "$idle" "$idle_log" &
 idle_pid=$!
 
-mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/internal/outagetest$')
+mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/interop$' -e '/internal/outagetest$')
 
 # judge FILE: FILE holds the output of one package that failed. If every
 # race report in it is upstream go-zookeeper's known lastZxid race and
@@ -131,7 +140,7 @@ judge() {
   done
 }
 
-echo "== go test -race, every package but chaos, against upstream go-zookeeper (GOWORK=off)"
+echo "== go test -race, every package but chaos and interop, against upstream go-zookeeper (GOWORK=off)"
 # Two packages at once (TEST_P). At three, make test took 7 min 58 s to
 # 8 min 17 s on a quiet 2-core machine (two: 9 min 55 s), but tests that
 # judge a wait by a short bound failed there: a semaphore on an idle
@@ -193,7 +202,7 @@ for mode in fixed upstream; do
   done
 done
 
-echo "== $(date +%T) waiting for go test -race ./chaos"
+echo "== $(date +%T) waiting for go test -race ./chaos, then ./interop"
 wait "$chaos_pid"
 chaos_pid=
 echo "== $(date +%T) go test -race ./chaos (run in the background):"
@@ -203,6 +212,10 @@ else
   cat "$chaos_log"
   exit 1
 fi
+
+echo "== $(date +%T) go test -race ./interop against the fixed copy (run in the background after chaos):"
+cat "$interop_log"
+[ "$(cat "$interop_log.rc" 2>/dev/null)" = 0 ] || exit 1
 
 echo "== $(date +%T) waiting for the other checks (run in the background since chaos was done)"
 wait "$after_pid"
