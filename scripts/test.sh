@@ -101,11 +101,6 @@ setsid bash -c 'GOWORK=off "$1" test -race -count=1 -timeout 5m $2 "$3" >"$4" 2>
 idle_pid=$!
 
 mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/interop$' -e '/internal/outagetest$')
-# session and zktest first (go test starts packages in the order given):
-# each of their tests starts ZooKeeper servers of its own and waits on
-# timers, and last in go list's order they were the pool's last two
-# minutes, session alone for the last 60-90 s, the two cores 0.01-0.1 busy.
-mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | grep -E '/(session|zktest)$'; printf '%s\n' "${pkgs[@]}" | grep -vE '/(session|zktest)$')
 
 # judge FILE: FILE holds the output of one package that failed. If every
 # race report in it is upstream go-zookeeper's known lastZxid race and
