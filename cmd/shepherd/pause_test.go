@@ -421,11 +421,14 @@ func TestCLIPauseRidesThrough(t *testing.T) {
 			if sub == "semaphore" {
 				extra = []string{"-pidns=false"}
 			}
-			// Session timeout 6s: the session is lost (on shepherd's clock)
-			// at the earliest 3.9s after the cut (the last ping may be 2s
-			// old); the cut lasts 1.5s, and the client may take 1s more
-			// to try again.
-			r := startPauseRun(t, sub, "6s", append(extra, "-on-disconnect=pause")...)
+			// Session timeout 10s: the session is lost (on shepherd's
+			// clock) at the earliest 6.5s after the cut (the last ping may
+			// be 3.3s old); the cut lasts 1.5s, and the client may take 1s
+			// more to try again. At 6s (lost 3.9s after the cut at the
+			// earliest) a loaded make test lost both lock's and elect's
+			// sessions in the second round: the reconnect and its sync took
+			// longer than the 1.4s left.
+			r := startPauseRun(t, sub, "10s", append(extra, "-on-disconnect=pause")...)
 			gc := grandchild(t, r.dir)
 			if sub == "elect" {
 				waitProbe(t, r.url+"/readyz", 200, func(p probeBody) bool { return p.Leading })
@@ -481,7 +484,7 @@ func TestCLIPauseRidesThrough(t *testing.T) {
 // with CMD's status as its outcome, and SIGTERM stops shepherd: exit 0.
 func TestCLIPauseSchedule(t *testing.T) {
 	t.Parallel()
-	r := startPauseRun(t, "schedule", "6s", "-on-disconnect=pause")
+	r := startPauseRun(t, "schedule", "10s", "-on-disconnect=pause") // 10s: see TestCLIPauseRidesThrough
 	grandchild(t, r.dir)
 	cut := time.Now()
 	reconnect := r.disconnect()
