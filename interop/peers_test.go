@@ -536,12 +536,10 @@ func faults(t *testing.T, tl *timeline, d, hold time.Duration, pyProxy *zktest.P
 			if errors.Is(err, gozk.ErrSessionExpired) && time.Now().Before(until) {
 				tl.remove(x)
 				t.Logf("%s's session 0x%x was ended by the server before the test could end it: the fault goes to its next session", who, cred.SessionID)
-				for time.Now().Before(until) {
-					if next, ok := p.Last(); ok && next.SessionID != cred.SessionID {
-						break
-					}
-					time.Sleep(20 * time.Millisecond) // polling the proxy's record of sessions
-				}
+				testutil.Poll(time.Until(until), 20*time.Millisecond, func() bool {
+					next, ok := p.Last()
+					return ok && next.SessionID != cred.SessionID
+				})
 				continue
 			}
 			if err != nil {

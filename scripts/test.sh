@@ -112,7 +112,7 @@ mapfile -t pkgs < <(GOWORK=off $GO list ./... | grep -v -e '/chaos$' -e '/intero
 # takes its longest test's time, not their sum. Anything else marks the
 # run bad: no run again may hide it.
 judge() {
-  local block=$1 races known racy r pkg pat mode
+  local block=$1 races known racy r pkg pat mode gowork race
   judged=$((judged + 1))
   races=$(grep -c 'WARNING: DATA RACE' "$block" || true)
   known=$(awk '/WARNING: DATA RACE/{blk=1; txt=""} blk{txt=txt $0 "\n"} /^==================$/{if(blk && txt ~ /zk\.\(\*Conn\)\.(sendSetWatches|recvLoop)/) n++; if(blk && txt ~ /DATA RACE/) blk=0} END{print n+0}' "$block")
@@ -122,19 +122,16 @@ judge() {
     return
   fi
   racehits=$((racehits + races))
-  echo "== $(date +%T) $(awk '/^FAIL[[:space:]]+github.com\//{print $2}' "$block") failed by the known race alone: the tests it failed run again, in the background"
+  echo "== $(date +%T) ${racy[0]%% *} failed by the known race alone: the tests it failed run again, in the background"
   for r in "${racy[@]}"; do
     pkg=${r%% *} pat=${r#* }
     printf '   %s -run %s\n' "$pkg" "$pat" >>"$rerun_dir/list"
     for mode in fixed upstream; do
       reruns=$((reruns + 1))
-      if [ "$mode" = fixed ]; then
-        setsid bash -c 'GOWORK="$1" "$2" test -race -count=1 -timeout 20m $3 -run "$4" "$5" >"$6" 2>&1; echo $? >"$6.rc"' \
-          _ "$work" "$GO" "$TESTFLAGS" "$pat" "$pkg" "$rerun_dir/$reruns.$mode" </dev/null &
-      else
-        setsid bash -c 'GOWORK=off "$2" test -count=1 -timeout 20m $3 -run "$4" "$5" >"$6" 2>&1; echo $? >"$6.rc"' \
-          _ "$work" "$GO" "$TESTFLAGS" "$pat" "$pkg" "$rerun_dir/$reruns.$mode" </dev/null &
-      fi
+      gowork=off race=
+      [ "$mode" = fixed ] && gowork=$work race=-race
+      setsid bash -c 'GOWORK="$1" "$2" test $3 -count=1 -timeout 20m $4 -run "$5" "$6" >"$7" 2>&1; echo $? >"$7.rc"' \
+        _ "$gowork" "$GO" "$race" "$TESTFLAGS" "$pat" "$pkg" "$rerun_dir/$reruns.$mode" </dev/null &
       rerun_pids+=($!)
     done
   done
