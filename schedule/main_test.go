@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 	"github.com/shepherdzk/shepherd/zktest"
 )
@@ -170,6 +172,37 @@ func (b *book) exactlyOnce(t *testing.T, from, to int64) {
 		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 		t.Fatalf("%v (ticks run: %v; runs:%s)", bad, keys, b.summary())
 	}
+}
+
+// skipLog is a session observer that keeps the ticks the catch-up policy
+// skipped at one path, as ranges [from, to], in order.
+type skipLog struct {
+	path string
+	mu   sync.Mutex
+	skip [][2]int64
+}
+
+func (l *skipLog) SessionEvent(session.Event) {}
+
+func (l *skipLog) RecipeEvent(ev observe.RecipeEvent) {
+	if ev.Kind != observe.TicksSkipped || ev.Path != l.path {
+		return
+	}
+	l.mu.Lock()
+	l.skip = append(l.skip, [2]int64{ev.Tick - ev.Count + 1, ev.Tick})
+	l.mu.Unlock()
+}
+
+func (l *skipLog) reset() {
+	l.mu.Lock()
+	l.skip = nil
+	l.mu.Unlock()
+}
+
+func (l *skipLog) ranges() [][2]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.skip)
 }
 
 // cand runs one Schedule.Run in the background.
