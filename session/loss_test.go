@@ -263,18 +263,19 @@ func TestRequestsCutIsLostBeforeExpiry(t *testing.T) {
 func TestIdleStaysConnected(t *testing.T) {
 	noLeaks(t)
 	c := zktest.Start(t, 1)
-	// 3 s: pings every second, a read timeout of 2 s. With 1.5 s (pings
-	// every 0.5 s, a read timeout of 1 s) a server just started, on a
-	// machine running make test's chaos beside it, once left a ping
-	// unanswered for 1 s: the watchdog then acts as it must.
-	const timeout = 3 * time.Second
+	// 6 s: pings every 2 s, a read timeout of 4 s. A server just started
+	// left a ping unanswered for 1 s with a 1.5 s session (make test's
+	// chaos beside it), and for 2 s with a 3 s one (three packages at
+	// once beside chaos): the watchdog then acts as it must, and the test
+	// is of the pings, not of the server's pace.
+	const timeout = 6 * time.Second
 	s := open(t, c.Servers(), session.WithSessionTimeout(timeout))
 	r := record(s)
-	// The work simulated: nothing, for three read timeouts.
+	// The work simulated: nothing, for two read timeouts.
 	select {
 	case ev := <-r.ch:
 		t.Fatalf("an idle session reported %v", ev)
-	case <-time.After(3 * timeout * 2 / 3):
+	case <-time.After(2 * timeout * 2 / 3):
 	}
 	require.Equal(t, session.Connected, s.State())
 }
@@ -412,14 +413,26 @@ func TestSeversWhileLocking(t *testing.T) {
 		require.Contains(t, []session.State{session.Suspended, session.Lost}, ev.State, "sever %d: %v", i, ev)
 		require.LessOrEqual(t, took, readTimeout+margin, "sever %d: %v", i, ev)
 	}
+	// Both sessions take the lock, during the severs or once they stop:
+	// 40 severs leave nothing wedged. (On a loaded machine a Lock may not
+	// get through in the 0-30 ms between a reconnect and the next sever:
+	// once the severed session had no grant in all 40.)
+	duringSevers := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return granted[s], granted[other]
+	}
+	gs, gother := duringSevers()
+	require.Eventually(t, func() bool {
+		a, b := duringSevers()
+		return a > 0 && b > 0
+	}, 30*time.Second, 10*time.Millisecond, "a session never took the lock (grants before the severs stopped: severed session %d, other %d)", gs, gother)
 	stopWorkers()
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d severs: reported within %v at worst; grants: severed session %d, other %d",
-		severs, worst, granted[s], granted[other])
+	t.Logf("%d severs: reported within %v at worst; grants while severing: severed session %d, other %d; in all: %d, %d",
+		severs, worst, gs, gother, granted[s], granted[other])
 	require.Empty(t, late, "Locks that overran their deadline")
-	require.Positive(t, granted[s], "the severed session never took the lock")
-	require.Positive(t, granted[other], "the other session never took the lock")
 }
 
 // gateHandler is a log handler that, once blocking, blocks every record
