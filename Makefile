@@ -3,7 +3,7 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-one test-mingo lint demo bench bench-quick bench-fence chaos interop build fuzz consumercheck alerts contrib
+.PHONY: all setup setup-bench test test-short test-one test-mingo lint demo bench bench-quick bench-fence bench-start chaos interop build fuzz consumercheck alerts contrib
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
@@ -113,6 +113,12 @@ bench-quick: setup-bench
 BENCH_FENCE_COUNT ?= 3
 bench-fence: setup
 	@GOWORK=off $(GO) test -run '^$$' -bench '^BenchmarkGuard$$' -benchtime 3000x -count $(BENCH_FENCE_COUNT) ./fence/sqlfence | awk -f scripts/benchfence.awk
+
+## bench-start: the CPU of a test server's whole life (started until it
+## serves, stopped) with zktest's class-data archive and without
+## (zktest/archive.go), and the time to serve (ns/op).
+bench-start: setup
+	GOWORK=off $(GO) test -run '^$$' -bench '^BenchmarkServerStart$$' -benchtime 8x -count 2 ./zktest
 
 ## interop: shepherd beside Curator and Kazoo processes on shared paths under
 ## faults, 30 s per pair (CI runs them for the default 25 s); like chaos,

@@ -80,6 +80,9 @@ func StartCluster(ctx context.Context, size int, opts ...Option) (*Cluster, erro
 		}
 		cfg.classpath = cp
 	}
+	if !cfg.noArchive {
+		cfg.jvmFlags = append(archiveFlags(ctx, cfg), cfg.jvmFlags...)
+	}
 	// A free port is released before ZooKeeper binds it, so another process
 	// can take it in between (seen when many servers start at once): a
 	// start whose server could not bind is tried again with other ports.

@@ -34,6 +34,9 @@ func (c *Cluster) waitServing(ctx context.Context, all bool) error {
 	return nil
 }
 
+// errExitedEarly: a server's process ended before it served.
+var errExitedEarly = errors.New("exited before serving")
+
 func (c *Cluster) waitNode(ctx context.Context, i int) error {
 	exited := false
 	err := c.waitFor(ctx, func() bool {
@@ -44,7 +47,7 @@ func (c *Cluster) waitNode(ctx context.Context, i int) error {
 		return c.Mode(ctx, i) != ""
 	})
 	if exited {
-		return fmt.Errorf("zktest: server %d exited before serving (see %s)", i, c.LogPath(i))
+		return fmt.Errorf("zktest: server %d %w (see %s)", i, errExitedEarly, c.LogPath(i))
 	}
 	if err != nil {
 		return fmt.Errorf("zktest: server %d (%s) not serving: %w", i, c.Addr(i), err)

@@ -68,6 +68,9 @@ type config struct {
 	// pickPorts, if set, replaces freePorts (tests of a taken port).
 	pickPorts func(n int) ([]int, *portClaim, error)
 	lag       bool // WithFollowerLag
+	// noArchive: start without the class-data archive (archive.go), as
+	// the server that makes it does.
+	noArchive bool
 }
 
 // Option configures a Cluster.
