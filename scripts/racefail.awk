@@ -1,9 +1,10 @@
 # Used by scripts/test.sh: which tests of a go test run failed by the
 # race detector alone, and a -run pattern for each, precise to the subtest.
 # Reads go test output; prints "bad" if a failure other than a race report
-# is in it (a failed test whose own output has no "race detected" line, a
-# build failure, a panic), else, one per line, the package and a -run
-# pattern of each top-level test that failed only by the race detector
+# is in it (a failed test whose own output has no "race detected" line, or
+# a failed assertion beside it, a build failure, a panic), else, one per
+# line, the package and a -run pattern of each top-level test that failed
+# only by the race detector
 # ("github.com/x/y ^(TestA)$/^(b)$"). A package's tests' lines come before
 # its "FAIL<tab>package" line (go test prints a package's output whole). A
 # pattern names the failed subtests level by level (^(Top)$/^(a|b)$/...): it
@@ -14,7 +15,7 @@
 # outside any test), is "bad" too: nothing of it would run again.
 function close_blk() {
   if (inblk && own > 0) {
-    if (race) add(name); else bad = 1
+    if (race && !asserted) add(name); else bad = 1
   }
   inblk = 0
 }
@@ -36,7 +37,7 @@ function quote(s) { gsub(/[][\\.+*?(){}|^$]/, "\\\\&", s); return s }
 /\[build failed\]|^panic: |^goroutine leak: / { bad = 1 }
 /^[[:space:]]*--- (FAIL|PASS|SKIP):/ {
   close_blk()
-  if ($0 ~ /--- FAIL:/) { inblk = 1; own = 0; race = 0; name = $3 }
+  if ($0 ~ /--- FAIL:/) { inblk = 1; own = 0; race = 0; asserted = 0; name = $3 }
   next
 }
 /^(FAIL|ok|PASS)([[:space:]]|$)/ {
@@ -50,7 +51,9 @@ function quote(s) { gsub(/[][\\.+*?(){}|^$]/, "\\\\&", s); return s }
   }
   next
 }
-inblk { own++; if ($0 ~ /race detected during execution of test/) race = 1 }
+# A failed assertion (testify's "Error Trace:") beside the race's report
+# is a failure of its own: not run again.
+inblk { own++; if ($0 ~ /race detected during execution of test/) race = 1; if ($0 ~ /^[[:space:]]+Error Trace:/) asserted = 1 }
 END {
   close_blk()
   if (bad) { print "bad"; exit }

@@ -73,6 +73,23 @@ FAIL
 	}
 }
 
+// A test that the race failed and an assertion too is "bad": run again,
+// a pass would hide the assertion's failure.
+func TestRaceFailBesideAssertion(t *testing.T) {
+	got := racefail(t, `--- FAIL: TestSeversWhileLocking (10.19s)
+    loss_test.go:418: 40 severs: reported within 10.418986ms at worst
+    loss_test.go:421: 
+        	Error Trace:	/work/main/session/loss_test.go:421
+        	Error:      	"0" is not positive
+    testing.go:1712: race detected during execution of test
+FAIL
+FAIL	github.com/shepherdzk/shepherd/session	165.8s
+`)
+	if len(got) != 1 || got[0] != "bad" {
+		t.Fatalf("got %q, want bad", got)
+	}
+}
+
 // A test whose package the output never names cannot run again: "bad".
 func TestRaceFailNoPackage(t *testing.T) {
 	got := racefail(t, `--- FAIL: TestOther (1.00s)
