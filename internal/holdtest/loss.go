@@ -46,43 +46,7 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 10000 {
-				actx, cancel := context.WithCancel(context.Background())
-				go func() {
-					select {
-					case <-stop:
-					case <-actx.Done():
-					}
-					cancel()
-				}()
-				h, err := cd.Acquire(actx)
-				if err != nil {
-					cancel()
-					if testutil.IsClosed(stop) {
-						return
-					}
-					// Its session ended while it waited (an expiry of
-					// the test's, or of a loaded machine's: 2 s
-					// sessions): it waits again, in the next one. A
-					// contender that gave up instead left none to
-					// expire once each had been hit.
-					if !errors.Is(err, recipe.ErrLost) {
-						t.Errorf("%s: Acquire: %v", id, err)
-						return
-					}
-					again.Add(1)
-					continue
-				}
-				ex.Granted(id, h.Lost())
-				select {
-				case <-h.Lost():
-				case <-time.After(30 * time.Millisecond):
-				case <-stop:
-				}
-				ex.Released(id)
-				_ = h.Release(context.Background())
-				cancel()
-			}
+			holdInTurns(t, id, cd, &ex, stop, &again)
 		}()
 	}
 	defer func() {
@@ -117,6 +81,50 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, expired, 4)
 	t.Logf("%d expiries, %d grants; %d Acquires ended with their session and waited again", expired, ex.Grants(), again.Load())
+}
+
+// holdInTurns is one contender of expiredHolderIsToldFirst: it takes the
+// hold, keeps it until it is lost or 30 ms pass, lets it go, and again,
+// until stop closes. An Acquire that ends with its session is counted in
+// again and tried again in the next one.
+func holdInTurns(t *testing.T, id string, cd Contender, ex *Exclusion, stop <-chan struct{}, again *atomic.Int64) {
+	for range 10000 {
+		actx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+			case <-actx.Done():
+			}
+			cancel()
+		}()
+		h, err := cd.Acquire(actx)
+		if err != nil {
+			cancel()
+			if testutil.IsClosed(stop) {
+				return
+			}
+			// Its session ended while it waited (an expiry of
+			// the test's, or of a loaded machine's: 2 s
+			// sessions): it waits again, in the next one. A
+			// contender that gave up instead left none to
+			// expire once each had been hit.
+			if !errors.Is(err, recipe.ErrLost) {
+				t.Errorf("%s: Acquire: %v", id, err)
+				return
+			}
+			again.Add(1)
+			continue
+		}
+		ex.Granted(id, h.Lost())
+		select {
+		case <-h.Lost():
+		case <-time.After(30 * time.Millisecond):
+		case <-stop:
+		}
+		ex.Released(id)
+		_ = h.Release(context.Background())
+		cancel()
+	}
 }
 
 // stalledHolderIsToldFirst: the holder's network is stalled past the
