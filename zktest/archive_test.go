@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,10 +115,8 @@ func BenchmarkServerStart(b *testing.B) {
 				require.Equal(b, bc.name == "archive", slices.ContainsFunc(c.nodes[0].cmd.Args, func(a string) bool {
 					return strings.HasPrefix(a, "-XX:SharedArchiveFile=")
 				}))
-				c.mu.Lock()
-				c.nodes[0].signal(syscall.SIGTERM, 20*time.Second)
+				require.NoError(b, c.Stop(0)) // SIGTERM, and waits until it is gone
 				st := c.nodes[0].cmd.ProcessState
-				c.mu.Unlock()
 				cpu += st.UserTime() + st.SystemTime()
 				require.NoError(b, c.Close())
 			}
