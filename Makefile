@@ -3,13 +3,13 @@ GO       ?= go
 PKGS     ?= ./...
 TESTFLAGS ?=
 
-.PHONY: all setup setup-bench test test-short test-one test-mingo lint demo bench bench-quick bench-fence bench-start chaos interop build fuzz consumercheck alerts contrib
+.PHONY: all setup setup-bench test test-short test-one test-mingo lint lint-static demo bench bench-quick bench-fence bench-start chaos interop build fuzz consumercheck alerts contrib
 
 # The oldest Go release the code needs (go.mod's go line); make test builds and
 # runs the fast tests with it (fetched through the module proxy).
 MIN_GO ?= go1.24.0
 
-all: lint test
+all: test test-mingo
 
 setup:
 	@scripts/setup.sh
@@ -20,21 +20,28 @@ setup-bench:
 build:
 	$(GO) build ./...
 
-## test: install what is missing, then run the whole suite with the race detector
-## (against upstream go-zookeeper; see scripts/test.sh), vet and the examples with the
-## oldest Go release go.mod allows, the consumer check, the fuzzers briefly and
+## test: install what is missing (scripts/test.sh runs scripts/setup.sh bench
+## beside the first compile), then run the whole suite with the race detector
+## and go vet (every check, inside go test: see scripts/test.sh), against
+## upstream go-zookeeper, the consumer check, the fuzzers briefly and
 ## promtool's tests of the alert rules; the chaos package runs beside the rest
-## (see scripts/test.sh).
-test: setup-bench lint
-	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='test-mingo consumercheck fuzz alerts contrib' scripts/test.sh
+## (see scripts/test.sh). The oldest Go release go.mod allows is checked by
+## go vet's stdversion (a standard library symbol newer than go.mod's go line
+## fails it) and by the compiler (so does newer syntax); test-mingo, which
+## builds and runs the examples with that release itself, runs in CI after
+## make test (.ci/run).
+test: lint-static
+	@GO=$(GO) TESTFLAGS='$(TESTFLAGS)' MAKE='$(MAKE)' MAKE_AFTER='consumercheck fuzz alerts contrib' scripts/test.sh
 
 ## test-mingo: vet (which compiles every package and test) and the runnable
 ## examples with $(MIN_GO), against upstream go-zookeeper: the code builds and
-## its main paths run on the oldest Go release go.mod allows. The whole suite
-## runs once, with the race detector, on the current release (running its
-## -short tests again here cost two of make test's minutes). The examples run
-## in the packages that have some (linking a test binary for each of the
-## others, which vet has compiled already, cost half this target's CPU).
+## its main paths run on the oldest Go release go.mod allows. Not in make test:
+## it compiles the standard library and every package again with another
+## toolchain, 127 CPU-s from a cold cache, an eighth of make test's CPU on a
+## fresh machine, to prove what make test's vet (stdversion) and the
+## compiler already reject at go.mod's go line, save how the examples run on
+## that release. CI runs it after make test (.ci/run). The examples run in
+## the packages that have some.
 test-mingo:
 	@echo "== go vet and the examples with $(MIN_GO)"
 	GOTOOLCHAIN=$(MIN_GO) GOWORK=off $(GO) version
@@ -89,11 +96,19 @@ alerts: setup-bench
 	  GOWORK=off $(GO) run ./internal/dashrules observe/prometheus/dashboard.json >$$rules && \
 	  echo "== the queries of observe/prometheus/dashboard.json" && $(PROMTOOL) check rules $$rules
 
-lint:
+## lint: lint-static, then go vet, every check, on every package. make test
+## runs lint-static and vets inside go test (-vet=all), on the packages as
+## the race detector builds them: a vet of its own compiled every package a
+## second time, without -race (about 100 CPU-s and a minute before the first
+## test on a fresh machine).
+lint: lint-static
+	GOWORK=off $(GO) vet ./...
+
+## lint-static: no replace or exclude in a go.mod; gofmt.
+lint-static:
 	@grep -Eq '^(replace|exclude)' go.mod contrib/*/go.mod && { echo "a go.mod has a replace or exclude: importers ignore it, go install refuses it"; exit 1; } || true
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	GOWORK=off $(GO) vet ./...
 
 ## demo: install what is missing, start a local ZooKeeper, run the main job.
 demo: setup
