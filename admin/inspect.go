@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherdzk/shepherd/internal/aclerr"
 	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/session"
@@ -116,6 +117,7 @@ func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 // read is what is at p.
 func (in *inspector) read(p string) (*Snapshot, error) {
 	data, _, err := in.c.Get(p)
+	err = aclerr.Map("getData", p, err)
 	if errors.Is(err, zk.ErrNoNode) {
 		return in.empty(p)
 	} else if err != nil {
@@ -162,7 +164,7 @@ func (in *inspector) seen(p string, data []byte, names []string) (layout.Seen, e
 		if layout.Ambiguous(n) {
 			ok, st, err := in.c.Exists(join(p, n))
 			if err != nil {
-				return layout.Seen{}, err
+				return layout.Seen{}, aclerr.Map("exists", join(p, n), err)
 			}
 			if !ok {
 				continue
@@ -195,10 +197,10 @@ func (in *inspector) children(p string) ([]string, error) {
 		if err == nil {
 			in.watches = append(in.watches, ch)
 		}
-		return names, err
+		return names, aclerr.Map("getChildren", p, err)
 	}
 	names, _, err := in.c.Children(p)
-	return names, err
+	return names, aclerr.Map("getChildren", p, err)
 }
 
 // empty is the snapshot of nothing at p (the path may also vanish while it
@@ -209,7 +211,7 @@ func (in *inspector) empty(p string) (*Snapshot, error) {
 	if in.watch {
 		_, _, ch, err := in.c.ExistsW(p)
 		if err != nil {
-			return nil, err
+			return nil, aclerr.Map("exists", p, err)
 		}
 		in.watches = append(in.watches, ch)
 	}
@@ -381,7 +383,7 @@ func slotsOf(c *zk.Conn, dir string, holders []Entry, children func(string) ([]s
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // released meanwhile
 		} else if err != nil {
-			return err
+			return aclerr.Map("getData", dir+"/"+n, err)
 		}
 		for i := range holders {
 			if h := &holders[i]; h.Slot == nil && h.Node[strings.LastIndex(h.Node, "/")+1:] == string(data) {
@@ -398,7 +400,7 @@ func entry(c *zk.Conn, p string, n line.Name) (Entry, bool, error) {
 	if errors.Is(err, zk.ErrNoNode) {
 		return Entry{}, false, nil // gone meanwhile
 	} else if err != nil {
-		return Entry{}, false, err
+		return Entry{}, false, aclerr.Map("getData", p, err)
 	}
 	data, revoke := layout.RevokeRequest(data)
 	return Entry{Node: p, Kind: n.Kind, Seq: n.Seq, Data: string(data), SessionID: st.EphemeralOwner,

@@ -38,7 +38,9 @@ PATH' shows them). It walks the tree below PREFIX, at most -depth levels and
 leave a trace when no one holds or waits (a non-fair lock's or election's
 path, whose data version fences the holds; a schedule's record): ls shows
 such a path as idle, so that it can be found; 'shepherd rm PATH' removes it
-once no process uses it. With nothing found it says so and exits 7.`,
+once no process uses it. A node below PREFIX whose ACL does not grant this
+session READ is not read (nor what is below it): ls names it on stderr and
+lists the rest. With nothing found it says so and exits 7.`,
 		"shepherd ls /",
 		"shepherd ls -json /services | jq '.recipes[].path'")
 	o.registerConn(s.fs)
@@ -77,13 +79,18 @@ once no process uses it. With nothing found it says so and exits 7.`,
 		return fmt.Errorf("ls %s: %w", prefix, err)
 	}
 	if *asJSON {
-		b, _ := json.Marshal(lsJSON{Prefix: prefix, Recipes: w.found, Complete: w.stopped == "", Visited: w.visited})
+		b, _ := json.Marshal(lsJSON{Prefix: prefix, Recipes: w.found, Complete: w.stopped == "" && len(w.denied) == 0,
+			Visited: w.visited, Unreadable: w.denied})
 		fmt.Fprintln(c.stdout, string(b))
 	} else {
 		printListing(c.stdout, w.found)
 	}
 	if w.stopped != "" {
 		fmt.Fprintf(c.stderr, "shepherd: ls %s: the listing is incomplete: %s\n", prefix, w.stopped)
+	}
+	if len(w.denied) > 0 {
+		fmt.Fprintf(c.stderr, "shepherd: ls %s: the listing is incomplete: not listed, as their ACL does not grant this session READ: %s\n",
+			prefix, strings.Join(w.denied, ", "))
 	}
 	if len(w.found) == 0 {
 		return exitCode{exitEmpty, fmt.Errorf("ls: no recipe under %s", prefix)}
@@ -110,8 +117,11 @@ type listed struct {
 type lsJSON struct {
 	Prefix   string   `json:"prefix"`
 	Recipes  []listed `json:"recipes"`
-	Complete bool     `json:"complete"` // false: a bound stopped the walk
+	Complete bool     `json:"complete"` // false: a bound stopped the walk, or a node was unreadable
 	Visited  int      `json:"visited"`  // nodes read
+	// Unreadable: the nodes below the prefix whose ACL does not grant this
+	// session READ; neither they nor what is below them were read.
+	Unreadable []string `json:"unreadable,omitempty"`
 }
 
 func printListing(w io.Writer, found []listed) {
@@ -152,6 +162,9 @@ type walk struct {
 	found   []listed
 	visited int
 	stopped string // why the walk stopped short, "" if it did not
+	// denied: the nodes below the walk's root it could not read or
+	// inspect, their ACL denying this session READ (paths as found's).
+	denied []string
 }
 
 // node is what one read of a node tells.
@@ -185,6 +198,8 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 		cancel()
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone meanwhile
+		} else if w.deny(it.depth, it.path, err) {
+			continue
 		} else if err != nil {
 			return err
 		}
@@ -193,10 +208,12 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			l, ok, err := w.inspect(qctx, it.path, n)
 			cancel()
-			if err != nil {
+			switch {
+			case w.deny(it.depth, it.path, err):
+				// recorded; what is below it is walked as usual
+			case err != nil:
 				return err
-			}
-			if ok {
+			case ok:
 				w.found = append(w.found, l)
 				if w.firstOnly {
 					return nil
@@ -227,6 +244,18 @@ func (w *walk) run(ctx context.Context, prefix string) error {
 		w.stopped = fmt.Sprintf("%d nodes below depth %d not read (-depth)", deeper, w.depth)
 	}
 	return nil
+}
+
+// deny reports whether err is a permission error on a node below the
+// walk's root, and records the node if so: another principal's recipe
+// (an ACL that grants READ to its creator only) does not end the walk of
+// everything beside it. The root's own is the caller's error.
+func (w *walk) deny(depth int, p string, err error) bool {
+	if depth == 0 || !errors.Is(err, session.ErrPermission) {
+		return false
+	}
+	w.denied = append(w.denied, strings.TrimPrefix(p, w.sess.Namespace()))
+	return true
 }
 
 // read reads a node's data and children: whether a recipe is there (package
