@@ -86,7 +86,7 @@ func TestMessageNits(t *testing.T) {
 func TestVersionWithoutVCS(t *testing.T) {
 	t.Parallel()
 	b := filepath.Join(t.TempDir(), "shepherd")
-	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", b, ".").CombinedOutput()
+	out, err := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-buildvcs=false", "-o", b, ".")...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	out, err = exec.Command(b, "version").Output()
 	require.NoError(t, err)
