@@ -3,7 +3,6 @@ package semaphore_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherdzk/shepherd/internal/holdtest"
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
@@ -57,34 +57,9 @@ func TestExpiredHolderIsToldFirst(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; n < 10000; n++ {
-				actx, cancel := context.WithCancel(ctx)
-				go func() {
-					select {
-					case <-stop:
-					case <-actx.Done():
-					}
-					cancel()
-				}()
-				l, err := c.sem.Acquire(actx)
-				if err != nil {
-					cancel()
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					// Its session ended while it waited (an expiry of
-					// the test's, or of a loaded machine's: 2 s
-					// sessions): it waits again, in the next one. A
-					// client that gave up instead left none holding
-					// once each had been hit (a make test at three
-					// packages at once: "no client holds a lease").
-					if !errors.Is(err, semaphore.ErrLost) {
-						t.Errorf("c%d: Acquire: %v", i, err)
-						return
-					}
-					again.Add(1)
-					continue
+				l, cancel, ok := holdtest.AcquireTurn(t, fmt.Sprint("c", i), ctx, stop, &again, c.sem.Acquire)
+				if !ok {
+					return
 				}
 				b.granted(fmt.Sprint("c", i), l)
 				c.mu.Lock()

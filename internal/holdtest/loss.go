@@ -89,31 +89,9 @@ func (x *contract) expiredHolderIsToldFirst(t *testing.T) {
 // again and tried again in the next one.
 func holdInTurns(t *testing.T, id string, cd Contender, ex *Exclusion, stop <-chan struct{}, again *atomic.Int64) {
 	for range 10000 {
-		actx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-stop:
-			case <-actx.Done():
-			}
-			cancel()
-		}()
-		h, err := cd.Acquire(actx)
-		if err != nil {
-			cancel()
-			if testutil.IsClosed(stop) {
-				return
-			}
-			// Its session ended while it waited (an expiry of
-			// the test's, or of a loaded machine's: 2 s
-			// sessions): it waits again, in the next one. A
-			// contender that gave up instead left none to
-			// expire once each had been hit.
-			if !errors.Is(err, recipe.ErrLost) {
-				t.Errorf("%s: Acquire: %v", id, err)
-				return
-			}
-			again.Add(1)
-			continue
+		h, cancel, ok := AcquireTurn(t, id, context.Background(), stop, again, cd.Acquire)
+		if !ok {
+			return
 		}
 		ex.Granted(id, h.Lost())
 		select {
@@ -125,6 +103,43 @@ func holdInTurns(t *testing.T, id string, cd Contender, ex *Exclusion, stop <-ch
 		_ = h.Release(context.Background())
 		cancel()
 	}
+}
+
+// AcquireTurn is one turn of a contender that takes a hold again and
+// again until stop closes: acquire, with a ctx that stop ends. An Acquire
+// that ends with its session (ErrLost: an expiry of the test's, or of a
+// loaded machine's on short sessions) waits again, in the next one, and
+// is counted in again: a contender that gave up instead left none to hold
+// once each had been hit. It returns the hold and its ctx's cancel (to
+// call once it is released), or ok false once stop has closed or when
+// Acquire failed otherwise (an error on t).
+func AcquireTurn[H any](t *testing.T, id string, ctx context.Context, stop <-chan struct{}, again *atomic.Int64,
+	acquire func(context.Context) (H, error)) (h H, cancel context.CancelFunc, ok bool) {
+	for range 10000 {
+		actx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-stop:
+			case <-actx.Done():
+			}
+			cancel()
+		}()
+		h, err := acquire(actx)
+		if err == nil {
+			return h, cancel, true
+		}
+		cancel()
+		if testutil.IsClosed(stop) {
+			return h, nil, false
+		}
+		if !errors.Is(err, recipe.ErrLost) {
+			t.Errorf("%s: Acquire: %v", id, err)
+			return h, nil, false
+		}
+		again.Add(1)
+	}
+	t.Errorf("%s: Acquire ended with its session 10000 times", id)
+	return h, nil, false
 }
 
 // stalledHolderIsToldFirst: the holder's network is stalled past the
