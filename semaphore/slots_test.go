@@ -316,14 +316,7 @@ func TestSlotsUnderSessionKills(t *testing.T) {
 					return
 				default:
 				}
-				actx, cancel := context.WithCancel(ctx)
-				go func() {
-					select {
-					case <-stop:
-					case <-actx.Done():
-					}
-					cancel()
-				}()
+				actx, cancel := testutil.CtxUntil(ctx, stop)
 				k := 1
 				if n%5 == 4 {
 					k = 2

@@ -116,14 +116,7 @@ func holdInTurns(t *testing.T, id string, cd Contender, ex *Exclusion, stop <-ch
 func AcquireTurn[H any](t *testing.T, id string, ctx context.Context, stop <-chan struct{}, again *atomic.Int64,
 	acquire func(context.Context) (H, error)) (h H, cancel context.CancelFunc, ok bool) {
 	for range 10000 {
-		actx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-stop:
-			case <-actx.Done():
-			}
-			cancel()
-		}()
+		actx, cancel := testutil.CtxUntil(ctx, stop)
 		h, err := acquire(actx)
 		if err == nil {
 			return h, cancel, true

@@ -630,6 +630,20 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// CtxUntil is a child of ctx that also ends when stop closes: the ctx of
+// a contender's Acquire in a test whose contenders run until stop.
+func CtxUntil(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-stop:
+		case <-c.Done():
+		}
+		cancel()
+	}()
+	return c, cancel
+}
+
 // IsClosed reports whether c is closed now (a nil channel never is).
 func IsClosed(c <-chan struct{}) bool {
 	select {
