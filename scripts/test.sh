@@ -175,7 +175,7 @@ judge() {
   local block=$1 races known racy r pkg pat mode gowork race
   judged=$((judged + 1))
   races=$(grep -c 'WARNING: DATA RACE' "$block" || true)
-  known=$(awk '/WARNING: DATA RACE/{blk=1; txt=""} blk{txt=txt $0 "\n"} /^==================$/{if(blk && txt ~ /zk\.\(\*Conn\)\.(sendSetWatches|recvLoop)/) n++; if(blk && txt ~ /DATA RACE/) blk=0} END{print n+0}' "$block")
+  known=$(awk -v count_known=1 -f scripts/failsummary.awk "$block")
   mapfile -t racy < <(awk -f scripts/racefail.awk "$block")
   if [ "$races" -eq 0 ] || [ "$races" -ne "$known" ] || [ "${#racy[@]}" -eq 0 ] || [ "${racy[0]}" = bad ]; then
     bad=1
