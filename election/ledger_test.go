@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherdzk/shepherd/election"
-	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -175,29 +174,6 @@ func waitIn(t *testing.T, e *election.Election, n int) {
 		ps, err := e.Participants(ctx)
 		return err == nil && len(ps) == n
 	}, 20*time.Second, 5*time.Millisecond, "%d candidates never took part", n)
-}
-
-// handoverLog is a session observer that keeps the handover events.
-type handoverLog struct {
-	mu     sync.Mutex
-	events []observe.RecipeEvent
-}
-
-func (h *handoverLog) SessionEvent(session.Event) {}
-
-func (h *handoverLog) RecipeEvent(ev observe.RecipeEvent) {
-	if ev.Kind != observe.HandedOver {
-		return
-	}
-	h.mu.Lock()
-	h.events = append(h.events, ev)
-	h.mu.Unlock()
-}
-
-func (h *handoverLog) all() []observe.RecipeEvent {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.events)
 }
 
 // modes are the election's two layouts, for subtests.

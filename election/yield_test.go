@@ -9,6 +9,7 @@ import (
 
 	"github.com/shepherdzk/shepherd/election"
 	"github.com/shepherdzk/shepherd/internal/testutil"
+	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/session"
 )
 
@@ -21,7 +22,7 @@ func TestYieldToPreferred(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			path := uniquePath(t)
 			g := newLedger()
-			obs := &handoverLog{}
+			obs := &testutil.Recorder{}
 			run(t, g, open(t, zk.Servers(), session.WithObserver(obs)), path, "a",
 				with(m.opts, election.WithPriority(1), election.WithPreferredLeader(window))...)
 			require.Equal(t, "a", g.wait(t, 10*time.Second))
@@ -31,8 +32,8 @@ func TestYieldToPreferred(t *testing.T) {
 			b := run(t, g, open(t, zk.Servers()), path, "b", with(m.opts, election.WithPriority(2))...)
 			require.Equal(t, "b", g.wait(t, 10*time.Second))
 			require.GreaterOrEqual(t, time.Since(joined), window, "yielded before the window")
-			require.Eventually(t, func() bool { return len(obs.all()) == 1 }, 10*time.Second, 5*time.Millisecond)
-			ev := obs.all()[0]
+			require.Eventually(t, func() bool { return len(obs.Events(observe.HandedOver, "")) == 1 }, 10*time.Second, 5*time.Millisecond)
+			ev := obs.Events(observe.HandedOver, "")[0]
 			require.Equal(t, "yield", ev.Reason)
 			require.Equal(t, "handed_over", ev.Outcome)
 			require.Equal(t, "b", ev.Successor)
@@ -51,7 +52,7 @@ func TestYieldFlap(t *testing.T) {
 	const window = 250 * time.Millisecond
 	path := uniquePath(t)
 	g := newLedger()
-	obs := &handoverLog{}
+	obs := &testutil.Recorder{}
 	opts := func(p int) []election.Option {
 		return []election.Option{election.WithPriority(p), election.WithPreferredLeader(window)}
 	}
@@ -72,7 +73,7 @@ func TestYieldFlap(t *testing.T) {
 	waitIn(t, base.e, 1)
 	g.check(t)
 	var yields []time.Time
-	for _, ev := range obs.all() {
+	for _, ev := range obs.Events(observe.HandedOver, "") {
 		if ev.Reason != "yield" || ev.Outcome != "handed_over" {
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -174,35 +173,14 @@ func (b *book) exactlyOnce(t *testing.T, from, to int64) {
 	}
 }
 
-// skipLog is a session observer that keeps the ticks the catch-up policy
-// skipped at one path, as ranges [from, to], in order.
-type skipLog struct {
-	path string
-	mu   sync.Mutex
-	skip [][2]int64
-}
-
-func (l *skipLog) SessionEvent(session.Event) {}
-
-func (l *skipLog) RecipeEvent(ev observe.RecipeEvent) {
-	if ev.Kind != observe.TicksSkipped || ev.Path != l.path {
-		return
+// skippedTicks is the ticks the catch-up policy skipped at path, as rec saw
+// them reported: ranges [from, to], in order.
+func skippedTicks(rec *testutil.Recorder, path string) [][2]int64 {
+	var out [][2]int64
+	for _, ev := range rec.Events(observe.TicksSkipped, path) {
+		out = append(out, [2]int64{ev.Tick - ev.Count + 1, ev.Tick})
 	}
-	l.mu.Lock()
-	l.skip = append(l.skip, [2]int64{ev.Tick - ev.Count + 1, ev.Tick})
-	l.mu.Unlock()
-}
-
-func (l *skipLog) reset() {
-	l.mu.Lock()
-	l.skip = nil
-	l.mu.Unlock()
-}
-
-func (l *skipLog) ranges() [][2]int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.skip)
+	return out
 }
 
 // cand runs one Schedule.Run in the background.

@@ -243,7 +243,7 @@ func TestCatchUp(t *testing.T) {
 		t.Run(tc.policy.String(), func(t *testing.T) {
 			path := uniquePath(t)
 			b := newBook()
-			skips := &skipLog{path: path}
+			skips := &testutil.Recorder{}
 			sess := testutil.Open(t, zkc.Servers(), session.WithObserver(skips))
 			c := start(t, sess, path, "a", every, b.job("a", nil), WithCatchUp(tc.policy))
 			b.waitTick(t, 2, 10*time.Second)
@@ -255,7 +255,7 @@ func TestCatchUp(t *testing.T) {
 			require.GreaterOrEqual(t, rec.N, int64(2))
 			// Nobody leads for five and a half intervals.
 			time.Sleep(5*every + every/2) // the outage: its length is the fault
-			skips.reset()                 // what the first leadership skipped is not this test's
+			skips.Reset()                 // what the first leadership skipped is not this test's
 			decisions := make(chan time.Time, 100)
 			var after atomic.Int32
 			slowSecond := func(context.Context, Tick) error {
@@ -279,7 +279,7 @@ func TestCatchUp(t *testing.T) {
 			for _, r := range b.runsOf(rec.N + 1) {
 				got = append(got, r.tick.N)
 			}
-			skipped := skips.ranges()
+			skipped := skippedTicks(skips, path)
 			require.NotEmpty(t, skipped, "the first decision skips the missed ticks the policy drops")
 			require.Equal(t, [2]int64{rec.N + 1, d + tc.first - 1}, skipped[0],
 				"ticks skipped at the first decision (latest due then: %d)", d)

@@ -41,6 +41,26 @@ func (r *Recorder) Count(kind observe.RecipeEventKind, recipe, path string) int 
 	return n
 }
 
+// Events is the events of kind reported for path ("": any), in order.
+func (r *Recorder) Events(kind observe.RecipeEventKind, path string) []observe.RecipeEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []observe.RecipeEvent
+	for _, ev := range r.events {
+		if ev.Kind == kind && (path == "" || ev.Path == path) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// Reset forgets the events reported so far.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = nil
+}
+
 // All is every event reported so far.
 func (r *Recorder) All() []observe.RecipeEvent {
 	r.mu.Lock()
