@@ -164,3 +164,33 @@ func TestKindsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestPartOfAnotherRecipe: a recipe at a part of another's layout (a held
+// semaphore's leases container, where its lease nodes are) is refused,
+// exit 6, naming the recipe it is part of, and writes nothing there; before,
+// a lock there queued its node behind the leases.
+func TestPartOfAnotherRecipe(t *testing.T) {
+	t.Parallel()
+	s := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 60*time.Second)
+	p := testutil.UniquePath(t, "cli-part")
+	defer holdKind(ctx, t, s, "semaphore", p)()
+	leases := p + "/leases"
+	before := testutil.Children(t, s, leases)
+	for _, args := range [][]string{
+		{"lock", "-timeout", "5s", p + "/leases", "--", "true"},
+		{"semaphore", "-n", "1", "-timeout", "5s", p + "/leases", "--", "true"},
+		{"elect", "-timeout", "5s", p + "/slots", "--", "true"},
+	} {
+		r := shepherd(t, nil, args...)
+		require.Equal(t, 6, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "is part of "+p+", which holds a semaphore with maxLeases 2 (1 holding", "%v", args)
+	}
+	require.ElementsMatch(t, before, testutil.Children(t, s, leases), "nodes written in the semaphore's leases")
+	var data []byte
+	require.NoError(t, s.Do(ctx, func(ep *session.Epoch) (err error) {
+		data, _, err = ep.Conn().Get(s.Path(leases))
+		return err
+	}))
+	require.Empty(t, data, "the semaphore's leases container stamped")
+}

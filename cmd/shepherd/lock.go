@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/admin"
+	"github.com/shepherdzk/shepherd/internal/layout"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 
 	shold "github.com/shepherdzk/shepherd/hold"
 
@@ -268,16 +270,23 @@ func acquireError(ctx context.Context, o *options, sess *session.Session, what, 
 	return fmt.Errorf("%s %s: %w", what, path, err)
 }
 
-// refused is the error of a refusal because of what is at path: exit
-// status 6, with a message that says what is there.
+// refused is the error of a refusal because of what is at path (or, when
+// path is a part of another recipe's layout, at its parent): exit status 6,
+// with a message that says what is there.
 func refused(sess *session.Session, what, path string, err error) error {
+	at, how := path, " holds "
+	var m *layout.Mismatch
+	if errors.As(err, &m) && m.Part != "" {
+		at = zkpath.Parent(path)
+		how = " is part of " + at + ", which holds "
+	}
 	there := "another kind of recipe"
 	qctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if snap, ierr := admin.Inspect(qctx, sess, sess.Path(path)); ierr == nil {
+	if snap, ierr := admin.Inspect(qctx, sess, sess.Path(at)); ierr == nil {
 		there = describe(snap)
 	}
-	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s holds %s (%v)", what, path, path, there, err)}
+	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s%s%s (%v)", what, path, path, how, there, err)}
 }
 
 // deniedError is the error of a refusal by an ACL (a node's, or the
@@ -302,7 +311,11 @@ func describe(s *admin.Snapshot) string {
 	case "rwlock":
 		return fmt.Sprintf("a read-write lock (%s)", people)
 	case "election":
-		return fmt.Sprintf("a %selection (%s)", mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
+		article := "an "
+		if mode != "" {
+			article = "a "
+		}
+		return fmt.Sprintf("%s%selection (%s)", article, mode, count(len(s.Holders)+len(s.Waiters), "candidate"))
 	case "schedule":
 		return fmt.Sprintf("a schedule (%s)", count(len(s.Holders)+len(s.Waiters), "candidate"))
 	}

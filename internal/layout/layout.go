@@ -114,6 +114,11 @@ type Node struct {
 	// /services/cron/leader is no schedule at /services/cron).
 	Stamps bool
 	What   string
+	// Recipes are the kinds of recipe that may be made at the child's
+	// path (the schedule's election, at its "leader"); none for every
+	// other child: a recipe there would write into another's layout (see
+	// RefusePart).
+	Recipes []*Recipe
 }
 
 // The kinds, each declared once.
@@ -139,7 +144,7 @@ var (
 			{Name: ElectionHandOver, Ephemeral: true, What: "a pending handover's record"}},
 		Idle: "the path, persistent, its data the stamp (its version fences the grants)"}
 	Schedule = &Recipe{Name: "schedule", Fair: true, Stamp: ScheduleStamp, Nodes: []Node{
-		{Name: ScheduleLeader, What: "its election's path"},
+		{Name: ScheduleLeader, What: "its election's path", Recipes: []*Recipe{FairElection, NonFairElection}},
 		{Name: ScheduleState, What: "its record, persistent"}},
 		Legacy: []string{ScheduleLeader, ScheduleState},
 		Idle:   "the path (its data the stamp) and the record (state), persistent, once a tick has run"}
@@ -282,9 +287,15 @@ type Mismatch struct {
 	// Contender is the contender kind when the evidence is a line's node
 	// ("" for a stamp or a fixed-name child).
 	Contender string
+	// Part, when set, says which part of There's layout the path is (see
+	// RefusePart): the evidence is then its parent's.
+	Part string
 }
 
 func (m *Mismatch) Error() string {
+	if m.Part != "" {
+		return fmt.Sprintf("it is part of %s's layout: %s, and %s", m.There, m.Evidence, m.Part)
+	}
 	return fmt.Sprintf("it is %s's path: it has %s", m.There, m.Evidence)
 }
 
@@ -295,6 +306,26 @@ func Refuse(me *Recipe, s Seen) *Mismatch {
 	for _, e := range Classify(s) {
 		if !hasKind(e.Kinds, me) {
 			return &Mismatch{There: e.Kinds[0], Evidence: e.What, Contender: e.Contender}
+		}
+	}
+	return nil
+}
+
+// RefusePart returns a Mismatch when a path named name, whose parent's
+// data is parentData, is one of the fixed-name children of the kind that
+// data stamps (a semaphore's "leases", a schedule's "state"), and me may not
+// be made there (Node.Recipes): a recipe there would write its nodes into
+// another recipe's layout, which neither would tell apart. nil otherwise.
+func RefusePart(me *Recipe, parentData []byte, name string) *Mismatch {
+	for _, k := range Kinds {
+		if k.Stamp == "" || !strings.HasPrefix(string(parentData), k.Stamp) {
+			continue
+		}
+		for _, n := range k.Nodes {
+			if n.Name == name && !hasKind(n.Recipes, me) {
+				return &Mismatch{There: k, Evidence: fmt.Sprintf("its parent's data %q", short(parentData)),
+					Part: fmt.Sprintf("%q is %s", name, n.What)}
+			}
 		}
 	}
 	return nil

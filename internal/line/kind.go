@@ -63,12 +63,13 @@ func join(dir, name string) string {
 
 // WrongKind is the refusal of path, which m says is another kind's: an
 // error matching ErrWrongKind, and ErrForeignRecipe too when what is there
-// is a line's contender (another recipe's nodes this line cannot share).
+// is a line's contender (another recipe's nodes this line cannot share); m
+// is in its chain (errors.As).
 func WrongKind(path string, m *layout.Mismatch) error {
 	if m.Contender != "" {
-		return fmt.Errorf("%w (%w): %s: %v (%s)", ErrWrongKind, ErrForeignRecipe, path, m, Library(m.Contender))
+		return fmt.Errorf("%w (%w): %s: %w (%s)", ErrWrongKind, ErrForeignRecipe, path, m, Library(m.Contender))
 	}
-	return fmt.Errorf("%w: %s: %v", ErrWrongKind, path, m)
+	return fmt.Errorf("%w: %s: %w", ErrWrongKind, path, m)
 }
 
 // Refusal is layout.Refuse's answer for seen at path, as an error (nil: the
@@ -101,7 +102,9 @@ func NewPathCheck(kind *layout.Recipe) *PathCheck { return &PathCheck{Recipe: ki
 
 // Check reads the recipe's path (p.Path, or path) in ep, unless done
 // before, and returns an error matching ErrWrongKind when another kind's
-// evidence is there. A missing path is free.
+// evidence is there, or when the path is a part of another kind's layout
+// (its parent's data stamps that kind, which keeps a child of the path's
+// name: see RefusePart). A missing path is free.
 func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) error {
 	if p == nil || p.Recipe == nil || p.done.Load() {
 		return nil
@@ -110,6 +113,9 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 		path = p.Path
 	}
 	err := epcall.Exec(ctx, ep, func(c *zk.Conn) error {
+		if err := RefusePart(c, p.Recipe, path); err != nil {
+			return err
+		}
 		seen, _, err := Look(c, path)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -123,6 +129,30 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 		p.done.Store(true)
 	}
 	return err
+}
+
+// RefusePart refuses path, for a recipe of kind, when it is a part of
+// another recipe's layout, as its parent's data says (see
+// layout.RefusePart): a semaphore's "leases" or "slots", a schedule's
+// record. A parent that is missing, or that this session may not read,
+// claims nothing. Every check before a recipe's first write calls it
+// (PathCheck.Check, and the non-fair race's).
+func RefusePart(c *zk.Conn, kind *layout.Recipe, path string) error {
+	parent := zkpath.Parent(path)
+	if parent == "/" {
+		return nil
+	}
+	data, _, err := c.Get(parent)
+	switch {
+	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth):
+		return nil
+	case err != nil:
+		return aclerr.Map("getData", parent, err)
+	}
+	if m := layout.RefusePart(kind, data, path[len(parent)+1:]); m != nil {
+		return WrongKind(path, m)
+	}
+	return nil
 }
 
 // ClaimPath checks path for a recipe of kind (see PathCheck), waiting for

@@ -315,6 +315,62 @@ func matrixCell(t *testing.T, f, sk matrixKind, state, path string, first, secon
 	}
 }
 
+// TestKindMatrixParts: every kind at every fixed-name part of every kind's
+// layout that its path's data stamps (a semaphore's locks, leases and
+// slots, a schedule's leader and record, a non-fair election's leader,
+// candidates and handover, a non-fair mutex's node), while the first holds.
+// Each is refused with ErrWrongKind at once and writes nothing under the
+// first's path, except the kinds the layout allows there (an election at a
+// schedule's leader: it is the schedule's). Before, a lock at a
+// semaphore's leases queued its node behind the leases, and a semaphore
+// there stamped the container and made its own inside it.
+func TestKindMatrixParts(t *testing.T) {
+	t.Parallel()
+	kinds := matrixKinds()
+	first := testutil.Open(t, zk.Servers())
+	second := testutil.Open(t, zk.Servers())
+	observer := testutil.Open(t, zk.Servers())
+	tried := 0
+	for _, f := range kinds {
+		if f.layout.Stamp == "" || len(f.layout.Nodes) == 0 {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			ctx := testutil.Ctx(t, 60*time.Second)
+			path := testutil.UniquePath(t, "kind-parts")
+			defer f.hold(ctx, t, first, path)()
+			full := observer.Path(path)
+			before := settled(t, observer, full)
+			for _, n := range f.layout.Nodes {
+				for _, sk := range kinds {
+					if slices.Contains(n.Recipes, sk.layout) {
+						continue
+					}
+					what := fmt.Sprintf("%s at a held %s's %q", sk.name, f.name, n.Name)
+					tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					err := sk.try(tctx, second, path+"/"+n.Name)
+					timedOut := tctx.Err() != nil
+					cancel()
+					require.ErrorIs(t, err, line.ErrWrongKind, what)
+					require.False(t, timedOut, "%s: refused at once, not after waiting", what)
+					var m *layout.Mismatch
+					require.ErrorAs(t, err, &m, what)
+					require.Equal(t, f.layout, m.There, what)
+					tried++
+				}
+			}
+			after := subtree(t, observer, full)
+			require.Equal(t, keys(before), keys(after), "%s's path: nodes written", f.name)
+			for p, b := range before {
+				if b.ephemeralOwner == 0 {
+					require.Equal(t, b, after[p], "%s: %s changed", f.name, p)
+				}
+			}
+		})
+	}
+	require.GreaterOrEqual(t, tried, 60, "the parts tried")
+}
+
 // settled is the subtree at path once the server has stopped changing it:
 // it removes empty containers within its check interval (zktest: 200 ms),
 // which a comparison must not take for a write.

@@ -66,7 +66,7 @@ func (s *Race) foreignChild(names []string) error {
 
 // refuseForeign checks, before this race first writes to Path (each grant
 // writes its Stamp there), that Path is not another kind's (layout.Refuse:
-// its data, its children). It returns Path's version, for the write to be
+// its data, its children) nor a part of one (line.RefusePart). It returns Path's version, for the write to be
 // made at (so that Path did not change in between), or -1 when there is no
 // Path yet (the create then fails, Path is made, and the check runs again).
 // Once a grant's write has landed, later attempts of this value skip it
@@ -77,6 +77,9 @@ func (s *Race) refuseForeign(ctx context.Context, ep *session.Epoch) (int32, err
 		st   *zk.Stat
 	}
 	r, err := epcall.Call(ctx, ep, func(c *zk.Conn) (read, error) {
+		if err := line.RefusePart(c, s.Layout, s.Path); err != nil {
+			return read{}, err
+		}
 		seen, st, err := line.Look(c, s.Path)
 		return read{seen, st}, err
 	}, nil)
