@@ -19,6 +19,8 @@ import (
 	"github.com/shepherdzk/shepherd/fence"
 	"github.com/shepherdzk/shepherd/hold"
 	"github.com/shepherdzk/shepherd/internal/construct"
+	"github.com/shepherdzk/shepherd/internal/epcall"
+	"github.com/shepherdzk/shepherd/internal/layout"
 	"github.com/shepherdzk/shepherd/internal/line"
 	"github.com/shepherdzk/shepherd/observe"
 	"github.com/shepherdzk/shepherd/recipe"
@@ -120,7 +122,10 @@ func PendingHandOver(ctx context.Context, sess *session.Session, path string) (*
 // node's watch, and needs no watch of the record (docs/handover.md). It
 // needs the permission to write the leader's node. The leader carries the
 // request out as Leadership.HandOver does: only a shepherd leader of a
-// version with handovers does (another waits for ever: bound ctx). It returns ErrNoLeader when no one leads, ErrNoCandidate when
+// version with handovers does (another waits for ever: bound ctx). It
+// returns an error matching ErrWrongKind, writing nothing, when path is
+// another kind of recipe's (a lock's; a schedule's, whose election is at
+// path/leader), ErrNoLeader when no one leads, ErrNoCandidate when
 // the candidate is not in line, ErrHandOverRefused when another library's
 // candidate stands between the leader and it (or a handover is pending),
 // and ctx's error when it did not happen in time (the request is removed:
@@ -130,6 +135,9 @@ func RequestHandOver(ctx context.Context, sess *session.Session, path, id string
 		return Leader{}, err
 	}
 	full := sess.Path(path)
+	if err := refuseOtherKind(ctx, sess, full); err != nil {
+		return Leader{}, err
+	}
 	for try := 1; ; try++ {
 		cur, err := leaderAt(ctx, sess, full)
 		if err != nil {
@@ -155,6 +163,28 @@ func RequestHandOver(ctx context.Context, sess *session.Session, path, id string
 		defer e.handovers().RemoveRequest(made)
 		return e.awaitLeader(ctx, succ)
 	}
+}
+
+// refuseOtherKind returns an error matching recipe.ErrWrongKind when what
+// is at full is another kind's than an election's, fair or not (a lock's, a
+// schedule's: the schedule's election is at its "leader"), before a
+// handover request writes there. A missing path is no election's either:
+// leaderAt says so.
+func refuseOtherKind(ctx context.Context, sess *session.Session, full string) error {
+	return sess.Do(ctx, func(ep *session.Epoch) error {
+		return epcall.Exec(ctx, ep, func(c *zk.Conn) error {
+			seen, _, err := line.Look(c, full)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if line.Refusal(layout.FairElection, full, seen) == nil {
+				return nil
+			}
+			return line.Refusal(layout.NonFairElection, full, seen)
+		})
+	})
 }
 
 // awaitLeader waits until succ leads (its node heads the line, or the

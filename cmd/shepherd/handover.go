@@ -141,6 +141,8 @@ changes).`,
 		return exitCode{exitEmpty, fmt.Errorf("handover %s: %w", path, err)}
 	case errors.Is(err, election.ErrHandOverRefused):
 		return exitCode{exitRefused, fmt.Errorf("handover %s: %w", path, err)}
+	case errors.Is(err, recipe.ErrWrongKind):
+		return refused(sess, "handover", path, err)
 	case errors.Is(err, recipe.ErrPermission) || errors.Is(err, recipe.ErrNoPrincipal):
 		return deniedError("handover", path, err)
 	case hctx.Err() != nil && ctx.Err() == nil:

@@ -194,3 +194,22 @@ func TestPartOfAnotherRecipe(t *testing.T) {
 	}))
 	require.Empty(t, data, "the semaphore's leases container stamped")
 }
+
+// TestHandOverOtherKind: `shepherd handover` on a lock's or a schedule's
+// path is refused (exit 6, naming what is there) and writes no request
+// there; before, it said "no leader" of a lock, and read a schedule's
+// election path as a non-fair leader's node.
+func TestHandOverOtherKind(t *testing.T) {
+	t.Parallel()
+	s := testutil.Open(t, zk.Servers())
+	ctx := testutil.Ctx(t, 60*time.Second)
+	for kind, what := range map[string]string{"mutex": "holds a lock", "schedule": "holds a schedule"} {
+		p := testutil.UniquePath(t, "cli-handover-"+kind)
+		release := holdKind(ctx, t, s, kind, p)
+		r := shepherd(t, nil, "handover", "-timeout", "5s", p)
+		require.Equal(t, 6, r.code, "handover on a %s's path: %s", kind, r.stderr)
+		require.Contains(t, r.stderr, p+" "+what, kind)
+		require.NotContains(t, testutil.Children(t, s, p), "handover", "a request written at a %s's path", kind)
+		release()
+	}
+}
