@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,12 @@ type Snapshot struct {
 	// "kazoo", "mixed" (both: shepherd refuses the path, and neither library
 	// sees the other's nodes) or "" (no contender nodes).
 	Names string `json:"names,omitempty"`
+	// PartOf, when set, is the path of the recipe whose layout the path is
+	// a part of, as its parent's data says (a semaphore's leases, a
+	// schedule's record): Kind is then "empty", with no holders nor
+	// waiters of its own (inspect PartOf; an operator's action on the path
+	// would act on a part of that recipe).
+	PartOf string `json:"part_of,omitempty"`
 	// Watch fires when the snapshot may have changed (set by InspectW).
 	Watch <-chan zk.Event `json:"-"`
 }
@@ -106,6 +113,17 @@ func inspect(ctx context.Context, sess *session.Session, path string, watch bool
 // children.
 func inspectIn(ep *session.Epoch, path string, watch bool) (*Snapshot, error) {
 	in := &inspector{c: ep.Conn(), path: path, watch: watch}
+	if parent, ok, err := in.partOf(path); err != nil {
+		return nil, err
+	} else if ok {
+		snap, err := in.empty(path)
+		if err != nil {
+			return nil, err
+		}
+		snap.PartOf = parent
+		snap.Watch = merge(in.watches)
+		return snap, nil
+	}
 	snap, err := in.read(path)
 	if err != nil {
 		return nil, err
@@ -151,6 +169,27 @@ func (in *inspector) read(p string) (*Snapshot, error) {
 	}
 	snap.Idle = k != nil && len(snap.Holders) == 0 && len(snap.Waiters) == 0
 	return snap, nil
+}
+
+// partOf reports whether p is a part of another recipe's layout, as its
+// parent's data says (layout.PartOf), and the parent's path: not a part
+// where a recipe may be made (a schedule's election, at its leader). A
+// parent that is missing, or that this session may not read, claims
+// nothing.
+func (in *inspector) partOf(p string) (string, bool, error) {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "", false, nil
+	}
+	data, _, err := in.c.Get(p[:i])
+	switch {
+	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth):
+		return "", false, nil
+	case err != nil:
+		return "", false, aclerr.Map("getData", p[:i], err)
+	}
+	k, n := layout.PartOf(data, p[i+1:])
+	return p[:i], k != nil && len(n.Recipes) == 0, nil
 }
 
 // seen is p's data and children (names) as package layout reads them.
@@ -303,7 +342,9 @@ func (in *inspector) contenders(path string, names []string, k *layout.Recipe) (
 			}
 		}
 	}
-	all, err := in.entries(path, line.Sort(names))
+	// Lease nodes are no line's (a semaphore's, under its leases: see
+	// semaphore): not its holders nor waiters.
+	all, err := in.entries(path, slices.DeleteFunc(line.Sort(names), func(n line.Name) bool { return n.Kind == line.KindLease }))
 	if err != nil {
 		return nil, err
 	}

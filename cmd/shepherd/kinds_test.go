@@ -168,7 +168,9 @@ func TestKindsAgree(t *testing.T) {
 // TestPartOfAnotherRecipe: a recipe at a part of another's layout (a held
 // semaphore's leases container, where its lease nodes are) is refused,
 // exit 6, naming the recipe it is part of, and writes nothing there; before,
-// a lock there queued its node behind the leases.
+// a lock there queued its node behind the leases. An operator's revoke
+// there is refused too (it revoked the first lease), and status says whose
+// part the path is.
 func TestPartOfAnotherRecipe(t *testing.T) {
 	t.Parallel()
 	s := testutil.Open(t, zk.Servers())
@@ -186,7 +188,15 @@ func TestPartOfAnotherRecipe(t *testing.T) {
 		require.Equal(t, 6, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "is part of "+p+", which holds a semaphore with maxLeases 2 (1 holding", "%v", args)
 	}
-	require.ElementsMatch(t, before, testutil.Children(t, s, leases), "nodes written in the semaphore's leases")
+	// An operator's revoke there is refused (it would pick one lease of
+	// those held, unnamed), and status says whose part it is.
+	r := shepherd(t, nil, "revoke", "-ask", "-wait", "5s", leases)
+	require.Equal(t, 6, r.code, "revoke at the leases: %s", r.stderr)
+	require.Contains(t, r.stderr, "it is a part of the recipe at "+p)
+	r = shepherd(t, nil, "status", leases)
+	require.Equal(t, 7, r.code, "status of the leases: %s", r.stderr)
+	require.Contains(t, r.stdout, "a part of the recipe at "+p)
+	require.ElementsMatch(t, before, testutil.Children(t, s, leases), "nodes written (or removed) in the semaphore's leases")
 	var data []byte
 	require.NoError(t, s.Do(ctx, func(ep *session.Epoch) (err error) {
 		data, _, err = ep.Conn().Get(s.Path(leases))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/admin"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 
 	shold "github.com/shepherdzk/shepherd/hold"
 
@@ -134,6 +135,13 @@ func revokeTarget(ctx context.Context, sess *session.Session, path, name string)
 	snap, err := admin.Inspect(ctx, sess, full)
 	if err != nil {
 		return admin.Entry{}, revokeError(path, err)
+	}
+	if snap.PartOf != "" {
+		// A semaphore's leases, say: revoking "the" holder there would pick
+		// one lease of several that no one named.
+		parent := zkpath.Parent(path)
+		return admin.Entry{}, exitCode{exitRefused, fmt.Errorf("revoke %s refused: it is a part of the recipe at %s: "+
+			"'shepherd status %s' lists its holders, 'shepherd revoke %s NODE' revokes one", path, parent, parent, parent)}
 	}
 	holders := snap.Holders
 	if len(holders) == 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shepherdzk/shepherd/admin"
+	"github.com/shepherdzk/shepherd/internal/wire/zkpath"
 
 	"github.com/go-zookeeper/zk"
 
@@ -103,7 +104,9 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 			printSnapshot(c.stdout, snap, time.Now())
 			printHandOver(c.stdout, ho)
 		}
-		if snap.Kind == "empty" {
+		if snap.Kind == "empty" && snap.PartOf != "" {
+			return exitCode{exitEmpty, fmt.Errorf("status: nothing of its own at %s: it is a part of the recipe at %s", path, snap.PartOf)}
+		} else if snap.Kind == "empty" {
 			return exitCode{exitEmpty, nothingAt(ctx, sess, path)}
 		}
 		return nil
@@ -115,6 +118,9 @@ that a mistyped PATH shows; when there are recipes below PATH, it says to run
 // SHEPHERD_NODE).
 func asGiven(sess *session.Session, snap *admin.Snapshot, path string) {
 	snap.Path = path
+	if snap.PartOf != "" {
+		snap.PartOf = zkpath.Parent(path)
+	}
 	for _, es := range [][]admin.Entry{snap.Holders, snap.Waiters} {
 		for i := range es {
 			es[i].Node = strings.TrimPrefix(es[i].Node, sess.Namespace())
@@ -307,6 +313,11 @@ func printSnapshot(w io.Writer, s *admin.Snapshot, now time.Time) {
 	}
 	switch s.Kind {
 	case "empty":
+		if s.PartOf != "" {
+			fmt.Fprintf(w, "%s: a part of the recipe at %s, no recipe of its own ('shepherd status %s' shows that one)\n",
+				s.Path, s.PartOf, s.PartOf)
+			return
+		}
 		fmt.Fprintf(w, "%s: nothing here (no holders, no waiters)\n", s.Path)
 		return
 	case "semaphore":

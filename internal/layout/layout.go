@@ -311,24 +311,36 @@ func Refuse(me *Recipe, s Seen) *Mismatch {
 	return nil
 }
 
-// RefusePart returns a Mismatch when a path named name, whose parent's
-// data is parentData, is one of the fixed-name children of the kind that
-// data stamps (a semaphore's "leases", a schedule's "state"), and me may not
-// be made there (Node.Recipes): a recipe there would write its nodes into
-// another recipe's layout, which neither would tell apart. nil otherwise.
-func RefusePart(me *Recipe, parentData []byte, name string) *Mismatch {
+// PartOf returns the kind whose layout a path named name is a part of, and
+// which part, when its parent's data (parentData) stamps that kind and the
+// kind keeps a fixed-name child of that name (a semaphore's "leases", a
+// schedule's "state"); nil when it is none.
+func PartOf(parentData []byte, name string) (*Recipe, *Node) {
 	for _, k := range Kinds {
 		if k.Stamp == "" || !strings.HasPrefix(string(parentData), k.Stamp) {
 			continue
 		}
-		for _, n := range k.Nodes {
-			if n.Name == name && !hasKind(n.Recipes, me) {
-				return &Mismatch{There: k, Evidence: fmt.Sprintf("its parent's data %q", short(parentData)),
-					Part: fmt.Sprintf("%q is %s", name, n.What)}
+		for i, n := range k.Nodes {
+			if n.Name == name {
+				return k, &k.Nodes[i]
 			}
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// RefusePart returns a Mismatch when a path named name, whose parent's
+// data is parentData, is a part of another kind's layout (see PartOf) and
+// me may not be made there (Node.Recipes): a recipe there would write its
+// nodes into another recipe's layout, which neither would tell apart. nil
+// otherwise.
+func RefusePart(me *Recipe, parentData []byte, name string) *Mismatch {
+	k, n := PartOf(parentData, name)
+	if k == nil || hasKind(n.Recipes, me) {
+		return nil
+	}
+	return &Mismatch{There: k, Evidence: fmt.Sprintf("its parent's data %q", short(parentData)),
+		Part: fmt.Sprintf("%q is %s", name, n.What)}
 }
 
 // RefusesChild reports, for a listing of a line's path (names only, no
