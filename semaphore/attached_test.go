@@ -87,3 +87,86 @@ func waitLost(t *testing.T, lost <-chan struct{}) {
 		t.Fatal("the lease was never lost")
 	}
 }
+
+// TestSlotOfRevokedStalledHolder: an operator's forced revocation of a
+// holder whose connection has stalled (its process stopped, say) deletes
+// its lease node while its session lives on, so its slot claim stays,
+// owned by that session, naming a lease node that is gone: a dead claim.
+// The next lease, granted, waits for that claim to go and then takes its
+// slot: when the stalled holder is back (it deletes what its lost lease
+// attached) or when its session ends. The claim is never deleted by
+// another session (a claim made again under the same name would have the
+// version the old holder read). Before, the next Acquire failed with
+// ErrNoSlot ("no free slot (5 passes over slots 0..0)") until the stalled
+// session expired.
+func TestSlotOfRevokedStalledHolder(t *testing.T) {
+	for _, how := range []string{"holder-back", "session-ends"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := testutil.Ctx(t, 60*time.Second)
+			path := uniquePath(t)
+			p, err := zktest.NewProxy(zk.Servers()...)
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			timeout := 20 * time.Second // outlives the steps below
+			if how == "session-ends" {
+				timeout = 3 * time.Second
+			}
+			sa := open(t, p.Addrs(), session.WithSessionTimeout(timeout))
+			a, err := semaphore.New(sa, path, 1, semaphore.WithSlots())
+			require.NoError(t, err)
+			la, err := a.Acquire(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 0, la.Slot())
+			op := open(t, zk.Servers())
+			claims := op.Path(path) + "/slots"
+
+			p.Stall()
+			byHolder, err := admin.Revoke(ctx, op, admin.Grant{Node: la.Nodes()[0]}, 200*time.Millisecond)
+			require.NoError(t, err)
+			require.False(t, byHolder, "a stalled holder cannot delete its node")
+			require.Equal(t, []string{"0"}, testutil.Children(t, op, claims), "the stalled holder's claim is there")
+
+			c, err := semaphore.New(open(t, zk.Servers()), path, 1, semaphore.WithSlots())
+			require.NoError(t, err)
+			type acquired struct {
+				l   *semaphore.Lease
+				err error
+			}
+			got := make(chan acquired, 1)
+			go func() {
+				l, err := c.Acquire(ctx)
+				got <- acquired{l, err}
+			}()
+			if how == "holder-back" {
+				// The lease is granted (the revoked one's node is gone) and
+				// its slot is the dead claim's: it waits (the old code
+				// failed at once), until the holder is back.
+				require.Eventually(t, func() bool { return len(testutil.Children(t, op, op.Path(path)+"/leases")) == 1 },
+					10*time.Second, 5*time.Millisecond, "the next lease granted")
+				select {
+				case r := <-got:
+					t.Fatalf("the next Acquire returned (%v) while the dead claim was there", r.err)
+				case <-time.After(200 * time.Millisecond):
+				}
+				p.Heal()
+			}
+			var r acquired
+			select {
+			case r = <-got:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the next Acquire never returned")
+			}
+			require.NoError(t, r.err, "the free lease, and its slot")
+			require.Equal(t, 0, r.l.Slot())
+			p.Heal()
+			waitLost(t, la.Lost())
+			require.ErrorIs(t, la.Release(ctx), semaphore.ErrLost)
+			ep, err := op.Wait(ctx)
+			require.NoError(t, err)
+			_, st, err := ep.Conn().Get(claims + "/0")
+			require.NoError(t, err)
+			require.Equal(t, r.l.Hold().SessionID(), st.EphemeralOwner, "slot 0's claim is the new lease's")
+			require.NoError(t, r.l.Release(ctx))
+		})
+	}
+}

@@ -28,14 +28,19 @@ import (
 // <path>/slots/<n>, created by the lease's session after the grant, its data
 // the name of the lease node it numbers. The name is the mutual exclusion:
 // a create of a slot that is taken fails with NodeExists, whoever (which
-// session, which Semaphore value) took it. Why a slot is always free: a
-// claim is created after its lease node and deleted with it (in the
-// release's multi-op, see hold.Hold.Attach), at the lease's loss while its
-// session lives, or with its session, so at any moment every claim belongs
-// to a lease node that is there, one claim each. A head is granted
-// n leases only when at most max−n are held, so at most max−n claims exist:
-// n of 0..max−1 are free. (Leases of clients that take no slot, Curator's,
-// count toward max and hold no claim: more are free, never fewer.)
+// session, which Semaphore value) took it. Why a slot is free: a claim is
+// created after its lease node and deleted with it (in the release's
+// multi-op, see hold.Hold.Attach), at the lease's loss while its session
+// lives, or with its session, so every claim belongs to a lease node that
+// is there, one claim each, but for a while after someone else deleted the
+// lease node (an operator's forced revocation) of a holder that cannot
+// act (stalled): that dead claim goes when the holder is back or its
+// session ends, and a grant that finds every slot taken waits for it
+// (awaitDeadClaim). A head is granted n leases only when at most max−n are
+// held, so at most max−n live claims exist: n of 0..max−1 are free, or
+// will be once the dead claims go. (Leases of clients that take no slot,
+// Curator's, count toward max and hold no claim: more are free, never
+// fewer.)
 
 // slotsChild is the container of the slot claims.
 const slotsChild = layout.SemaphoreSlots
@@ -107,6 +112,8 @@ type claimResult struct {
 // whose answer is lost is looked up (after the session is back: the same
 // session, or ErrLost) and adopted only if it is ours: our session owns it
 // and its data names our lease node. Never a second slot for one node.
+// When the passes find no slot free because of a dead claim (see
+// awaitDeadClaim), it waits for that claim to go and tries again.
 func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *hold.Hold, max int) (claimResult, error) {
 	r := claimResult{ep: ep}
 	dir := s.path + "/" + slotsChild
@@ -115,39 +122,133 @@ func (s *Semaphore) claim(ctx context.Context, ep *session.Epoch, h *hold.Hold, 
 	for _, lease := range h.Nodes() {
 		data := []byte(path.Base(lease))
 		got := -1
-		for pass := 0; got < 0 && pass < claimPasses; pass++ {
-			if !listed {
-				// What this listing shows, not what the last pass found
-				// taken: a slot freed since is tried again.
-				clear(taken)
-				if err := s.listSlots(ctx, &r, h, dir, taken); err != nil {
-					return r, err
-				}
+		for got < 0 {
+			var err error
+			if got, err = s.passes(ctx, &r, h, dir, max, data, taken, &listed); err != nil {
+				return r, err
 			}
-			listed = false // a pass that ends without a slot lists again
-			for k := 0; k < max && got < 0; k++ {
-				if taken[k] {
-					continue
-				}
-				ok, err := s.createClaim(ctx, &r, h, dir, k, data)
-				if err != nil {
-					return r, err
-				}
-				taken[k] = true
-				if ok {
-					got = k
-					listed = true // the next lease node goes on from this listing
-				}
+			if got >= 0 {
+				break
 			}
-		}
-		if got < 0 {
-			return r, fmt.Errorf("semaphore %s: %w (%d passes over slots 0..%d; taken at the last: %v)",
-				s.path, ErrNoSlot, claimPasses, max-1, slices.Sorted(maps.Keys(taken)))
+			dead, err := s.awaitDeadClaim(ctx, &r, h, dir)
+			if err != nil {
+				return r, err
+			}
+			if !dead {
+				return r, fmt.Errorf("semaphore %s: %w (%d passes over slots 0..%d; taken at the last: %v)",
+					s.path, ErrNoSlot, claimPasses, max-1, slices.Sorted(maps.Keys(taken)))
+			}
+			listed = false // a dead claim went: list again
 		}
 		r.slots = append(r.slots, got)
 		r.claims = append(r.claims, dir+"/"+strconv.Itoa(got))
 	}
 	return r, nil
+}
+
+// passes tries to claim a slot for the lease node named data, in at most
+// claimPasses passes (see claim): the slot, or -1. listed says that taken
+// is the listing to go on from (the one a previous lease node's claim was
+// made from); it is false after a pass that found no slot.
+func (s *Semaphore) passes(ctx context.Context, r *claimResult, h *hold.Hold, dir string, max int, data []byte,
+	taken map[int]bool, listed *bool) (int, error) {
+	for pass := 0; pass < claimPasses; pass++ {
+		if !*listed {
+			// What this listing shows, not what the last pass found
+			// taken: a slot freed since is tried again.
+			clear(taken)
+			if err := s.listSlots(ctx, r, h, dir, taken); err != nil {
+				return -1, err
+			}
+		}
+		*listed = false // a pass that ends without a slot lists again
+		for k := 0; k < max; k++ {
+			if taken[k] {
+				continue
+			}
+			ok, err := s.createClaim(ctx, r, h, dir, k, data)
+			if err != nil {
+				return -1, err
+			}
+			taken[k] = true
+			if ok {
+				*listed = true // the next lease node goes on from this listing
+				return k, nil
+			}
+		}
+	}
+	return -1, nil
+}
+
+// awaitDeadClaim waits for a dead claim in dir to go, and reports whether
+// there was one. A claim is dead when the lease node its data names is gone
+// while the session that owns the claim lives on: an operator's forced
+// revocation deletes the lease node of a holder whose process or
+// connection has stalled, and its claim goes only when that holder is back
+// (it deletes what its lost hold attached) or its session ends. Its slot
+// is then taken by no live lease, and a grant can find every slot taken.
+// The claim is not deleted here: only its own session deletes a claim
+// (zkdelete's attached nodes are deleted at the version read, which a claim
+// made again under the same name would also have). The wait ends early
+// when the connection is lost (the caller goes on in the next epoch).
+func (s *Semaphore) awaitDeadClaim(ctx context.Context, r *claimResult, h *hold.Hold, dir string) (bool, error) {
+	if err := s.ready(ctx, r, h); err != nil {
+		return false, err
+	}
+	// dead: a dead claim was found; w: its watch (nil: gone already).
+	type found struct {
+		dead bool
+		w    <-chan zk.Event
+	}
+	f, err := epcall.Call(ctx, r.ep, func(c *zk.Conn) (found, error) {
+		names, _, err := c.Children(dir)
+		if err != nil {
+			return found{}, aclerr.Map("getChildren", dir, err)
+		}
+		for _, n := range names {
+			if _, ok := parseSlot(n); !ok {
+				continue
+			}
+			p := dir + "/" + n
+			data, _, err := c.Get(p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return found{dead: true}, nil // gone meanwhile: a slot is free
+			} else if err != nil {
+				return found{}, aclerr.Map("getData", p, err)
+			}
+			if len(data) == 0 || bytes.IndexByte(data, '/') >= 0 {
+				continue // not a claim's data: no lease to look for
+			}
+			lease := s.leases + "/" + string(data)
+			if live, _, err := c.Exists(lease); err != nil {
+				return found{}, aclerr.Map("exists", lease, err)
+			} else if live {
+				continue
+			}
+			there, _, w, err := c.ExistsW(p)
+			if err != nil {
+				return found{}, aclerr.Map("exists", p, err)
+			}
+			if !there {
+				w = nil
+			}
+			return found{true, w}, nil
+		}
+		return found{}, nil
+	}, nil)
+	if err != nil {
+		return false, err // op may still run: do not read f
+	}
+	if !f.dead || f.w == nil {
+		return f.dead, nil
+	}
+	select {
+	case <-f.w:
+	case <-r.ep.Done():
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return true, nil
 }
 
 // listSlots marks in taken the slots claimed now (the claims in dir).
