@@ -243,7 +243,8 @@ func TestReadersNeverMark(t *testing.T) {
 // has not marked yet watches it twice (GetW, and ChildrenW, which only the
 // node's deletion fires and a mark does not spend: line.Line.watch); a
 // waiter behind a foreign node (which never marks) only once. Counted by the
-// server: create and listing (2), then 2 or 1 watches.
+// server: the first Lock's checks of the path (3), create and listing (2),
+// then 2 or 1 watches.
 func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxT(t, 30*time.Second)
@@ -258,8 +259,11 @@ func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
 
 	ra := testutil.Requests(t, zk, sa)
 	wa := lockInBackground(ctx, a)
-	// +2: a value's first Lock reads the path's kind (line.PathCheck).
-	require.Equal(t, int64(2+4), testutil.Settled(t, ra, 2+4), "behind a shepherd node: (kind: get, list), create, list, GetW, ChildrenW")
+	// +3: a value's first Lock reads its parent's data (a part of another
+	// recipe's layout is refused: line.RefusePart) and the path's kind
+	// (line.PathCheck).
+	require.Equal(t, int64(3+4), testutil.Settled(t, ra, 3+4),
+		"behind a shepherd node: (parent: get; kind: get, list), create, list, GetW, ChildrenW")
 
 	// Curator's own guid (a dashed UUID): foreign() makes shepherd's.
 	fs := open(t, zk.Servers())
@@ -270,7 +274,7 @@ func TestDeletionWatchOnlyBehindShepherd(t *testing.T) {
 	require.NoError(t, err)
 	rb := testutil.Requests(t, zk, sb)
 	wb := lockInBackground(ctx, b)
-	require.Equal(t, int64(2+3), testutil.Settled(t, rb, 2+3), "behind a foreign node %s: (kind: get, list), create, list, GetW", f)
+	require.Equal(t, int64(3+3), testutil.Settled(t, rb, 3+3), "behind a foreign node %s: (parent: get; kind: get, list), create, list, GetW", f)
 	require.Equal(t, int64(0), testutil.Quiet(t, rb), "behind a foreign node: a second watch")
 
 	require.NoError(t, h.Unlock(ctx))

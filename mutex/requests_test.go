@@ -49,13 +49,14 @@ func TestRequestsPerOperation(t *testing.T) {
 	testutil.AwaitWatching(t, zk, 0, mb.Session(), nil)
 	require.NoError(t, ma.Unlock(ctx))
 	require.NoError(t, <-got)
-	// The value's first Lock reads the path's kind (its data and
-	// children: line.PathCheck, once per value); then the create, its
+	// The value's first Lock reads its parent's data (a part of another
+	// recipe's layout is refused: line.RefusePart) and the path's kind (its
+	// data and children: line.PathCheck, once per value); then the create, its
 	// listing, its two watches on the holder's node (its data, for a mark,
 	// and its deletion: recipe.Line.watch), then its own-node watch. A
 	// holder that waited marks in its release
 	// (line.AwaitOptions.MarkOnRelease), not here. Count until the server
 	// has answered them all.
-	require.Equal(t, int64(2+5), testutil.Settled(t, rb, 2+5), "a value's first Lock, granted by the holder's release")
+	require.Equal(t, int64(3+5), testutil.Settled(t, rb, 3+5), "a value's first Lock, granted by the holder's release")
 	require.NoError(t, mb.Unlock(ctx))
 }
