@@ -12,7 +12,6 @@ import (
 	"github.com/shepherdzk/shepherd/internal/testutil"
 	"github.com/shepherdzk/shepherd/semaphore"
 	"github.com/shepherdzk/shepherd/session"
-	"github.com/shepherdzk/shepherd/zktest"
 )
 
 // TestSlotClaimEndsWithItsLease: a lease taken WithSlots whose lease node
@@ -29,11 +28,7 @@ func TestSlotClaimEndsWithItsLease(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := testutil.Ctx(t, 60*time.Second)
 			path := uniquePath(t)
-			p, err := zktest.NewProxy(zk.Servers()...)
-			require.NoError(t, err)
-			t.Cleanup(func() { p.Close() })
-			sa := open(t, p.Addrs(), session.WithSessionTimeout(8*time.Second),
-				session.WithDisconnectPolicy(session.PauseOnDisconnect))
+			sa, p := testutil.Proxied(t, zk, 8*time.Second, session.WithDisconnectPolicy(session.PauseOnDisconnect))
 			a, err := semaphore.New(sa, path, 2, semaphore.WithSlots())
 			require.NoError(t, err)
 			la, err := a.Acquire(ctx)
@@ -104,14 +99,11 @@ func TestSlotOfRevokedStalledHolder(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ctx := testutil.Ctx(t, 60*time.Second)
 			path := uniquePath(t)
-			p, err := zktest.NewProxy(zk.Servers()...)
-			require.NoError(t, err)
-			t.Cleanup(func() { p.Close() })
 			timeout := 20 * time.Second // outlives the steps below
 			if how == "session-ends" {
 				timeout = 3 * time.Second
 			}
-			sa := open(t, p.Addrs(), session.WithSessionTimeout(timeout))
+			sa, p := testutil.Proxied(t, zk, timeout)
 			a, err := semaphore.New(sa, path, 1, semaphore.WithSlots())
 			require.NoError(t, err)
 			la, err := a.Acquire(ctx)

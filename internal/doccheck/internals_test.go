@@ -60,23 +60,7 @@ func declared(t *testing.T, file string) map[string]bool {
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
-			if d.Recv == nil {
-				names[d.Name.Name] = true
-				continue
-			}
-			typ := d.Recv.List[0].Type
-			if s, ok := typ.(*ast.StarExpr); ok {
-				typ = s.X
-			}
-			switch x := typ.(type) {
-			case *ast.IndexExpr:
-				typ = x.X
-			case *ast.IndexListExpr:
-				typ = x.X
-			}
-			if id, ok := typ.(*ast.Ident); ok {
-				names[id.Name+"."+d.Name.Name] = true
-			}
+			names[funcName(d)] = true
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				switch s := s.(type) {

@@ -153,7 +153,7 @@ func funcName(d *ast.FuncDecl) string {
 	if id, ok := typ.(*ast.Ident); ok {
 		return id.Name + "." + d.Name.Name
 	}
-	return d.Name.Name
+	return d.Name.Name // a receiver of another form: no row names it
 }
 
 // near reports whether a stated figure is within 2% of the counted one.
