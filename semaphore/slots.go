@@ -190,7 +190,8 @@ func (s *Semaphore) passes(ctx context.Context, r *claimResult, h *hold.Hold, di
 // The claim is not deleted here: only its own session deletes a claim
 // (zkdelete's attached nodes are deleted at the version read, which a claim
 // made again under the same name would also have). The wait ends early
-// when the connection is lost (the caller goes on in the next epoch).
+// when the connection is lost (the caller goes on in the next epoch) or
+// our own lease is (the caller's next pass returns ErrLost).
 func (s *Semaphore) awaitDeadClaim(ctx context.Context, r *claimResult, h *hold.Hold, dir string) (bool, error) {
 	if err := s.ready(ctx, r, h); err != nil {
 		return false, err
@@ -245,6 +246,7 @@ func (s *Semaphore) awaitDeadClaim(ctx context.Context, r *claimResult, h *hold.
 	select {
 	case <-f.w:
 	case <-r.ep.Done():
+	case <-h.Lost(): // ours: the next pass's ready() says so
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
