@@ -196,47 +196,7 @@ func (s *Semaphore) awaitDeadClaim(ctx context.Context, r *claimResult, h *hold.
 	if err := s.ready(ctx, r, h); err != nil {
 		return false, err
 	}
-	// dead: a dead claim was found; w: its watch (nil: gone already).
-	type found struct {
-		dead bool
-		w    <-chan zk.Event
-	}
-	f, err := epcall.Call(ctx, r.ep, func(c *zk.Conn) (found, error) {
-		names, _, err := c.Children(dir)
-		if err != nil {
-			return found{}, aclerr.Map("getChildren", dir, err)
-		}
-		for _, n := range names {
-			if _, ok := parseSlot(n); !ok {
-				continue
-			}
-			p := dir + "/" + n
-			data, _, err := c.Get(p)
-			if errors.Is(err, zk.ErrNoNode) {
-				return found{dead: true}, nil // gone meanwhile: a slot is free
-			} else if err != nil {
-				return found{}, aclerr.Map("getData", p, err)
-			}
-			if len(data) == 0 || bytes.IndexByte(data, '/') >= 0 {
-				continue // not a claim's data: no lease to look for
-			}
-			lease := s.leases + "/" + string(data)
-			if live, _, err := c.Exists(lease); err != nil {
-				return found{}, aclerr.Map("exists", lease, err)
-			} else if live {
-				continue
-			}
-			there, _, w, err := c.ExistsW(p)
-			if err != nil {
-				return found{}, aclerr.Map("exists", p, err)
-			}
-			if !there {
-				w = nil
-			}
-			return found{true, w}, nil
-		}
-		return found{}, nil
-	}, nil)
+	f, err := epcall.Call(ctx, r.ep, func(c *zk.Conn) (deadClaim, error) { return s.findDeadClaim(c, dir) }, nil)
 	if err != nil {
 		return false, err // op may still run: do not read f
 	}
@@ -251,6 +211,52 @@ func (s *Semaphore) awaitDeadClaim(ctx context.Context, r *claimResult, h *hold.
 		return false, ctx.Err()
 	}
 	return true, nil
+}
+
+// deadClaim is what findDeadClaim found: whether a dead claim is there (or
+// went meanwhile), and a watch of its deletion (nil: gone already).
+type deadClaim struct {
+	dead bool
+	w    <-chan zk.Event
+}
+
+// findDeadClaim looks in dir for a claim whose lease node is gone (see
+// awaitDeadClaim), and watches it.
+func (s *Semaphore) findDeadClaim(c *zk.Conn, dir string) (deadClaim, error) {
+	names, _, err := c.Children(dir)
+	if err != nil {
+		return deadClaim{}, aclerr.Map("getChildren", dir, err)
+	}
+	for _, n := range names {
+		if _, ok := parseSlot(n); !ok {
+			continue
+		}
+		p := dir + "/" + n
+		data, _, err := c.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return deadClaim{dead: true}, nil // gone meanwhile: a slot is free
+		} else if err != nil {
+			return deadClaim{}, aclerr.Map("getData", p, err)
+		}
+		if len(data) == 0 || bytes.IndexByte(data, '/') >= 0 {
+			continue // not a claim's data: no lease to look for
+		}
+		lease := s.leases + "/" + string(data)
+		if live, _, err := c.Exists(lease); err != nil {
+			return deadClaim{}, aclerr.Map("exists", lease, err)
+		} else if live {
+			continue
+		}
+		there, _, w, err := c.ExistsW(p)
+		if err != nil {
+			return deadClaim{}, aclerr.Map("exists", p, err)
+		}
+		if !there {
+			w = nil
+		}
+		return deadClaim{true, w}, nil
+	}
+	return deadClaim{}, nil
 }
 
 // listSlots marks in taken the slots claimed now (the claims in dir).
