@@ -276,7 +276,10 @@ func acquireError(ctx context.Context, o *options, sess *session.Session, what, 
 func refused(sess *session.Session, what, path string, err error) error {
 	at, how := path, " holds "
 	var m *layout.Mismatch
-	if errors.As(err, &m) && m.Part != "" {
+	switch {
+	case errors.As(err, &m) && m.Child != "":
+		at = path + "/" + m.Child // the container another kind's nodes are in
+	case m != nil && m.Part != "":
 		at = zkpath.Parent(path)
 		how = " is part of " + at + ", which holds "
 	}
@@ -286,7 +289,7 @@ func refused(sess *session.Session, what, path string, err error) error {
 	if snap, ierr := admin.Inspect(qctx, sess, sess.Path(at)); ierr == nil {
 		there = describe(snap)
 	}
-	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s%s%s (%v)", what, path, path, how, there, err)}
+	return exitCode{exitRefused, fmt.Errorf("%s %s refused: %s%s%s (%v)", what, path, at, how, there, err)}
 }
 
 // deniedError is the error of a refusal by an ACL (a node's, or the

@@ -72,6 +72,7 @@ const (
 const (
 	lockKind      = "lock-"
 	latchKind     = "latch-"
+	leaseKind     = "lease-"
 	readKind      = "__READ__"
 	writeKind     = "__WRIT__"
 	kazooLockKind = "__lock__"
@@ -119,6 +120,11 @@ type Node struct {
 	// other child: a recipe there would write into another's layout (see
 	// RefusePart).
 	Recipes []*Recipe
+	// Holds, for a container of contender nodes, are the contender kinds
+	// the kind keeps in it (a semaphore's waiters in "locks", its leases in
+	// "leases"): anything else there is another recipe's (see
+	// RefuseInPart).
+	Holds []string
 }
 
 // The kinds, each declared once.
@@ -131,8 +137,8 @@ var (
 	RWLock = &Recipe{Name: "rwlock", Fair: true, Contenders: []string{readKind, writeKind, kazooReadKind, kazooLockKind},
 		Idle: "nothing (an empty container, removed by the server)"}
 	Semaphore = &Recipe{Name: "semaphore", Fair: true, Stamp: SemaphoreStamp, Nodes: []Node{
-		{Name: SemaphoreLocks, Stamps: true, What: "the waiters' line, a container"},
-		{Name: SemaphoreLeases, Stamps: true, What: "the lease nodes, a container"},
+		{Name: SemaphoreLocks, Stamps: true, What: "the waiters' line, a container", Holds: []string{lockKind}},
+		{Name: SemaphoreLeases, Stamps: true, What: "the lease nodes, a container", Holds: []string{leaseKind}},
 		{Name: SemaphoreSlots, What: "the slot claims, a container"}},
 		Idle: "the path's data (maxLeases) until the server removes the empty containers"}
 	FairElection = &Recipe{Name: "election", Fair: true, Contenders: []string{latchKind, kazooLockKind},
@@ -288,11 +294,18 @@ type Mismatch struct {
 	// ("" for a stamp or a fixed-name child).
 	Contender string
 	// Part, when set, says which part of There's layout the path is (see
-	// RefusePart): the evidence is then its parent's.
+	// RefusePart): the evidence is then its parent's. With Child, it says
+	// what the looking kind keeps in that child (see RefuseInPart).
 	Part string
+	// Child, when set, is the child of the path (a container the looking
+	// kind keeps there) whose nodes are the evidence (see RefuseInPart).
+	Child string
 }
 
 func (m *Mismatch) Error() string {
+	if m.Child != "" {
+		return fmt.Sprintf("%q under it is %s's: it has %s, %s", m.Child, m.There, m.Evidence, m.Part)
+	}
 	if m.Part != "" {
 		return fmt.Sprintf("it is part of %s's layout: %s, and %s", m.There, m.Evidence, m.Part)
 	}
@@ -341,6 +354,22 @@ func RefusePart(me *Recipe, parentData []byte, name string) *Mismatch {
 	}
 	return &Mismatch{There: k, Evidence: fmt.Sprintf("its parent's data %q", short(parentData)),
 		Part: fmt.Sprintf("%q is %s", name, n.What)}
+}
+
+// RefuseInPart returns a Mismatch when part n of me's layout (a container
+// of contender nodes: n.Holds), whose children are seen, holds another
+// kind's evidence: a contender of a kind n does not hold (a lock's line
+// made at a path that a semaphore made later is part of), or another
+// kind's fixed names. nil when it holds only what me keeps there.
+func RefuseInPart(me *Recipe, n *Node, seen Seen) *Mismatch {
+	for _, e := range Classify(seen) {
+		if e.Contender != "" && has(n.Holds, e.Contender) {
+			continue
+		}
+		return &Mismatch{There: e.Kinds[0], Evidence: e.What, Contender: e.Contender, Child: n.Name,
+			Part: fmt.Sprintf("where %s keeps %s", me, n.What)}
+	}
+	return nil
 }
 
 // RefusesChild reports, for a listing of a line's path (names only, no

@@ -123,7 +123,10 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 		if err != nil {
 			return err
 		}
-		return Refusal(p.Recipe, path, seen)
+		if err := Refusal(p.Recipe, path, seen); err != nil {
+			return err
+		}
+		return refuseInParts(c, p.Recipe, path)
 	})
 	if err == nil {
 		p.done.Store(true)
@@ -151,6 +154,38 @@ func RefusePart(c *zk.Conn, kind *layout.Recipe, path string) error {
 	}
 	if m := layout.RefusePart(kind, data, path[len(parent)+1:]); m != nil {
 		return WrongKind(path, m)
+	}
+	return nil
+}
+
+// refuseInParts refuses path when one of the containers kind keeps under
+// it (a semaphore's "locks" and "leases": layout.Node.Holds) holds another
+// kind's nodes already: a lock made at /app/leases before a semaphore at
+// /app would share its container with the semaphore's leases. A missing
+// container is free.
+func refuseInParts(c *zk.Conn, kind *layout.Recipe, path string) error {
+	for i, n := range kind.Nodes {
+		if len(n.Holds) == 0 {
+			continue
+		}
+		q := join(path, n.Name)
+		names, _, err := c.Children(q)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		} else if err != nil {
+			return aclerr.Map("getChildren", q, err)
+		}
+		seen := layout.Seen{}
+		for _, name := range names {
+			ch := layout.Child{Name: name}
+			if pn, ok := ParseName(name); ok {
+				ch.Contender = pn.Kind
+			}
+			seen.Children = append(seen.Children, ch)
+		}
+		if m := layout.RefuseInPart(kind, &kind.Nodes[i], seen); m != nil {
+			return WrongKind(path, m)
+		}
 	}
 	return nil
 }

@@ -371,6 +371,61 @@ func TestKindMatrixParts(t *testing.T) {
 	require.GreaterOrEqual(t, tried, 60, "the parts tried")
 }
 
+// TestKindMatrixPartsFirst: the other order of TestKindMatrixParts. Every
+// kind held at a path that is one of the containers another kind keeps
+// under its own (a semaphore's "locks" and "leases"), then that other kind
+// at the parent: refused at once with ErrWrongKind, writing nothing, as
+// the container holds another kind's nodes already. Except what the
+// container holds anyway: a lock's line at a semaphore's "locks" is the
+// semaphore's waiters' line (lock- nodes, as Curator's
+// InterProcessSemaphoreV2 names them), and the semaphore would wait behind
+// it. Before, a semaphore at /app took /app/leases, where a lock was
+// held, for its leases.
+func TestKindMatrixPartsFirst(t *testing.T) {
+	t.Parallel()
+	kinds := matrixKinds()
+	first := testutil.Open(t, zk.Servers())
+	second := testutil.Open(t, zk.Servers())
+	observer := testutil.Open(t, zk.Servers())
+	tried := 0
+	for _, f := range kinds {
+		for _, n := range f.layout.Nodes {
+			if len(n.Holds) == 0 {
+				continue
+			}
+			t.Run(f.name+"/"+n.Name, func(t *testing.T) {
+				for _, sk := range kinds {
+					if sk.layout == layout.FairMutex && slices.Contains(n.Holds, line.KindLock) {
+						continue // the same line: see above
+					}
+					ctx := testutil.Ctx(t, 60*time.Second)
+					path := testutil.UniquePath(t, "kind-parts-first") + "/" + sk.name
+					release := sk.hold(ctx, t, first, path+"/"+n.Name)
+					full := observer.Path(path)
+					before := settled(t, observer, full)
+					what := fmt.Sprintf("%s at a path whose %q holds a %s", f.name, n.Name, sk.name)
+					tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					err := f.try(tctx, second, path)
+					timedOut := tctx.Err() != nil
+					cancel()
+					require.ErrorIs(t, err, line.ErrWrongKind, what)
+					require.False(t, timedOut, "%s: refused at once, not after waiting", what)
+					after := subtree(t, observer, full)
+					require.Equal(t, keys(before), keys(after), "%s: nodes written", what)
+					for p, b := range before {
+						if b.ephemeralOwner == 0 {
+							require.Equal(t, b, after[p], "%s: %s changed", what, p)
+						}
+					}
+					release()
+					tried++
+				}
+			})
+		}
+	}
+	require.GreaterOrEqual(t, tried, 20, "the containers tried")
+}
+
 // settled is the subtree at path once the server has stopped changing it:
 // it removes empty containers within its check interval (zktest: 200 ms),
 // which a comparison must not take for a write.
