@@ -138,19 +138,24 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 // another recipe's layout, as its parent's data says (see
 // layout.RefusePart): a semaphore's "leases" or "slots", a schedule's
 // record. A parent that is missing, or that this session may not read,
-// claims nothing. Every check before a recipe's first write calls it
-// (PathCheck.Check, and the non-fair race's).
+// claims nothing. A parent that is a session's node (a holder's) is
+// ErrInvalidArgument: nothing can be made under it. Every check before a
+// recipe's first write calls it (PathCheck.Check, and the non-fair
+// race's).
 func RefusePart(c *zk.Conn, kind *layout.Recipe, path string) error {
 	parent := zkpath.Parent(path)
 	if parent == "/" {
 		return nil
 	}
-	data, _, err := c.Get(parent)
+	data, st, err := c.Get(parent)
 	switch {
 	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth):
 		return nil
 	case err != nil:
 		return aclerr.Map("getData", parent, err)
+	case st.EphemeralOwner != 0:
+		return fmt.Errorf("%w: %s: its parent is a session's node (a holder's or a waiter's, ephemeral), "+
+			"which ZooKeeper lets have no children", ErrInvalidArgument, path)
 	}
 	if m := layout.RefusePart(kind, data, path[len(parent)+1:]); m != nil {
 		return WrongKind(path, m)

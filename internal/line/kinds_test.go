@@ -426,6 +426,32 @@ func TestKindMatrixPartsFirst(t *testing.T) {
 	require.GreaterOrEqual(t, tried, 20, "the containers tried")
 }
 
+// TestUnderASessionsNode: every kind at a path under a holder's node (an
+// ephemeral node, which ZooKeeper lets have no children) fails at once with
+// ErrInvalidArgument, naming the path, and writes nothing; before, it
+// failed only at its create, with go-zookeeper's "zk: ephemeral nodes may
+// not have children".
+func TestUnderASessionsNode(t *testing.T) {
+	t.Parallel()
+	kinds := matrixKinds()
+	ctx := testutil.Ctx(t, 60*time.Second)
+	s := testutil.Open(t, zk.Servers())
+	path := testutil.UniquePath(t, "under-ephemeral")
+	m, err := mutex.New(testutil.Open(t, zk.Servers()), path)
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(context.Background())) }()
+	before := subtree(t, s, s.Path(path))
+	for _, k := range kinds {
+		tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := k.try(tctx, s, m.Node()+"/x")
+		cancel()
+		require.ErrorIs(t, err, line.ErrInvalidArgument, k.name)
+		require.ErrorContains(t, err, "its parent is a session's node", k.name)
+	}
+	require.Equal(t, before, subtree(t, s, s.Path(path)), "nodes written")
+}
+
 // settled is the subtree at path once the server has stopped changing it:
 // it removes empty containers within its check interval (zktest: 200 ms),
 // which a comparison must not take for a write.
