@@ -177,19 +177,12 @@ func (in *inspector) read(p string) (*Snapshot, error) {
 // parent that is missing, or that this session may not read, claims
 // nothing.
 func (in *inspector) partOf(p string) (string, bool, error) {
-	i := strings.LastIndexByte(p, '/')
-	if i <= 0 {
-		return "", false, nil
+	parent, data, st, err := line.ReadParent(in.c, p)
+	if err != nil || st == nil {
+		return "", false, err
 	}
-	data, _, err := in.c.Get(p[:i])
-	switch {
-	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth):
-		return "", false, nil
-	case err != nil:
-		return "", false, aclerr.Map("getData", p[:i], err)
-	}
-	k, n := layout.PartOf(data, p[i+1:])
-	return p[:i], k != nil && len(n.Recipes) == 0, nil
+	k, n := layout.PartOf(data, p[len(parent)+1:])
+	return parent, k != nil && len(n.Recipes) == 0, nil
 }
 
 // seen is p's data and children (names) as package layout reads them.

@@ -276,8 +276,9 @@ func acquireError(ctx context.Context, o *options, sess *session.Session, what, 
 func refused(sess *session.Session, what, path string, err error) error {
 	at, how := path, " holds "
 	var m *layout.Mismatch
+	errors.As(err, &m)
 	switch {
-	case errors.As(err, &m) && m.Child != "":
+	case m != nil && m.Child != "":
 		at = path + "/" + m.Child // the container another kind's nodes are in
 	case m != nil && m.Part != "":
 		at = zkpath.Parent(path)

@@ -143,16 +143,10 @@ func (p *PathCheck) Check(ctx context.Context, ep *session.Epoch, path string) e
 // recipe's first write calls it (PathCheck.Check, and the non-fair
 // race's).
 func RefusePart(c *zk.Conn, kind *layout.Recipe, path string) error {
-	parent := zkpath.Parent(path)
-	if parent == "/" {
-		return nil
-	}
-	data, st, err := c.Get(parent)
+	parent, data, st, err := ReadParent(c, path)
 	switch {
-	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth):
-		return nil
-	case err != nil:
-		return aclerr.Map("getData", parent, err)
+	case err != nil || st == nil:
+		return err
 	case st.EphemeralOwner != 0:
 		return fmt.Errorf("%w: %s: its parent is a session's node (a holder's or a waiter's, ephemeral), "+
 			"which ZooKeeper lets have no children", ErrInvalidArgument, path)
@@ -161,6 +155,25 @@ func RefusePart(c *zk.Conn, kind *layout.Recipe, path string) error {
 		return WrongKind(path, m)
 	}
 	return nil
+}
+
+// ReadParent reads the data of path's parent, for what it says of path
+// (layout.PartOf): st is nil when path is directly under the root, or its
+// parent is missing or one this session may not read (it then says
+// nothing).
+func ReadParent(c *zk.Conn, path string) (parent string, data []byte, st *zk.Stat, err error) {
+	parent = zkpath.Parent(path)
+	if parent == "/" {
+		return parent, nil, nil, nil
+	}
+	data, st, err = c.Get(parent)
+	switch {
+	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth):
+		return parent, nil, nil, nil
+	case err != nil:
+		return parent, nil, nil, aclerr.Map("getData", parent, err)
+	}
+	return parent, data, st, nil
 }
 
 // refuseInParts refuses path when one of the containers kind keeps under

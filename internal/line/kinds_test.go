@@ -301,16 +301,32 @@ func matrixCell(t *testing.T, f, sk matrixKind, state, path string, first, secon
 	default:
 		require.ErrorIs(t, err, line.ErrWrongKind, what)
 		require.False(t, timedOut, "%s: refused at once, not after waiting", what)
-		after := subtree(t, observer, full)
-		require.Equal(t, keys(before), keys(after), "%s: nodes written", what)
-		for p, b := range before {
-			a := after[p]
-			// A held node's own data may change by its holder (a mark);
-			// what the second wrote would show in versions of nodes it
-			// does not own, or as new nodes.
-			if b.ephemeralOwner == 0 {
-				require.Equal(t, b, a, "%s: %s changed", what, p)
-			}
+		unwritten(t, what, before, subtree(t, observer, full))
+	}
+}
+
+// refusedAtOnce runs try with a 20 s bound (a backstop: a refusal comes at
+// once) and checks that it was refused with ErrWrongKind before the bound.
+func refusedAtOnce(t *testing.T, ctx context.Context, what string, try func(context.Context) error) error {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := try(tctx)
+	require.ErrorIs(t, err, line.ErrWrongKind, what)
+	require.False(t, tctx.Err() != nil, "%s: refused at once, not after waiting", what)
+	return err
+}
+
+// unwritten checks that a subtree read after a refusal is the one read
+// before it: the same nodes, and no node changed but a holder's own (its
+// holder may mark it); what the refused one wrote would show as new nodes
+// or in versions of nodes it does not own.
+func unwritten(t *testing.T, what string, before, after map[string]nodeState) {
+	t.Helper()
+	require.Equal(t, keys(before), keys(after), "%s: nodes written", what)
+	for p, b := range before {
+		if b.ephemeralOwner == 0 {
+			require.Equal(t, b, after[p], "%s: %s changed", what, p)
 		}
 	}
 }
@@ -347,25 +363,14 @@ func TestKindMatrixParts(t *testing.T) {
 						continue
 					}
 					what := fmt.Sprintf("%s at a held %s's %q", sk.name, f.name, n.Name)
-					tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-					err := sk.try(tctx, second, path+"/"+n.Name)
-					timedOut := tctx.Err() != nil
-					cancel()
-					require.ErrorIs(t, err, line.ErrWrongKind, what)
-					require.False(t, timedOut, "%s: refused at once, not after waiting", what)
+					err := refusedAtOnce(t, ctx, what, func(ctx context.Context) error { return sk.try(ctx, second, path+"/"+n.Name) })
 					var m *layout.Mismatch
 					require.ErrorAs(t, err, &m, what)
 					require.Equal(t, f.layout, m.There, what)
 					tried++
 				}
 			}
-			after := subtree(t, observer, full)
-			require.Equal(t, keys(before), keys(after), "%s's path: nodes written", f.name)
-			for p, b := range before {
-				if b.ephemeralOwner == 0 {
-					require.Equal(t, b, after[p], "%s: %s changed", f.name, p)
-				}
-			}
+			unwritten(t, f.name+"'s path", before, subtree(t, observer, full))
 		})
 	}
 	require.GreaterOrEqual(t, tried, 60, "the parts tried")
@@ -404,19 +409,8 @@ func TestKindMatrixPartsFirst(t *testing.T) {
 					full := observer.Path(path)
 					before := settled(t, observer, full)
 					what := fmt.Sprintf("%s at a path whose %q holds a %s", f.name, n.Name, sk.name)
-					tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-					err := f.try(tctx, second, path)
-					timedOut := tctx.Err() != nil
-					cancel()
-					require.ErrorIs(t, err, line.ErrWrongKind, what)
-					require.False(t, timedOut, "%s: refused at once, not after waiting", what)
-					after := subtree(t, observer, full)
-					require.Equal(t, keys(before), keys(after), "%s: nodes written", what)
-					for p, b := range before {
-						if b.ephemeralOwner == 0 {
-							require.Equal(t, b, after[p], "%s: %s changed", what, p)
-						}
-					}
+					refusedAtOnce(t, ctx, what, func(ctx context.Context) error { return f.try(ctx, second, path) })
+					unwritten(t, what, before, subtree(t, observer, full))
 					release()
 					tried++
 				}
