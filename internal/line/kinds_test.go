@@ -237,9 +237,7 @@ func subtree(t *testing.T, s *session.Session, path string) map[string]nodeState
 func TestKindMatrix(t *testing.T) {
 	t.Parallel()
 	kinds := matrixKinds()
-	first := testutil.Open(t, zk.Servers())
-	second := testutil.Open(t, zk.Servers())
-	observer := testutil.Open(t, zk.Servers())
+	first, second, observer := matrixSessions(t)
 	for _, f := range kinds {
 		for _, state := range []string{"held", "idle"} {
 			t.Run(f.name+"/"+state, func(t *testing.T) {
@@ -254,6 +252,12 @@ func TestKindMatrix(t *testing.T) {
 			})
 		}
 	}
+}
+
+// matrixSessions opens a kind matrix's three sessions: the first kind's,
+// the second's, and the observer's, which reads what each wrote.
+func matrixSessions(t *testing.T) (first, second, observer *session.Session) {
+	return testutil.Open(t, zk.Servers()), testutil.Open(t, zk.Servers()), testutil.Open(t, zk.Servers())
 }
 
 func matrixCell(t *testing.T, f, sk matrixKind, state, path string, first, second, observer *session.Session) {
@@ -343,9 +347,7 @@ func unwritten(t *testing.T, what string, before, after map[string]nodeState) {
 func TestKindMatrixParts(t *testing.T) {
 	t.Parallel()
 	kinds := matrixKinds()
-	first := testutil.Open(t, zk.Servers())
-	second := testutil.Open(t, zk.Servers())
-	observer := testutil.Open(t, zk.Servers())
+	first, second, observer := matrixSessions(t)
 	tried := 0
 	for _, f := range kinds {
 		if f.layout.Stamp == "" || len(f.layout.Nodes) == 0 {
@@ -389,9 +391,7 @@ func TestKindMatrixParts(t *testing.T) {
 func TestKindMatrixPartsFirst(t *testing.T) {
 	t.Parallel()
 	kinds := matrixKinds()
-	first := testutil.Open(t, zk.Servers())
-	second := testutil.Open(t, zk.Servers())
-	observer := testutil.Open(t, zk.Servers())
+	first, second, observer := matrixSessions(t)
 	tried := 0
 	for _, f := range kinds {
 		for _, n := range f.layout.Nodes {
