@@ -348,11 +348,12 @@ func TestKindMatrixParts(t *testing.T) {
 	t.Parallel()
 	kinds := matrixKinds()
 	first, second, observer := matrixSessions(t)
-	tried := 0
+	layouts := 0
 	for _, f := range kinds {
 		if f.layout.Stamp == "" || len(f.layout.Nodes) == 0 {
 			continue
 		}
+		layouts++
 		t.Run(f.name, func(t *testing.T) {
 			ctx := testutil.Ctx(t, 60*time.Second)
 			path := testutil.UniquePath(t, "kind-parts")
@@ -360,6 +361,7 @@ func TestKindMatrixParts(t *testing.T) {
 			full := observer.Path(path)
 			before := settled(t, observer, full)
 			for _, n := range f.layout.Nodes {
+				tried := 0
 				for _, sk := range kinds {
 					if slices.Contains(n.Recipes, sk.layout) {
 						continue
@@ -371,11 +373,14 @@ func TestKindMatrixParts(t *testing.T) {
 					require.Equal(t, f.layout, m.There, what)
 					tried++
 				}
+				require.GreaterOrEqual(t, tried, len(kinds)-2, "the kinds tried at %s's %q", f.name, n.Name)
 			}
 			unwritten(t, f.name+"'s path", before, subtree(t, observer, full))
 		})
 	}
-	require.GreaterOrEqual(t, tried, 60, "the parts tried")
+	// Counted outside the subtests: make test may run one of them again
+	// alone (-run), after upstream go-zookeeper's known race.
+	require.GreaterOrEqual(t, layouts, 5, "the stamped layouts with parts")
 }
 
 // TestKindMatrixPartsFirst: the other order of TestKindMatrixParts. Every
@@ -392,13 +397,15 @@ func TestKindMatrixPartsFirst(t *testing.T) {
 	t.Parallel()
 	kinds := matrixKinds()
 	first, second, observer := matrixSessions(t)
-	tried := 0
+	containers := 0
 	for _, f := range kinds {
 		for _, n := range f.layout.Nodes {
 			if len(n.Holds) == 0 {
 				continue
 			}
+			containers++
 			t.Run(f.name+"/"+n.Name, func(t *testing.T) {
+				tried := 0
 				for _, sk := range kinds {
 					if sk.layout == layout.FairMutex && slices.Contains(n.Holds, line.KindLock) {
 						continue // the same line: see above
@@ -414,10 +421,12 @@ func TestKindMatrixPartsFirst(t *testing.T) {
 					release()
 					tried++
 				}
+				require.GreaterOrEqual(t, tried, len(kinds)-1, "the kinds tried")
 			})
 		}
 	}
-	require.GreaterOrEqual(t, tried, 20, "the containers tried")
+	// Counted outside the subtests, which make test may run again alone.
+	require.GreaterOrEqual(t, containers, 4, "the containers with contender nodes")
 }
 
 // TestUnderASessionsNode: every kind at a path under a holder's node (an
